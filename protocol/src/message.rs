@@ -1,0 +1,511 @@
+//! JSON-RPC 2.0 messages: requests, notifications, responses (results and errors) and batches.
+//!
+//! Parsing is strict about the envelope (`jsonrpc` must be `"2.0"`, ids are strings or integers, a message is
+//! a request, a notification or a response and never two of them) and lenient about everything inside it:
+//! `params` and `result` are kept as the raw JSON text they arrived as, so nothing a peer sends is lost or
+//! reformatted on the way through. Request ids are kept byte-exact ([`RequestId`]).
+
+use std::borrow::Cow;
+
+use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error::{Error, ErrorCode};
+use crate::id::RequestId;
+use crate::method::Method;
+
+/// A request: it has an id and expects a response.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The request id, byte-exact.
+    pub id: RequestId,
+    /// The method name, as received.
+    pub method: String,
+    /// The params, as received (`null` params are treated as absent).
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone)]
+pub struct Notification {
+    /// The method name, as received.
+    pub method: String,
+    /// The params, as received.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A response: the answer to a request, a result or an error.
+#[derive(Debug, Clone)]
+pub struct Response {
+    /// The id of the request it answers; `None` (sent as `null`) when the request's id could not be read.
+    pub id: Option<RequestId>,
+    /// The result's raw JSON, or the error.
+    pub body: Result<Box<RawValue>, Error>,
+}
+
+/// One JSON-RPC message.
+#[derive(Debug, Clone)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response.
+    Response(Response),
+}
+
+/// What a body holds: one message, or a batch (a JSON array) whose entries are judged one by one.
+#[derive(Debug)]
+pub enum Parsed {
+    /// A single message.
+    Single(Message),
+    /// A non-empty batch; each entry is a message or the error answering it.
+    Batch(Vec<Result<Message, MessageError>>),
+}
+
+/// A body or batch entry that is not a valid message: the error to answer with, and the id if one was readable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageError {
+    /// The id of the offending request, when it could be read.
+    pub id: Option<RequestId>,
+    /// `ParseError` or `InvalidRequest`.
+    pub error: Error,
+}
+
+impl MessageError {
+    fn invalid(id: Option<RequestId>, why: impl Into<Cow<'static, str>>) -> MessageError {
+        MessageError {
+            id,
+            error: Error::new(ErrorCode::InvalidRequest, why),
+        }
+    }
+
+    fn parse(e: impl std::fmt::Display) -> MessageError {
+        MessageError {
+            id: None,
+            error: Error::new(ErrorCode::ParseError, format!("parse error: {e}")),
+        }
+    }
+}
+
+/// Parses a body: one message or a batch. Invalid UTF-8 and malformed JSON are `ParseError`; valid JSON that
+/// is not a JSON-RPC message is `InvalidRequest` (with the id when it could be read). Never panics.
+pub fn parse(body: &[u8]) -> Result<Parsed, MessageError> {
+    let text = std::str::from_utf8(body).map_err(MessageError::parse)?;
+    match text.trim_start().as_bytes().first() {
+        Some(b'[') => {
+            let entries: Vec<&RawValue> = serde_json::from_str(text).map_err(classify_top)?;
+            if entries.is_empty() {
+                return Err(MessageError::invalid(None, "invalid request: empty batch"));
+            }
+            Ok(Parsed::Batch(
+                entries.into_iter().map(|e| parse_object(e.get())).collect(),
+            ))
+        }
+        Some(b'{') => parse_object(text).map(Parsed::Single),
+        _ => {
+            // Valid JSON that is not an object or array is an invalid request; anything else a parse error.
+            serde_json::from_str::<&RawValue>(text).map_err(MessageError::parse)?;
+            Err(MessageError::invalid(
+                None,
+                "invalid request: a JSON-RPC message must be an object",
+            ))
+        }
+    }
+}
+
+fn classify_top(e: serde_json::Error) -> MessageError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Data => MessageError::invalid(None, format!("invalid request: {e}")),
+        _ => MessageError::parse(e),
+    }
+}
+
+/// Deserializes a field that is present, including an explicit `null` (which `Option` would swallow).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    code: i64,
+    message: String,
+    #[serde(default)]
+    data: Option<Value>,
+}
+
+fn parse_object(text: &str) -> Result<Message, MessageError> {
+    let env: Envelope<'_> = match serde_json::from_str(text) {
+        Ok(env) => env,
+        Err(e) => {
+            return Err(match e.classify() {
+                serde_json::error::Category::Data => {
+                    MessageError::invalid(None, format!("invalid request: {e}"))
+                }
+                _ => MessageError::parse(e),
+            });
+        }
+    };
+    let is_null = |v: Option<&RawValue>| v.is_some_and(|r| r.get() == "null");
+    // Read the id first, so that every later complaint can carry it.
+    let id = match env.id {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => Some(
+            RequestId::from_raw(raw)
+                .map_err(|e| MessageError::invalid(None, format!("invalid request: {e}")))?,
+        ),
+    };
+    match env.jsonrpc.map(|r| serde_json::from_str::<Cow<'_, str>>(r.get())) {
+        Some(Ok(v)) if v == "2.0" => {}
+        _ => {
+            return Err(MessageError::invalid(
+                id,
+                "invalid request: \"jsonrpc\" must be \"2.0\"",
+            ));
+        }
+    }
+    if let Some(method) = env.method {
+        let method: String = serde_json::from_str(method.get()).map_err(|_| {
+            MessageError::invalid(id.clone(), "invalid request: \"method\" must be a string")
+        })?;
+        if env.result.is_some() || env.error.is_some() {
+            return Err(MessageError::invalid(
+                id,
+                "invalid request: a message cannot be both a request and a response",
+            ));
+        }
+        let params = match env.params {
+            None => None,
+            Some(p) if p.get() == "null" => None,
+            Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
+            Some(_) => {
+                return Err(MessageError::invalid(
+                    id,
+                    "invalid request: \"params\" must be an object or an array",
+                ));
+            }
+        };
+        return Ok(match (env.id, id) {
+            (None, _) => Message::Notification(Notification { method, params }),
+            (Some(_), Some(id)) => Message::Request(Request { id, method, params }),
+            (Some(_), None) => {
+                return Err(MessageError::invalid(
+                    None,
+                    "invalid request: request id must not be null",
+                ));
+            }
+        });
+    }
+    if env.id.is_none() {
+        return Err(MessageError::invalid(
+            None,
+            "invalid request: a message needs \"method\" or \"id\"",
+        ));
+    }
+    let body = match (env.result, env.error) {
+        (Some(result), None) => Ok(result.to_owned()),
+        (None, Some(error)) if !is_null(Some(error)) => {
+            let wire: WireError = serde_json::from_str(error.get()).map_err(|_| {
+                MessageError::invalid(
+                    id.clone(),
+                    "invalid request: \"error\" needs an integer \"code\" and a string \"message\"",
+                )
+            })?;
+            let mut err = Error::new(ErrorCode::from_code(wire.code), wire.message);
+            if let Some(data) = wire.data {
+                err = err.with_data(data);
+            }
+            Err(err)
+        }
+        _ => {
+            return Err(MessageError::invalid(
+                id,
+                "invalid request: a response needs exactly one of \"result\" and \"error\"",
+            ));
+        }
+    };
+    Ok(Message::Response(Response { id, body }))
+}
+
+impl Message {
+    /// Parses one message; a batch is refused as `InvalidRequest`.
+    pub fn parse(body: &[u8]) -> Result<Message, MessageError> {
+        match parse(body)? {
+            Parsed::Single(m) => Ok(m),
+            Parsed::Batch(_) => Err(MessageError::invalid(
+                None,
+                "invalid request: batches are not accepted here",
+            )),
+        }
+    }
+
+    /// The message as compact JSON bytes, as received (error codes unchanged).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+}
+
+impl Request {
+    /// A request with `params` given as a JSON value.
+    pub fn new(id: RequestId, method: impl Into<String>, params: Option<&Value>) -> Request {
+        Request {
+            id,
+            method: method.into(),
+            params: params.map(raw_of),
+        }
+    }
+
+    /// The known method, if the name is one.
+    pub fn known_method(&self) -> Option<Method> {
+        Method::parse(&self.method)
+    }
+
+    /// The params decoded as `T` (absent params decode from `{}`); a mismatch is `InvalidParams`.
+    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        decode_params(self.params.as_deref())
+    }
+}
+
+impl Notification {
+    /// A notification with `params` given as a JSON value.
+    pub fn new(method: impl Into<String>, params: Option<&Value>) -> Notification {
+        Notification {
+            method: method.into(),
+            params: params.map(raw_of),
+        }
+    }
+
+    /// The known method, if the name is one.
+    pub fn known_method(&self) -> Option<Method> {
+        Method::parse(&self.method)
+    }
+
+    /// The params decoded as `T`; a mismatch is `InvalidParams`.
+    pub fn params_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        decode_params(self.params.as_deref())
+    }
+}
+
+impl Response {
+    /// A successful response carrying `result` (raw JSON, passed through as it is).
+    pub fn result(id: impl Into<Option<RequestId>>, result: Box<RawValue>) -> Response {
+        Response {
+            id: id.into(),
+            body: Ok(result),
+        }
+    }
+
+    /// A successful response carrying a serializable result.
+    pub fn result_of<T: Serialize>(id: impl Into<Option<RequestId>>, result: &T) -> Response {
+        let raw = serde_json::value::to_raw_value(result)
+            .unwrap_or_else(|_| RawValue::from_string("{}".to_owned()).expect("valid"));
+        Response::result(id, raw)
+    }
+
+    /// An error response. The id is `null` when `None`.
+    pub fn error(id: impl Into<Option<RequestId>>, err: Error) -> Response {
+        Response {
+            id: id.into(),
+            body: Err(err),
+        }
+    }
+}
+
+impl From<&RequestId> for Option<RequestId> {
+    fn from(id: &RequestId) -> Self {
+        Some(id.clone())
+    }
+}
+
+fn raw_of(v: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v).expect("a Value always serializes")
+}
+
+fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, Error> {
+    let text = params.map_or("{}", RawValue::get);
+    serde_json::from_str(text).map_err(|e| Error::new(ErrorCode::InvalidParams, format!("invalid params: {e}")))
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Request(r) => r.serialize(s),
+            Message::Notification(n) => n.serialize(s),
+            Message::Response(r) => r.serialize(s),
+        }
+    }
+}
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        m.serialize_entry("id", &self.id)?;
+        m.serialize_entry("method", &self.method)?;
+        if let Some(p) = &self.params {
+            m.serialize_entry("params", p)?;
+        }
+        m.end()
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        m.serialize_entry("method", &self.method)?;
+        if let Some(p) = &self.params {
+            m.serialize_entry("params", p)?;
+        }
+        m.end()
+    }
+}
+
+/// Serializes as received: error codes are not rewritten for any generation. What goes to a client is
+/// shaped by [`crate::shape`] instead.
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("jsonrpc", "2.0")?;
+        m.serialize_entry("id", &self.id)?;
+        match &self.body {
+            Ok(result) => m.serialize_entry("result", result)?,
+            Err(err) => m.serialize_entry("error", &crate::shape::error_object(err, None))?,
+        }
+        m.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(text: &str) -> Result<Message, MessageError> {
+        Message::parse(text.as_bytes())
+    }
+
+    #[test]
+    fn envelope_rules() {
+        // (body, expected: Ok(kind) or Err(code, id raw))
+        let table: &[(&str, Result<&str, (i64, Option<&str>)>)] = &[
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, Ok("request")),
+            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Ok("notification")),
+            (r#"{"jsonrpc":"2.0","id":"a","result":{}}"#, Ok("response")),
+            (r#"{"jsonrpc":"2.0","id":"a","result":null}"#, Ok("response")),
+            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#, Ok("response")),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":null}"#, Ok("request")),
+            (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, Err((-32600, Some("1")))),
+            (r#"{"id":7,"method":"ping"}"#, Err((-32600, Some("7")))),
+            (r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, Err((-32600, None))),
+            (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, Err((-32600, None))),
+            (r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, Err((-32600, None))),
+            (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":""}}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0","id":1}"#, Err((-32600, Some("1")))),
+            (r#"{"jsonrpc":"2.0"}"#, Err((-32600, None))),
+            (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#, Err((-32600, None))),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping""#, Err((-32700, None))),
+            (r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#, Err((-32700, None))),
+            ("", Err((-32700, None))),
+            ("nul", Err((-32700, None))),
+            ("42", Err((-32600, None))),
+            ("\"str\"", Err((-32600, None))),
+            ("[]", Err((-32600, None))),
+        ];
+        for (body, want) in table {
+            let got = single(body);
+            match (want, got) {
+                (Ok(kind), Ok(m)) => {
+                    let k = match m {
+                        Message::Request(_) => "request",
+                        Message::Notification(_) => "notification",
+                        Message::Response(_) => "response",
+                    };
+                    assert_eq!(*kind, k, "{body}");
+                }
+                (Err((code, id)), Err(e)) => {
+                    assert_eq!(e.error.code().code(), *code, "{body}: {e:?}");
+                    assert_eq!(e.id.as_ref().map(RequestId::raw), *id, "{body}");
+                }
+                (want, got) => panic!("{body}: wanted {want:?}, got {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_parse_error() {
+        let e = Message::parse(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}").unwrap_err();
+        assert_eq!(e.error.code(), ErrorCode::ParseError);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_overflow() {
+        let depth = 100_000;
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{}{}}}",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let e = Message::parse(body.as_bytes()).unwrap_err();
+        assert_eq!(e.error.code(), ErrorCode::ParseError);
+    }
+
+    #[test]
+    fn batches_are_judged_per_entry() {
+        let body = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"n"}]"#;
+        let Parsed::Batch(items) = parse(body).unwrap() else { panic!("not a batch") };
+        assert_eq!(items.len(), 3);
+        assert!(matches!(items[0], Ok(Message::Request(_))));
+        assert_eq!(items[1].as_ref().unwrap_err().error.code(), ErrorCode::InvalidRequest);
+        assert!(matches!(items[2], Ok(Message::Notification(_))));
+    }
+
+    #[test]
+    fn messages_round_trip_exactly() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"tools/call","params":{"name":"x","arguments":{"n":1.50,"big":99999999999999999999999}}}"#,
+            r#"{"jsonrpc":"2.0","id":"\u00e9","result":{"content":[],"future":{"x":[1,2]}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"session gone","data":{"a":1}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}"#,
+        ] {
+            let m = single(text).unwrap();
+            assert_eq!(String::from_utf8(m.to_bytes()).unwrap(), text);
+        }
+    }
+
+    #[test]
+    fn params_decode() {
+        let Message::Request(r) = single(r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}"#).unwrap() else {
+            panic!()
+        };
+        let p: crate::payload::SetLevelRequestParams = r.params_as().unwrap();
+        assert_eq!(p.level, crate::payload::LoggingLevel::Info);
+        let bad: Result<crate::payload::InitializeRequestParams, _> = r.params_as();
+        assert_eq!(bad.unwrap_err().code(), ErrorCode::InvalidParams);
+    }
+}

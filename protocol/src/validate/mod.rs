@@ -1,0 +1,502 @@
+//! Request validation: one pure function, [`validate`], from an HTTP request's parts (method, headers, body
+//! bytes), the generations the gateway serves, the catalog's routing facts and the caller's legacy session
+//! (if any) to either a [`ValidRequest`] — constructible only here — or a [`Rejection`] carrying the
+//! infrastructure error, the request id when readable, and the HTTP status.
+//!
+//! The order of checks for one POST (each step's error outranks the later ones):
+//! 1. body size (413), `Content-Type` (415), `Accept` (406);
+//! 2. JSON and the JSON-RPC envelope (-32700, -32600);
+//! 3. the era, decided from the body: `initialize` is legacy; a `_meta` protocol version names the era; without
+//!    one, a session id means legacy and a 2026-07-28 `MCP-Protocol-Version` header means modern;
+//! 4. modern: `MCP-Protocol-Version` against `_meta` (-32020, which outranks) and then support (-32022),
+//!    required `_meta` keys (-32602), `Mcp-Method` (-32020), the method itself (-32601, 404), `Mcp-Name`
+//!    (-32020), then routing: unknown tool (-32601 or -32602), `Mcp-Param-*` both ways (-32020), missing
+//!    client capabilities (-32021), unmatched resource (-32602), unknown prompt (-32602);
+//! 5. legacy: the session (404 when unknown), `MCP-Protocol-Version` against the session, the method for the
+//!    session's generation, then the same routing checks with legacy codes.
+
+mod http;
+mod legacy;
+mod modern;
+mod routing;
+
+use serde_json::Value;
+
+pub use http::{Accepts, HttpMethod, Headers};
+
+use crate::error::{Error, ErrorCode};
+use crate::generation::{Generation, GenerationSet};
+use crate::headers::ParamHeader;
+use crate::id::RequestId;
+use crate::message::{self, Message, MessageError, Notification, Parsed, Request, Response};
+use crate::meta::{ParamsView, RequestMeta, string_of};
+use crate::method::Method;
+use crate::payload::InitializeRequestParams;
+use http::{One, Scanned, is_json_content_type};
+
+/// Which code an unregistered tool name gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnknownToolCode {
+    /// `MethodNotFound` (-32601): the founding document's default.
+    #[default]
+    MethodNotFound,
+    /// `InvalidParams` (-32602): what the MCP spec suggests.
+    InvalidParams,
+}
+
+/// Validation settings of a deployment.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The generations served.
+    pub served: GenerationSet,
+    /// The code for an unregistered tool name.
+    pub unknown_tool: UnknownToolCode,
+    /// The largest body accepted (413 above).
+    pub max_body_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            served: GenerationSet::ALL,
+            unknown_tool: UnknownToolCode::default(),
+            max_body_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// What routing knows of a tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolRoute<'a> {
+    /// The tool's `x-mcp-header` annotations, as the gateway advertises them.
+    pub header_params: &'a [ParamHeader],
+    /// Client capabilities the tool needs (a capabilities object), if any.
+    pub required_capabilities: Option<&'a Value>,
+}
+
+/// The catalog facts validation needs: which tools, resources and prompts exist. Implemented over the
+/// gateway's catalog snapshot.
+pub trait Catalog {
+    /// The tool by its exposed name, or `None` when no backend owns it.
+    fn tool(&self, name: &str) -> Option<ToolRoute<'_>>;
+    /// Whether some backend serves this URI (exactly or through a template).
+    fn has_resource(&self, uri: &str) -> bool;
+    /// Whether some backend serves this prompt.
+    fn has_prompt(&self, name: &str) -> bool;
+}
+
+/// What a legacy session established at `initialize`, as the caller's session store holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Session<'a> {
+    /// The negotiated generation.
+    pub generation: Generation,
+    /// The client's declared capabilities (a capabilities object).
+    pub client_capabilities: &'a Value,
+}
+
+/// An HTTP request in parts.
+#[derive(Clone, Copy)]
+pub struct HttpRequest<'a> {
+    /// The method.
+    pub method: HttpMethod,
+    /// The headers.
+    pub headers: &'a dyn Headers,
+    /// The body bytes.
+    pub body: &'a [u8],
+}
+
+impl std::fmt::Debug for HttpRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("method", &self.method)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+/// A request that passed validation. Only [`validate`] makes one.
+#[derive(Debug)]
+pub struct ValidRequest {
+    generation: Generation,
+    accepts: Accepts,
+    kind: ValidKind,
+}
+
+/// What a valid request asks for.
+#[derive(Debug)]
+pub enum ValidKind {
+    /// A legacy `initialize`: start a session speaking `negotiated` (the request's generation).
+    Initialize {
+        /// The request id.
+        id: RequestId,
+        /// The params.
+        params: Box<InitializeRequestParams>,
+    },
+    /// A request to route and answer.
+    Call(Call),
+    /// A notification: answer 202 and act on it.
+    Notification(Notification),
+    /// A legacy client's answer to a server-to-client request: answer 202 and route it.
+    ClientResponse(Response),
+    /// A 2025-03-26 batch: each entry valid or rejected on its own.
+    Batch(Vec<Result<ValidKind, Rejection>>),
+    /// A legacy GET: open the session's standalone SSE stream.
+    OpenStream,
+    /// A legacy DELETE: end the session.
+    EndSession,
+}
+
+/// What a request is about, for routing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `tools/call` of this exposed tool name.
+    Tool(String),
+    /// `resources/read` (and subscribe) of this URI.
+    Resource(String),
+    /// `prompts/get` of this prompt name.
+    Prompt(String),
+}
+
+/// A request to answer, with everything routing needs.
+#[derive(Debug)]
+pub struct Call {
+    /// The request as received.
+    pub request: Request,
+    /// Its method.
+    pub method: Method,
+    /// Its per-request metadata (`_meta`).
+    pub meta: RequestMeta,
+    /// What it is about, for the methods that name something.
+    pub target: Option<Target>,
+}
+
+impl ValidRequest {
+    /// The generation to answer in: the session's, the request's `_meta`'s, or the negotiated one.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// What the client accepts as a response body.
+    pub fn accepts(&self) -> Accepts {
+        self.accepts
+    }
+
+    /// What the request asks for.
+    pub fn kind(&self) -> &ValidKind {
+        &self.kind
+    }
+
+    /// Takes the request apart.
+    pub fn into_kind(self) -> ValidKind {
+        self.kind
+    }
+}
+
+/// A refused request: the error, the id when it was readable, the HTTP status, and the generation to shape
+/// the error for (when known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// HTTP status.
+    pub status: u16,
+    /// The request id, when it could be read.
+    pub id: Option<RequestId>,
+    /// The error.
+    pub error: Error,
+    /// The generation the error is shaped for; `None` when the request named none.
+    pub generation: Option<Generation>,
+    /// For 405: the `Allow` header value.
+    pub allow: Option<&'static str>,
+}
+
+impl Rejection {
+    pub(crate) fn new(status: u16, id: Option<RequestId>, error: Error) -> Rejection {
+        Rejection {
+            status,
+            id,
+            error,
+            generation: None,
+            allow: None,
+        }
+    }
+
+    pub(crate) fn for_generation(mut self, g: Generation) -> Rejection {
+        self.generation = Some(g);
+        self
+    }
+
+    /// The response body: a JSON-RPC error object shaped for the rejection's generation.
+    pub fn body(&self) -> Vec<u8> {
+        crate::shape::rejection_body(self)
+    }
+}
+
+impl From<MessageError> for Rejection {
+    fn from(e: MessageError) -> Rejection {
+        Rejection::new(200, e.id, e.error)
+    }
+}
+
+/// Validates one HTTP request. See the module documentation for the order of checks.
+pub fn validate(
+    req: &HttpRequest<'_>,
+    config: &Config,
+    catalog: &dyn Catalog,
+    session: Option<&Session<'_>>,
+) -> Result<ValidRequest, Rejection> {
+    let headers = Scanned::scan(req.headers);
+    let accepts = Accepts::read(&headers.accept);
+    let ctx = Ctx {
+        config,
+        catalog,
+        headers: &headers,
+        session,
+    };
+    match req.method {
+        HttpMethod::Post => {}
+        HttpMethod::Get | HttpMethod::Delete if headers.session_id.is_present() => {
+            let s = ctx.require_session(None)?;
+            if req.method == HttpMethod::Get && !accepts.sse {
+                return Err(Rejection::new(
+                    406,
+                    None,
+                    Error::new(
+                        ErrorCode::InvalidRequest,
+                        "not acceptable: the session stream is text/event-stream",
+                    ),
+                )
+                .for_generation(s.generation));
+            }
+            let kind = if req.method == HttpMethod::Get {
+                ValidKind::OpenStream
+            } else {
+                ValidKind::EndSession
+            };
+            return Ok(ValidRequest {
+                generation: s.generation,
+                accepts,
+                kind,
+            });
+        }
+        _ => {
+            let mut r = Rejection::new(
+                405,
+                None,
+                Error::new(
+                    ErrorCode::InvalidRequest,
+                    "method not allowed: POST a JSON-RPC message (GET and DELETE need a legacy session)",
+                ),
+            );
+            r.allow = Some("POST");
+            return Err(r);
+        }
+    }
+    if req.body.len() > config.max_body_bytes {
+        return Err(Rejection::new(
+            413,
+            None,
+            Error::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "request body of {} bytes exceeds the limit of {} bytes",
+                    req.body.len(),
+                    config.max_body_bytes
+                ),
+            ),
+        ));
+    }
+    match headers.content_type {
+        One::Present(v) if !is_json_content_type(v) => {
+            return Err(Rejection::new(
+                415,
+                None,
+                Error::new(
+                    ErrorCode::InvalidRequest,
+                    "unsupported media type: Content-Type must be application/json",
+                ),
+            ));
+        }
+        One::Repeated => {
+            return Err(Rejection::new(
+                415,
+                None,
+                Error::new(ErrorCode::InvalidRequest, "Content-Type is given twice"),
+            ));
+        }
+        _ => {}
+    }
+    if accepts.none() {
+        return Err(Rejection::new(
+            406,
+            None,
+            Error::new(
+                ErrorCode::InvalidRequest,
+                "not acceptable: Accept must allow application/json or text/event-stream",
+            ),
+        ));
+    }
+    let kind = match message::parse(req.body)? {
+        Parsed::Batch(entries) => {
+            let s = ctx.require_session(None)?;
+            if !s.generation.allows_batching() {
+                return Err(Rejection::new(
+                    200,
+                    None,
+                    Error::new(
+                        ErrorCode::InvalidRequest,
+                        format!("invalid request: JSON-RPC batches are not part of {}", s.generation),
+                    ),
+                )
+                .for_generation(s.generation));
+            }
+            let items = entries
+                .into_iter()
+                .map(|entry| match entry {
+                    Ok(Message::Request(r)) if r.method == "initialize" => Err(Rejection::new(
+                        200,
+                        Some(r.id),
+                        Error::new(
+                            ErrorCode::InvalidRequest,
+                            "invalid request: initialize must not be part of a batch",
+                        ),
+                    )
+                    .for_generation(s.generation)),
+                    Ok(m) => match Facts::of(&m) {
+                        Ok(facts) => legacy::message(&ctx, s, m, facts),
+                        Err(e) => Err(Rejection::new(200, id_of(&m), e).for_generation(s.generation)),
+                    },
+                    Err(e) => Err(Rejection::from(e).for_generation(s.generation)),
+                })
+                .collect();
+            return Ok(ValidRequest {
+                generation: s.generation,
+                accepts,
+                kind: ValidKind::Batch(items),
+            });
+        }
+        Parsed::Single(m) => m,
+    };
+    let (generation, kind) = route_single(&ctx, kind)?;
+    Ok(ValidRequest {
+        generation,
+        accepts,
+        kind,
+    })
+}
+
+/// Everything the era-specific checks share.
+pub(crate) struct Ctx<'a> {
+    pub config: &'a Config,
+    pub catalog: &'a dyn Catalog,
+    pub headers: &'a Scanned<'a>,
+    pub session: Option<&'a Session<'a>>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The caller's session: 400 without a session id, 404 when the id names no live session.
+    pub fn require_session(&self, id: Option<&RequestId>) -> Result<&'a Session<'a>, Rejection> {
+        match (self.headers.session_id, self.session) {
+            (One::Present(_), Some(s)) => Ok(s),
+            (One::Present(_), None) => Err(Rejection::new(
+                404,
+                id.cloned(),
+                Error::new(
+                    ErrorCode::InvalidRequest,
+                    "session not found: it expired or never existed; send initialize to start a new one",
+                ),
+            )),
+            (One::Repeated, _) => Err(Rejection::new(
+                400,
+                id.cloned(),
+                Error::new(ErrorCode::InvalidRequest, "Mcp-Session-Id is given twice"),
+            )),
+            (One::Absent, _) => Err(Rejection::new(
+                400,
+                id.cloned(),
+                Error::new(
+                    ErrorCode::InvalidRequest,
+                    "bad request: no Mcp-Session-Id; legacy clients send initialize first, 2026-07-28 clients send _meta with io.modelcontextprotocol/protocolVersion",
+                ),
+            )),
+        }
+    }
+}
+
+/// The parts of a message's params that every check reads, taken out once.
+#[derive(Debug)]
+pub(crate) struct Facts {
+    /// `_meta`, read (or why it cannot be).
+    pub meta: Result<RequestMeta, Error>,
+    /// `params.name`, when a string.
+    pub name: Option<String>,
+    /// `params.uri`, when a string.
+    pub uri: Option<String>,
+}
+
+impl Facts {
+    /// Reads the facts of a message; params that are not an object of the right shape are `InvalidParams`.
+    pub fn of(m: &Message) -> Result<Facts, Error> {
+        let params = match m {
+            Message::Request(r) => r.params.as_deref(),
+            Message::Notification(n) => n.params.as_deref(),
+            Message::Response(_) => None,
+        };
+        let view = ParamsView::read(params)?;
+        Ok(Facts {
+            meta: RequestMeta::read(view.meta),
+            name: string_of(view.name),
+            uri: string_of(view.uri),
+        })
+    }
+}
+
+/// Which era a single message belongs to, decided from the body first.
+fn route_single(ctx: &Ctx<'_>, m: Message) -> Result<(Generation, ValidKind), Rejection> {
+    let m = match m {
+        Message::Request(r) if r.method == "initialize" => return legacy::initialize(ctx, r),
+        m => m,
+    };
+    let id = match &m {
+        Message::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    let facts = Facts::of(&m).map_err(|e| {
+        let status = if ctx.headers.protocol_version.is_present() { 400 } else { 200 };
+        Rejection::new(status, id.clone(), e)
+    })?;
+    let meta_generation = match &facts.meta {
+        Ok(meta) => meta.protocol_version.as_deref().map(Generation::parse),
+        Err(_) => None,
+    };
+    let session_header = ctx.headers.session_id.is_present();
+    let modern = match meta_generation {
+        // A legacy version in _meta keeps a legacy session's request legacy; anything else is modern.
+        Some(Ok(g)) if !g.is_modern() => !session_header,
+        Some(_) => true,
+        None if session_header => false,
+        None => match ctx.headers.protocol_version {
+            One::Present(v) => std::str::from_utf8(v)
+                .ok()
+                .and_then(|v| Generation::parse(v).ok())
+                .is_none_or(Generation::is_modern),
+            One::Repeated => true,
+            One::Absent => facts.meta.is_err(),
+        },
+    };
+    if modern {
+        modern::message(ctx, m, facts)
+    } else {
+        let s = ctx.require_session(id.as_ref())?;
+        legacy::message(ctx, s, m, facts).map(|k| (s.generation, k))
+    }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn id_of(m: &Message) -> Option<RequestId> {
+    match m {
+        Message::Request(r) => Some(r.id.clone()),
+        Message::Response(r) => r.id.clone(),
+        Message::Notification(_) => None,
+    }
+}
