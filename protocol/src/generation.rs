@@ -154,6 +154,12 @@ impl Generation {
         self.is_modern()
     }
 
+    /// An error response whose request id could not be read leaves `id` out (2025-11-25 and later) instead
+    /// of sending `null` (JSON-RPC 2.0, and the schemas before).
+    pub const fn omits_unknown_error_id(self) -> bool {
+        matches!(self, Generation::V2025_11_25 | Generation::V2026_07_28)
+    }
+
     /// The JSON-RPC code that means "resource not found" on this generation.
     pub const fn resource_not_found_code(self) -> i64 {
         if self.is_modern() { -32602 } else { -32002 }

@@ -95,6 +95,7 @@ impl MessageError {
 /// is not a JSON-RPC message is `InvalidRequest` (with the id when it could be read). Never panics.
 pub fn parse(body: &[u8]) -> Result<Parsed, MessageError> {
     let text = std::str::from_utf8(body).map_err(MessageError::parse)?;
+    check_depth(text.as_bytes())?;
     match text.trim_start().as_bytes().first() {
         Some(b'[') => {
             let entries: Vec<&RawValue> = serde_json::from_str(text).map_err(classify_top)?;
@@ -115,6 +116,40 @@ pub fn parse(body: &[u8]) -> Result<Parsed, MessageError> {
             ))
         }
     }
+}
+
+/// The deepest nesting of arrays and objects accepted, the same limit `serde_json` applies to `Value`.
+pub const MAX_DEPTH: usize = 128;
+
+/// Refuses nesting deeper than [`MAX_DEPTH`]: raw values are skipped without a recursion limit, and whoever
+/// parses them later (a backend, this gateway's typed payloads) must not be handed a stack-breaking body.
+fn check_depth(bytes: &[u8]) -> Result<(), MessageError> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(MessageError::parse(format_args!(
+                        "nesting deeper than {MAX_DEPTH} levels"
+                    )));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn classify_top(e: serde_json::Error) -> MessageError {

@@ -173,7 +173,6 @@ mod tests {
             r#"{"io.modelcontextprotocol/clientInfo":{"name":1}}"#,
             r#"{"io.modelcontextprotocol/logLevel":"loud"}"#,
             r#"{"progressToken":1.5}"#,
-            r#"{"progressToken":null}"#,
         ] {
             assert_eq!(read(text).unwrap_err().code(), ErrorCode::InvalidParams, "{text}");
         }

@@ -249,8 +249,16 @@ pub(crate) fn rejection_body(r: &Rejection) -> Vec<u8> {
 
 fn envelope(id: Option<&RequestId>, body: &Result<Box<RawValue>, Error>, g: Option<Generation>) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id.map_or("null", RequestId::raw).as_bytes());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
+    match id {
+        Some(id) => {
+            out.extend_from_slice(b",\"id\":");
+            out.extend_from_slice(id.raw().as_bytes());
+        }
+        // JSON-RPC 2.0 answers an unreadable id with null; 2025-11-25 and later leave the id out instead.
+        None if g.is_some_and(Generation::omits_unknown_error_id) => {}
+        None => out.extend_from_slice(b",\"id\":null"),
+    }
     match body {
         Ok(result) => {
             out.extend_from_slice(b",\"result\":");

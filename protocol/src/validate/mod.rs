@@ -244,11 +244,30 @@ pub fn validate(
     session: Option<&Session<'_>>,
 ) -> Result<ValidRequest, Rejection> {
     let headers = Scanned::scan(req.headers);
+    validate_scanned(req, &headers, config, catalog, session).map_err(|mut r| {
+        // A rejection before the era was known is shaped for the generation the client's headers name.
+        if r.generation.is_none() {
+            r.generation = session.map(|s| s.generation).or_else(|| match headers.protocol_version {
+                One::Present(v) => std::str::from_utf8(v).ok().and_then(|v| Generation::parse(v).ok()),
+                _ => None,
+            });
+        }
+        r
+    })
+}
+
+fn validate_scanned(
+    req: &HttpRequest<'_>,
+    headers: &Scanned<'_>,
+    config: &Config,
+    catalog: &dyn Catalog,
+    session: Option<&Session<'_>>,
+) -> Result<ValidRequest, Rejection> {
     let accepts = Accepts::read(&headers.accept);
     let ctx = Ctx {
         config,
         catalog,
-        headers: &headers,
+        headers,
         session,
     };
     match req.method {
