@@ -6,7 +6,10 @@
 //! Today (before the gateway-core issue lands) it only reports the protocol generations it will serve.
 
 fn main() {
-    let versions: Vec<&str> = protocol::Generation::ALL.iter().map(|g| g.as_str()).collect();
+    let versions: Vec<&str> = protocol::Generation::ALL
+        .iter()
+        .map(|g| g.as_str())
+        .collect();
     println!(
         "mcpgw {}: the gateway is not built yet; protocol generations known: {}",
         env!("CARGO_PKG_VERSION"),

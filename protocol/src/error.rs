@@ -34,7 +34,9 @@ pub enum ErrorCode {
     /// -32022: the peer names a protocol version that is not supported (2026-07-28).
     UnsupportedProtocolVersion,
     /// Resource not found. On the wire: -32002 for legacy generations, -32602 for 2026-07-28.
-    #[deprecated(note = "use ErrorCode::RESOURCE_NOT_FOUND, whose wire code follows the client's generation")]
+    #[deprecated(
+        note = "use ErrorCode::RESOURCE_NOT_FOUND, whose wire code follows the client's generation"
+    )]
     ResourceNotFound,
     /// Any other code, kept as received.
     Other(i64),
@@ -291,6 +293,9 @@ mod tests {
         let u = Error::unsupported_version(&["2026-07-28"], "1999-01-01");
         assert_eq!(u.code(), ErrorCode::UnsupportedProtocolVersion);
         assert_eq!(u.data().unwrap()["requested"], "1999-01-01");
-        assert_eq!(Error::resource_not_found("file:///x").data().unwrap()["uri"], "file:///x");
+        assert_eq!(
+            Error::resource_not_found("file:///x").data().unwrap()["uri"],
+            "file:///x"
+        );
     }
 }

@@ -208,7 +208,9 @@ impl GenerationSet {
 
     /// A set of the given generations.
     pub fn of(generations: &[Generation]) -> GenerationSet {
-        generations.iter().fold(GenerationSet::EMPTY, |s, g| s.with(*g))
+        generations
+            .iter()
+            .fold(GenerationSet::EMPTY, |s, g| s.with(*g))
     }
 
     /// This set plus `g`.
@@ -223,7 +225,9 @@ impl GenerationSet {
 
     /// The served generations, oldest first.
     pub fn iter(self) -> impl Iterator<Item = Generation> + Clone {
-        Generation::ALL.into_iter().filter(move |g| self.contains(*g))
+        Generation::ALL
+            .into_iter()
+            .filter(move |g| self.contains(*g))
     }
 
     /// The newest served generation of an era.
@@ -252,7 +256,9 @@ impl Default for GenerationSet {
 
 impl fmt::Debug for GenerationSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter().map(Generation::as_str)).finish()
+        f.debug_set()
+            .entries(self.iter().map(Generation::as_str))
+            .finish()
     }
 }
 
@@ -266,7 +272,14 @@ mod tests {
             assert_eq!(Generation::parse(g.as_str()), Ok(g));
             assert_eq!(g.to_string(), g.as_str());
         }
-        for bad in ["", "2024-10-07", "2026-07-28 ", "2026-7-28", "2027-01-01", "1.0.0"] {
+        for bad in [
+            "",
+            "2024-10-07",
+            "2026-07-28 ",
+            "2026-7-28",
+            "2027-01-01",
+            "1.0.0",
+        ] {
             assert!(Generation::parse(bad).is_err(), "{bad:?} must not parse");
         }
     }

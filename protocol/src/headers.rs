@@ -55,16 +55,21 @@ pub enum HeaderValueError {
 /// control characters, leading or trailing whitespace, or a value that looks like the sentinel) as
 /// `=?base64?{Base64(UTF-8)}?=`.
 pub fn encode_value(value: &str) -> Cow<'_, str> {
-    let plain = !value.is_empty()
-        && value.bytes().all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
-        && !(value.starts_with(PREFIX) && value.ends_with(SUFFIX));
-    if plain || value.is_empty() {
+    if is_plain(value) {
         Cow::Borrowed(value)
     } else {
         Cow::Owned(format!("{PREFIX}{}{SUFFIX}", BASE64.encode(value)))
     }
+}
+
+/// A value that can go in a header as it is.
+fn is_plain(value: &str) -> bool {
+    let visible = value
+        .bytes()
+        .all(|b| b == b' ' || b == b'\t' || (0x21..=0x7e).contains(&b));
+    let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
+    let sentinel = value.starts_with(PREFIX) && value.ends_with(SUFFIX);
+    visible && !padded && !sentinel
 }
 
 /// Decodes a received header value. `=?base64?…?=` (exact lower-case markers) is decoded; anything else is
@@ -75,7 +80,9 @@ pub fn decode_value(raw: &[u8]) -> Result<Cow<'_, str>, HeaderValueError> {
         && raw.ends_with(SUFFIX.as_bytes())
     {
         let inner = &raw[PREFIX.len()..raw.len() - SUFFIX.len()];
-        let bytes = BASE64.decode(inner).map_err(|_| HeaderValueError::BadBase64)?;
+        let bytes = BASE64
+            .decode(inner)
+            .map_err(|_| HeaderValueError::BadBase64)?;
         return String::from_utf8(bytes)
             .map(Cow::Owned)
             .map_err(|_| HeaderValueError::BadUtf8);
@@ -211,7 +218,10 @@ fn walk(
 }
 
 /// The argument an annotation points at, if present and not `null`.
-pub fn argument_at<'a>(arguments: Option<&'a Map<String, Value>>, path: &[String]) -> Option<&'a Value> {
+pub fn argument_at<'a>(
+    arguments: Option<&'a Map<String, Value>>,
+    path: &[String],
+) -> Option<&'a Value> {
     let (first, rest) = path.split_first()?;
     let mut v = arguments?.get(first)?;
     for key in rest {
@@ -281,7 +291,11 @@ mod tests {
         ];
         for (value, encoded) in table {
             assert_eq!(encode_value(value), encoded, "{value:?}");
-            assert_eq!(decode_value(encoded.as_bytes()).unwrap(), value, "{encoded:?}");
+            assert_eq!(
+                decode_value(encoded.as_bytes()).unwrap(),
+                value,
+                "{encoded:?}"
+            );
         }
     }
 
@@ -293,7 +307,7 @@ mod tests {
             (b"=?BASE64?w6l0w6k=?=", Ok("=?BASE64?w6l0w6k=?=")), // upper-case marker: literal
             (b"=?base64?w6l0w6k=", Ok("=?base64?w6l0w6k=")),     // no suffix: literal
             (b"base64?w6l0w6k=?=", Ok("base64?w6l0w6k=?=")),     // no prefix: literal
-            (b"=?base64?w6l0w6k?=", Ok("été")),                   // padding omitted
+            (b"=?base64?w6l0w6k?=", Ok("été")),                  // padding omitted
             (b"=?base64?!!!?=", Err(HeaderValueError::BadBase64)),
             (b"=?base64?/w==?=", Err(HeaderValueError::BadUtf8)),
             (b"caf\xc3\xa9", Err(HeaderValueError::InvalidCharacters)),
@@ -329,16 +343,34 @@ mod tests {
 
         // (schema, error)
         let bad = [
-            (json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}), "BadName"),
-            (json!({"properties": {"a": {"type": "string", "x-mcp-header": "a b"}}}), "BadName"),
-            (json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}), "BadType"),
+            (
+                json!({"properties": {"a": {"type": "string", "x-mcp-header": ""}}}),
+                "BadName",
+            ),
+            (
+                json!({"properties": {"a": {"type": "string", "x-mcp-header": "a b"}}}),
+                "BadName",
+            ),
+            (
+                json!({"properties": {"a": {"type": "number", "x-mcp-header": "A"}}}),
+                "BadType",
+            ),
             (
                 json!({"properties": {"a": {"type": "string", "x-mcp-header": "X"}, "b": {"type": "string", "x-mcp-header": "x"}}}),
                 "Duplicate",
             ),
-            (json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}}}), "Unreachable"),
-            (json!({"oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "O"}}}]}), "Unreachable"),
-            (json!({"type": "string", "x-mcp-header": "Root"}), "Unreachable"),
+            (
+                json!({"properties": {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}}}),
+                "Unreachable",
+            ),
+            (
+                json!({"oneOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "O"}}}]}),
+                "Unreachable",
+            ),
+            (
+                json!({"type": "string", "x-mcp-header": "Root"}),
+                "Unreachable",
+            ),
         ];
         for (schema, want) in bad {
             let err = param_headers(&schema).unwrap_err();
@@ -357,17 +389,29 @@ mod tests {
             (Integer, "42", json!(42.0), true),
             (Integer, "42.0", json!(42), true),
             (Integer, "43", json!(42), false),
-            (Integer, "9007199254740993", json!(9007199254740993u64), false),
+            (
+                Integer,
+                "9007199254740993",
+                json!(9007199254740993u64),
+                false,
+            ),
             (Boolean, "true", json!(true), true),
             (Boolean, "True", json!(true), false),
             (Boolean, "false", json!(true), false),
             (String, "42", json!(42), false),
         ];
         for (kind, header, body, want) in table {
-            assert_eq!(header_matches(kind, header, &body), want, "{kind:?} {header} {body}");
+            assert_eq!(
+                header_matches(kind, header, &body),
+                want,
+                "{kind:?} {header} {body}"
+            );
         }
         assert_eq!(value_for(Integer, &json!(7)), Some("7".into()));
-        assert_eq!(value_for(String, &json!("é")), Some("=?base64?w6k=?=".into()));
+        assert_eq!(
+            value_for(String, &json!("é")),
+            Some("=?base64?w6k=?=".into())
+        );
         assert_eq!(value_for(Integer, &json!("7")), None);
     }
 }

@@ -29,7 +29,9 @@ impl RequestId {
     /// Accepts the raw JSON text of an id as it appeared in a message.
     pub fn from_raw(raw: &RawValue) -> Result<RequestId, InvalidRequestId> {
         Self::check(raw.get())?;
-        Ok(RequestId { raw: raw.to_owned() })
+        Ok(RequestId {
+            raw: raw.to_owned(),
+        })
     }
 
     /// Accepts an owned raw JSON value (no copy).

@@ -16,6 +16,8 @@ pub mod message;
 pub mod meta;
 pub mod method;
 pub mod payload;
+#[cfg(test)]
+pub(crate) mod schema_check;
 pub mod shape;
 pub mod validate;
 

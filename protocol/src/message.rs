@@ -211,7 +211,10 @@ fn parse_object(text: &str) -> Result<Message, MessageError> {
                 .map_err(|e| MessageError::invalid(None, format!("invalid request: {e}")))?,
         ),
     };
-    match env.jsonrpc.map(|r| serde_json::from_str::<Cow<'_, str>>(r.get())) {
+    match env
+        .jsonrpc
+        .map(|r| serde_json::from_str::<Cow<'_, str>>(r.get()))
+    {
         Some(Ok(v)) if v == "2.0" => {}
         _ => {
             return Err(MessageError::invalid(
@@ -233,7 +236,9 @@ fn parse_object(text: &str) -> Result<Message, MessageError> {
         let params = match env.params {
             None => None,
             Some(p) if p.get() == "null" => None,
-            Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => Some(p.to_owned()),
+            Some(p) if matches!(p.get().as_bytes().first(), Some(b'{' | b'[')) => {
+                Some(p.to_owned())
+            }
             Some(_) => {
                 return Err(MessageError::invalid(
                     id,
@@ -379,7 +384,8 @@ fn raw_of(v: &Value) -> Box<RawValue> {
 
 fn decode_params<T: DeserializeOwned>(params: Option<&RawValue>) -> Result<T, Error> {
     let text = params.map_or("{}", RawValue::get);
-    serde_json::from_str(text).map_err(|e| Error::new(ErrorCode::InvalidParams, format!("invalid params: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| Error::new(ErrorCode::InvalidParams, format!("invalid params: {e}")))
 }
 
 impl Serialize for Message {
@@ -443,29 +449,81 @@ mod tests {
     #[test]
     fn envelope_rules() {
         // (body, expected: Ok(kind) or Err(code, id raw))
-        let table: &[(&str, Result<&str, (i64, Option<&str>)>)] = &[
+        type Expected = Result<&'static str, (i64, Option<&'static str>)>;
+        let table: &[(&str, Expected)] = &[
             (r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, Ok("request")),
-            (r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Ok("notification")),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                Ok("notification"),
+            ),
             (r#"{"jsonrpc":"2.0","id":"a","result":{}}"#, Ok("response")),
-            (r#"{"jsonrpc":"2.0","id":"a","result":null}"#, Ok("response")),
-            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#, Ok("response")),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":null}"#, Ok("request")),
-            (r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, Err((-32600, Some("1")))),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
+                Ok("response"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+                Ok("response"),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":null}"#,
+                Ok("request"),
+            ),
+            (
+                r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
+                Err((-32600, Some("1"))),
+            ),
             (r#"{"id":7,"method":"ping"}"#, Err((-32600, Some("7")))),
-            (r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#, Err((-32600, Some("1")))),
-            (r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, Err((-32600, None))),
-            (r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#, Err((-32600, None))),
-            (r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, Err((-32600, None))),
-            (r#"{"jsonrpc":"2.0","id":1,"method":5}"#, Err((-32600, Some("1")))),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#, Err((-32600, Some("1")))),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#, Err((-32600, Some("1")))),
-            (r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#, Err((-32600, Some("1")))),
-            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":""}}"#, Err((-32600, Some("1")))),
+            (
+                r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#,
+                Err((-32600, Some("1"))),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                Err((-32600, None)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                Err((-32600, None)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
+                Err((-32600, None)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":5}"#,
+                Err((-32600, Some("1"))),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
+                Err((-32600, Some("1"))),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#,
+                Err((-32600, Some("1"))),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":""}}"#,
+                Err((-32600, Some("1"))),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":""}}"#,
+                Err((-32600, Some("1"))),
+            ),
             (r#"{"jsonrpc":"2.0","id":1}"#, Err((-32600, Some("1")))),
             (r#"{"jsonrpc":"2.0"}"#, Err((-32600, None))),
-            (r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#, Err((-32600, None))),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"ping""#, Err((-32700, None))),
-            (r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#, Err((-32700, None))),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#,
+                Err((-32600, None)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping""#,
+                Err((-32700, None)),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"ping"} x"#,
+                Err((-32700, None)),
+            ),
             ("", Err((-32700, None))),
             ("nul", Err((-32700, None))),
             ("42", Err((-32600, None))),
@@ -512,11 +570,17 @@ mod tests {
 
     #[test]
     fn batches_are_judged_per_entry() {
-        let body = br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"n"}]"#;
-        let Parsed::Batch(items) = parse(body).unwrap() else { panic!("not a batch") };
+        let body =
+            br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}, 5, {"jsonrpc":"2.0","method":"n"}]"#;
+        let Parsed::Batch(items) = parse(body).unwrap() else {
+            panic!("not a batch")
+        };
         assert_eq!(items.len(), 3);
         assert!(matches!(items[0], Ok(Message::Request(_))));
-        assert_eq!(items[1].as_ref().unwrap_err().error.code(), ErrorCode::InvalidRequest);
+        assert_eq!(
+            items[1].as_ref().unwrap_err().error.code(),
+            ErrorCode::InvalidRequest
+        );
         assert!(matches!(items[2], Ok(Message::Notification(_))));
     }
 
@@ -535,7 +599,10 @@ mod tests {
 
     #[test]
     fn params_decode() {
-        let Message::Request(r) = single(r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}"#).unwrap() else {
+        let Message::Request(r) = single(
+            r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}"#,
+        )
+        .unwrap() else {
             panic!()
         };
         let p: crate::payload::SetLevelRequestParams = r.params_as().unwrap();

@@ -103,7 +103,9 @@ impl RequestMeta {
             .client_capabilities
             .map(|raw| match serde_json::from_str::<Value>(raw.get()) {
                 Ok(v @ Value::Object(_)) => Ok(v),
-                _ => Err(invalid(format!("_meta {CLIENT_CAPABILITIES} must be an object"))),
+                _ => Err(invalid(format!(
+                    "_meta {CLIENT_CAPABILITIES} must be an object"
+                ))),
             })
             .transpose()?;
         let client_info = view
@@ -128,7 +130,9 @@ impl RequestMeta {
             .map(|raw| match serde_json::from_str::<Value>(raw.get()) {
                 Ok(v @ Value::String(_)) => Ok(v),
                 Ok(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(Value::Number(n)),
-                _ => Err(invalid("_meta progressToken must be a string or an integer")),
+                _ => Err(invalid(
+                    "_meta progressToken must be a string or an integer",
+                )),
             })
             .transpose()?;
         Ok(RequestMeta {
@@ -158,7 +162,10 @@ mod tests {
     fn reads_the_standard_keys() {
         let m = read(r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug","progressToken":7,"other":1}"#).unwrap();
         assert_eq!(m.protocol_version.as_deref(), Some("2026-07-28"));
-        assert_eq!(m.client_capabilities, Some(serde_json::json!({"sampling": {}})));
+        assert_eq!(
+            m.client_capabilities,
+            Some(serde_json::json!({"sampling": {}}))
+        );
         assert_eq!(m.client_info.unwrap().name, "c");
         assert_eq!(m.log_level, Some(LoggingLevel::Debug));
         assert_eq!(m.progress_token, Some(serde_json::json!(7)));
@@ -174,7 +181,11 @@ mod tests {
             r#"{"io.modelcontextprotocol/logLevel":"loud"}"#,
             r#"{"progressToken":1.5}"#,
         ] {
-            assert_eq!(read(text).unwrap_err().code(), ErrorCode::InvalidParams, "{text}");
+            assert_eq!(
+                read(text).unwrap_err().code(),
+                ErrorCode::InvalidParams,
+                "{text}"
+            );
         }
     }
 }

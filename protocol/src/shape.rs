@@ -120,10 +120,12 @@ impl Failure {
     pub fn to_error(&self) -> Error {
         match self {
             Failure::Backend { error, .. } => error.clone(),
-            other => Error::new(ErrorCode::InternalError, other.to_string()).with_data(serde_json::json!({
-                "backend": other.backend(),
-                "kind": other.kind(),
-            })),
+            other => Error::new(ErrorCode::InternalError, other.to_string()).with_data(
+                serde_json::json!({
+                    "backend": other.backend(),
+                    "kind": other.kind(),
+                }),
+            ),
         }
     }
 }
@@ -131,16 +133,26 @@ impl Failure {
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Failure::Backend { backend, error } => write!(f, "backend {backend} failed: {}", error.message()),
+            Failure::Backend { backend, error } => {
+                write!(f, "backend {backend} failed: {}", error.message())
+            }
             Failure::Timeout { backend, after_ms } => {
                 write!(f, "backend {backend} did not answer within {after_ms} ms")
             }
-            Failure::Unavailable { backend, reason } => write!(f, "backend {backend} is unavailable: {reason}"),
+            Failure::Unavailable { backend, reason } => {
+                write!(f, "backend {backend} is unavailable: {reason}")
+            }
             Failure::Crashed { backend, reason } => {
-                write!(f, "backend {backend} stopped while handling the request: {reason}")
+                write!(
+                    f,
+                    "backend {backend} stopped while handling the request: {reason}"
+                )
             }
             Failure::Overloaded { backend } => {
-                write!(f, "backend {backend} is at its concurrency limit; try again shortly")
+                write!(
+                    f,
+                    "backend {backend} is at its concurrency limit; try again shortly"
+                )
             }
             Failure::Internal { reason } => write!(f, "internal error: {reason}"),
         }
@@ -193,7 +205,8 @@ pub struct Stamp {
 impl Stamp {
     /// A stamp naming the gateway (its `Implementation`, serialized once here).
     pub fn new(server_info: &crate::payload::Implementation, cache: CachePolicy) -> Stamp {
-        let server_info = serde_json::value::to_raw_value(server_info).expect("Implementation serializes");
+        let server_info =
+            serde_json::value::to_raw_value(server_info).expect("Implementation serializes");
         Stamp { server_info, cache }
     }
 }
@@ -228,7 +241,11 @@ pub fn shape(
         return Shaped { status: 200, body };
     }
     let err = failure.to_error();
-    let status = if generation.is_modern() && err.code().is_modern_http_400() { 400 } else { 200 };
+    let status = if generation.is_modern() && err.code().is_modern_http_400() {
+        400
+    } else {
+        200
+    };
     Shaped {
         status,
         body: response_bytes(&Response::error(id, err), generation),
@@ -247,7 +264,11 @@ pub(crate) fn rejection_body(r: &Rejection) -> Vec<u8> {
     envelope(r.id.as_ref(), &body, r.generation)
 }
 
-fn envelope(id: Option<&RequestId>, body: &Result<Box<RawValue>, Error>, g: Option<Generation>) -> Vec<u8> {
+fn envelope(
+    id: Option<&RequestId>,
+    body: &Result<Box<RawValue>, Error>,
+    g: Option<Generation>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\"");
     match id {
@@ -266,7 +287,8 @@ fn envelope(id: Option<&RequestId>, body: &Result<Box<RawValue>, Error>, g: Opti
         }
         Err(err) => {
             out.extend_from_slice(b",\"error\":");
-            serde_json::to_writer(&mut out, &error_object(err, g)).expect("writing to a Vec cannot fail");
+            serde_json::to_writer(&mut out, &error_object(err, g))
+                .expect("writing to a Vec cannot fail");
         }
     }
     out.push(b'}');
@@ -287,7 +309,11 @@ fn tool_error(id: &RequestId, failure: &Failure, g: Generation, stamp: &Stamp) -
     let raw = serde_json::value::to_raw_value(&result).expect("a Value serializes");
     write_result(id, &raw, Method::ToolsCall, g, stamp).unwrap_or_else(|_| {
         // Cannot happen: the result above is an object with text content only.
-        envelope(Some(id), &Err(Error::new(ErrorCode::InternalError, "internal error")), Some(g))
+        envelope(
+            Some(id),
+            &Err(Error::new(ErrorCode::InternalError, "internal error")),
+            Some(g),
+        )
     })
 }
 
@@ -339,7 +365,9 @@ fn write_result(
     let input_required = result_type == Some("input_required");
     if input_required && !g.is_modern() {
         return Err(Failure::Internal {
-            reason: format!("the server asked for client input, which cannot be relayed to a {g} client here"),
+            reason: format!(
+                "the server asked for client input, which cannot be relayed to a {g} client here"
+            ),
         });
     }
     let mut out = Vec::with_capacity(result.get().len() + 160);
@@ -411,8 +439,18 @@ fn write_result(
             _ => field(&mut out, key, value.get().as_bytes()),
         }
     }
-    if let (Some(text), None) = (&structured_as_text, obj.get("content")) {
-        field(&mut out, "content", text.as_bytes());
+    if method == Method::ToolsCall && obj.get("content").is_none() {
+        // `content` is required on every generation: repair a result that left it out, keeping any
+        // structured content readable as text, as the spec recommends.
+        let text = structured_as_text.or_else(|| {
+            obj.get("structuredContent")
+                .map(|v| serde_json::json!([{ "type": "text", "text": v.get() }]).to_string())
+        });
+        field(
+            &mut out,
+            "content",
+            text.as_deref().unwrap_or("[]").as_bytes(),
+        );
     }
     if g.has_result_type() {
         if result_type.is_none() {
@@ -433,7 +471,11 @@ fn write_result(
             field(&mut out, "ttlMs", stamp.cache.ttl_ms.to_string().as_bytes());
         }
         if !saw_scope {
-            field(&mut out, "cacheScope", stamp.cache.scope.as_json().as_bytes());
+            field(
+                &mut out,
+                "cacheScope",
+                stamp.cache.scope.as_json().as_bytes(),
+            );
         }
     }
     out.extend_from_slice(b"}}");
@@ -503,7 +545,10 @@ fn content_for(content: &RawValue, g: Generation) -> Vec<u8> {
                     "[resource link: {}]",
                     b.get("uri").and_then(Value::as_str).unwrap_or("?")
                 ),
-                _ => format!("[{} content not supported by {g}]", kind.unwrap_or("unknown")),
+                _ => format!(
+                    "[{} content not supported by {g}]",
+                    kind.unwrap_or("unknown")
+                ),
             };
             let block = serde_json::json!({ "type": "text", "text": text });
             serde_json::to_writer(&mut out, &block).expect("writing to a Vec cannot fail");

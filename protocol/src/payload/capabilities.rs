@@ -74,7 +74,11 @@ pub struct ServerCapabilities {
 /// key (so `{"elicitation":{"url":{}}}` is missing from `{"elicitation":{}}`), with one rule from the spec:
 /// an empty `elicitation` object means form mode.
 pub fn missing_capabilities(required: &Value, declared: &Value) -> Option<Value> {
-    fn missing(required: &Map<String, Value>, declared: Option<&Map<String, Value>>, path: &[&str]) -> Map<String, Value> {
+    fn missing(
+        required: &Map<String, Value>,
+        declared: Option<&Map<String, Value>>,
+        path: &[&str],
+    ) -> Map<String, Value> {
         let mut out = Map::new();
         for (key, need) in required {
             let have = declared.and_then(|d| d.get(key));
@@ -87,7 +91,9 @@ pub fn missing_capabilities(required: &Value, declared: &Value) -> Option<Value>
                         out.insert(key.clone(), need.clone());
                     }
                 }
-                (Value::Object(need_obj), Some(Value::Object(have_obj))) if !need_obj.is_empty() => {
+                (Value::Object(need_obj), Some(Value::Object(have_obj)))
+                    if !need_obj.is_empty() =>
+                {
                     let mut sub_path = path.to_vec();
                     sub_path.push(key);
                     let sub = missing(need_obj, Some(have_obj), &sub_path);
@@ -114,27 +120,52 @@ mod tests {
     fn missing_capabilities_table() {
         // (required, declared, missing)
         let table = [
-            (json!({"sampling": {}}), json!({}), Some(json!({"sampling": {}}))),
+            (
+                json!({"sampling": {}}),
+                json!({}),
+                Some(json!({"sampling": {}})),
+            ),
             (json!({"sampling": {}}), json!({"sampling": {}}), None),
-            (json!({"elicitation": {"url": {}}}), json!({"elicitation": {}}), Some(json!({"elicitation": {"url": {}}}))),
-            (json!({"elicitation": {"form": {}}}), json!({"elicitation": {}}), None),
-            (json!({"elicitation": {"form": {}}}), json!({"elicitation": {"url": {}}}), Some(json!({"elicitation": {"form": {}}}))),
+            (
+                json!({"elicitation": {"url": {}}}),
+                json!({"elicitation": {}}),
+                Some(json!({"elicitation": {"url": {}}})),
+            ),
+            (
+                json!({"elicitation": {"form": {}}}),
+                json!({"elicitation": {}}),
+                None,
+            ),
+            (
+                json!({"elicitation": {"form": {}}}),
+                json!({"elicitation": {"url": {}}}),
+                Some(json!({"elicitation": {"form": {}}})),
+            ),
             (
                 json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}),
                 json!({"extensions": {}}),
                 Some(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})),
             ),
-            (json!({"roots": {}, "sampling": {}}), json!({"roots": {"listChanged": true}}), Some(json!({"sampling": {}}))),
+            (
+                json!({"roots": {}, "sampling": {}}),
+                json!({"roots": {"listChanged": true}}),
+                Some(json!({"sampling": {}})),
+            ),
             (json!({}), json!({}), None),
         ];
         for (required, declared, want) in table {
-            assert_eq!(missing_capabilities(&required, &declared), want, "{required} vs {declared}");
+            assert_eq!(
+                missing_capabilities(&required, &declared),
+                want,
+                "{required} vs {declared}"
+            );
         }
     }
 
     #[test]
     fn unknown_keys_survive() {
-        let text = r#"{"roots":{"listChanged":true},"extensions":{"x.y/z":{}},"futureCap":{"a":1}}"#;
+        let text =
+            r#"{"roots":{"listChanged":true},"extensions":{"x.y/z":{}},"futureCap":{"a":1}}"#;
         let c: ClientCapabilities = serde_json::from_str(text).unwrap();
         assert!(c.extra.contains_key("futureCap"));
         let back: Value = serde_json::to_value(&c).unwrap();

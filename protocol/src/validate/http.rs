@@ -186,7 +186,14 @@ mod tests {
         ];
         for (lines, json, sse) in table {
             let bytes: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
-            assert_eq!(Accepts::read(&bytes), Accepts { json: *json, sse: *sse }, "{lines:?}");
+            assert_eq!(
+                Accepts::read(&bytes),
+                Accepts {
+                    json: *json,
+                    sse: *sse
+                },
+                "{lines:?}"
+            );
         }
     }
 

@@ -9,7 +9,10 @@ use crate::method::Method;
 use crate::payload::InitializeRequestParams;
 
 /// `initialize`: echo a served legacy version, otherwise counter-offer the newest served legacy version.
-pub(super) fn initialize(ctx: &Ctx<'_>, request: Request) -> Result<(Generation, ValidKind), Rejection> {
+pub(super) fn initialize(
+    ctx: &Ctx<'_>,
+    request: Request,
+) -> Result<(Generation, ValidKind), Rejection> {
     let params: InitializeRequestParams = request
         .params_as()
         .map_err(|e| Rejection::new(200, Some(request.id.clone()), e))?;
@@ -30,11 +33,22 @@ pub(super) fn initialize(ctx: &Ctx<'_>, request: Request) -> Result<(Generation,
             }
         },
     };
-    Ok((negotiated, ValidKind::Initialize { id: request.id, params: Box::new(params) }))
+    Ok((
+        negotiated,
+        ValidKind::Initialize {
+            id: request.id,
+            params: Box::new(params),
+        },
+    ))
 }
 
 /// A message inside a legacy session.
-pub(super) fn message(ctx: &Ctx<'_>, s: &Session<'_>, m: Message, facts: Facts) -> Result<ValidKind, Rejection> {
+pub(super) fn message(
+    ctx: &Ctx<'_>,
+    s: &Session<'_>,
+    m: Message,
+    facts: Facts,
+) -> Result<ValidKind, Rejection> {
     let g = s.generation;
     let request = match m {
         Message::Request(r) => r,
@@ -42,16 +56,21 @@ pub(super) fn message(ctx: &Ctx<'_>, s: &Session<'_>, m: Message, facts: Facts) 
         Message::Response(r) => return Ok(ValidKind::ClientResponse(r)),
     };
     let id = Some(request.id.clone());
-    let reject = |status: u16, err: Error| Rejection::new(status, id.clone(), err).for_generation(g);
+    let reject =
+        |status: u16, err: Error| Rejection::new(status, id.clone(), err).for_generation(g);
 
     if let One::Present(h) = ctx.headers.protocol_version {
         if h != g.as_str().as_bytes() {
-            let named = std::str::from_utf8(h).ok().and_then(|v| Generation::parse(v).ok());
+            let named = std::str::from_utf8(h)
+                .ok()
+                .and_then(|v| Generation::parse(v).ok());
             let text = String::from_utf8_lossy(h);
             let err = match named {
                 Some(named) if ctx.config.served.contains(named) => Error::new(
                     ErrorCode::InvalidRequest,
-                    format!("bad request: MCP-Protocol-Version {text:?} differs from the session's negotiated {g}"),
+                    format!(
+                        "bad request: MCP-Protocol-Version {text:?} differs from the session's negotiated {g}"
+                    ),
                 ),
                 _ => Error::unsupported_version(&ctx.config.served.version_strings(), &text),
             };
@@ -61,10 +80,29 @@ pub(super) fn message(ctx: &Ctx<'_>, s: &Session<'_>, m: Message, facts: Facts) 
     let method = match Method::parse(&request.method) {
         Some(m) if m.is_client_request() && m.exists_in(g) && m != Method::Initialize => m,
         _ => {
-            return Err(reject(200, Error::new(ErrorCode::MethodNotFound, format!("method not found: {}", request.method))));
+            return Err(reject(
+                200,
+                Error::new(
+                    ErrorCode::MethodNotFound,
+                    format!("method not found: {}", request.method),
+                ),
+            ));
         }
     };
     let meta = facts.meta.map_err(|e| reject(200, e))?;
-    let target = routing::target(ctx, g, &request, method, facts.name, facts.uri, s.client_capabilities)?;
-    Ok(ValidKind::Call(Call { request, method, meta, target }))
+    let target = routing::target(
+        ctx,
+        g,
+        &request,
+        method,
+        facts.name,
+        facts.uri,
+        s.client_capabilities,
+    )?;
+    Ok(ValidKind::Call(Call {
+        request,
+        method,
+        meta,
+        target,
+    }))
 }

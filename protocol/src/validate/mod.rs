@@ -22,7 +22,7 @@ mod routing;
 
 use serde_json::Value;
 
-pub use http::{Accepts, HttpMethod, Headers};
+pub use http::{Accepts, Headers, HttpMethod};
 
 use crate::error::{Error, ErrorCode};
 use crate::generation::{Generation, GenerationSet};
@@ -247,10 +247,15 @@ pub fn validate(
     validate_scanned(req, &headers, config, catalog, session).map_err(|mut r| {
         // A rejection before the era was known is shaped for the generation the client's headers name.
         if r.generation.is_none() {
-            r.generation = session.map(|s| s.generation).or_else(|| match headers.protocol_version {
-                One::Present(v) => std::str::from_utf8(v).ok().and_then(|v| Generation::parse(v).ok()),
-                _ => None,
-            });
+            r.generation =
+                session
+                    .map(|s| s.generation)
+                    .or_else(|| match headers.protocol_version {
+                        One::Present(v) => std::str::from_utf8(v)
+                            .ok()
+                            .and_then(|v| Generation::parse(v).ok()),
+                        _ => None,
+                    });
         }
         r
     })
@@ -362,7 +367,10 @@ fn validate_scanned(
                     None,
                     Error::new(
                         ErrorCode::InvalidRequest,
-                        format!("invalid request: JSON-RPC batches are not part of {}", s.generation),
+                        format!(
+                            "invalid request: JSON-RPC batches are not part of {}",
+                            s.generation
+                        ),
                     ),
                 )
                 .for_generation(s.generation));
@@ -381,7 +389,9 @@ fn validate_scanned(
                     .for_generation(s.generation)),
                     Ok(m) => match Facts::of(&m) {
                         Ok(facts) => legacy::message(&ctx, s, m, facts),
-                        Err(e) => Err(Rejection::new(200, id_of(&m), e).for_generation(s.generation)),
+                        Err(e) => {
+                            Err(Rejection::new(200, id_of(&m), e).for_generation(s.generation))
+                        }
                     },
                     Err(e) => Err(Rejection::from(e).for_generation(s.generation)),
                 })
@@ -479,7 +489,11 @@ fn route_single(ctx: &Ctx<'_>, m: Message) -> Result<(Generation, ValidKind), Re
         _ => None,
     };
     let facts = Facts::of(&m).map_err(|e| {
-        let status = if ctx.headers.protocol_version.is_present() { 400 } else { 200 };
+        let status = if ctx.headers.protocol_version.is_present() {
+            400
+        } else {
+            200
+        };
         Rejection::new(status, id.clone(), e)
     })?;
     let meta_generation = match &facts.meta {

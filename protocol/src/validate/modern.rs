@@ -11,7 +11,11 @@ use crate::method::Method;
 
 const MODERN: Generation = Generation::V2026_07_28;
 
-pub(super) fn message(ctx: &Ctx<'_>, m: Message, facts: Facts) -> Result<(Generation, ValidKind), Rejection> {
+pub(super) fn message(
+    ctx: &Ctx<'_>,
+    m: Message,
+    facts: Facts,
+) -> Result<(Generation, ValidKind), Rejection> {
     let request = match m {
         Message::Request(r) => r,
         // No client-to-server notification exists on 2026-07-28 HTTP: accepted and answered 202.
@@ -20,13 +24,17 @@ pub(super) fn message(ctx: &Ctx<'_>, m: Message, facts: Facts) -> Result<(Genera
             return Err(Rejection::new(
                 400,
                 r.id,
-                Error::new(ErrorCode::InvalidRequest, "invalid request: 2026-07-28 clients do not send responses"),
+                Error::new(
+                    ErrorCode::InvalidRequest,
+                    "invalid request: 2026-07-28 clients do not send responses",
+                ),
             )
             .for_generation(MODERN));
         }
     };
     let id = Some(request.id.clone());
-    let reject = |status: u16, err: Error| Rejection::new(status, id.clone(), err).for_generation(MODERN);
+    let reject =
+        |status: u16, err: Error| Rejection::new(status, id.clone(), err).for_generation(MODERN);
 
     let meta = facts.meta.map_err(|e| reject(400, e))?;
 
@@ -35,18 +43,27 @@ pub(super) fn message(ctx: &Ctx<'_>, m: Message, facts: Facts) -> Result<(Genera
         One::Absent => None,
         One::Present(v) => Some(v),
         One::Repeated => {
-            return Err(reject(400, Error::header_mismatch("header mismatch: MCP-Protocol-Version is given twice")));
+            return Err(reject(
+                400,
+                Error::header_mismatch("header mismatch: MCP-Protocol-Version is given twice"),
+            ));
         }
     };
     let Some(version) = meta.protocol_version.as_deref() else {
         return Err(reject(
             400,
-            Error::new(ErrorCode::InvalidParams, format!("invalid params: _meta is missing required key {PROTOCOL_VERSION}")),
+            Error::new(
+                ErrorCode::InvalidParams,
+                format!("invalid params: _meta is missing required key {PROTOCOL_VERSION}"),
+            ),
         ));
     };
     match header {
         None => {
-            return Err(reject(400, Error::header_mismatch("header mismatch: missing MCP-Protocol-Version header")));
+            return Err(reject(
+                400,
+                Error::header_mismatch("header mismatch: missing MCP-Protocol-Version header"),
+            ));
         }
         Some(h) if h != version.as_bytes() => {
             return Err(reject(
@@ -62,14 +79,22 @@ pub(super) fn message(ctx: &Ctx<'_>, m: Message, facts: Facts) -> Result<(Genera
     let served = ctx.config.served;
     let generation = match Generation::parse(version) {
         Ok(g) if g.is_modern() && served.contains(g) => g,
-        _ => return Err(reject(400, Error::unsupported_version(&served.version_strings(), version))),
+        _ => {
+            return Err(reject(
+                400,
+                Error::unsupported_version(&served.version_strings(), version),
+            ));
+        }
     };
     let declared = match &meta.client_capabilities {
         Some(c) => c.clone(),
         None => {
             return Err(reject(
                 400,
-                Error::new(ErrorCode::InvalidParams, format!("invalid params: _meta is missing required key {CLIENT_CAPABILITIES}")),
+                Error::new(
+                    ErrorCode::InvalidParams,
+                    format!("invalid params: _meta is missing required key {CLIENT_CAPABILITIES}"),
+                ),
             ));
         }
     };
@@ -87,26 +112,46 @@ pub(super) fn message(ctx: &Ctx<'_>, m: Message, facts: Facts) -> Result<(Genera
                 )),
             ));
         }
-        One::Absent => return Err(reject(400, Error::header_mismatch("header mismatch: missing Mcp-Method header"))),
-        One::Repeated => return Err(reject(400, Error::header_mismatch("header mismatch: Mcp-Method is given twice"))),
+        One::Absent => {
+            return Err(reject(
+                400,
+                Error::header_mismatch("header mismatch: missing Mcp-Method header"),
+            ));
+        }
+        One::Repeated => {
+            return Err(reject(
+                400,
+                Error::header_mismatch("header mismatch: Mcp-Method is given twice"),
+            ));
+        }
     }
     let method = match Method::parse(&request.method) {
         Some(m) if m.is_client_request() && m.exists_in(generation) => m,
         _ => {
             return Err(reject(
                 404,
-                Error::new(ErrorCode::MethodNotFound, format!("method not found: {}", request.method)),
+                Error::new(
+                    ErrorCode::MethodNotFound,
+                    format!("method not found: {}", request.method),
+                ),
             ));
         }
     };
 
     // Mcp-Name mirrors params.name or params.uri.
     if let Some(field) = method.name_field() {
-        let body = if field == "uri" { facts.uri.as_deref() } else { facts.name.as_deref() };
+        let body = if field == "uri" {
+            facts.uri.as_deref()
+        } else {
+            facts.name.as_deref()
+        };
         let Some(body) = body else {
             return Err(reject(
                 400,
-                Error::new(ErrorCode::InvalidParams, format!("invalid params: {method} needs a string \"{field}\"")),
+                Error::new(
+                    ErrorCode::InvalidParams,
+                    format!("invalid params: {method} needs a string \"{field}\""),
+                ),
             ));
         };
         match ctx.headers.name {
@@ -120,13 +165,38 @@ pub(super) fn message(ctx: &Ctx<'_>, m: Message, facts: Facts) -> Result<(Genera
                         )),
                     ));
                 }
-                Err(e) => return Err(reject(400, Error::header_mismatch(format!("header mismatch: Mcp-Name: {e}")))),
+                Err(e) => {
+                    return Err(reject(
+                        400,
+                        Error::header_mismatch(format!("header mismatch: Mcp-Name: {e}")),
+                    ));
+                }
             },
-            One::Absent => return Err(reject(400, Error::header_mismatch("header mismatch: missing Mcp-Name header"))),
-            One::Repeated => return Err(reject(400, Error::header_mismatch("header mismatch: Mcp-Name is given twice"))),
+            One::Absent => {
+                return Err(reject(
+                    400,
+                    Error::header_mismatch("header mismatch: missing Mcp-Name header"),
+                ));
+            }
+            One::Repeated => {
+                return Err(reject(
+                    400,
+                    Error::header_mismatch("header mismatch: Mcp-Name is given twice"),
+                ));
+            }
         }
     }
 
-    let target = routing::target(ctx, generation, &request, method, facts.name, facts.uri, &declared)?;
-    Ok((generation, ValidKind::Call(Call { request, method, meta, target })))
+    let target = routing::target(
+        ctx, generation, &request, method, facts.name, facts.uri, &declared,
+    )?;
+    Ok((
+        generation,
+        ValidKind::Call(Call {
+            request,
+            method,
+            meta,
+            target,
+        }),
+    ))
 }

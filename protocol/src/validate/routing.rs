@@ -30,14 +30,21 @@ pub(super) fn target(
     match method {
         Method::ToolsCall => {
             let Some(name) = name else {
-                return reject(malformed, invalid("invalid params: tools/call needs a string \"name\""));
+                return reject(
+                    malformed,
+                    invalid("invalid params: tools/call needs a string \"name\""),
+                );
             };
             let Some(route) = ctx.catalog.tool(&name) else {
                 let code = match ctx.config.unknown_tool {
                     UnknownToolCode::MethodNotFound => ErrorCode::MethodNotFound,
                     UnknownToolCode::InvalidParams => ErrorCode::InvalidParams,
                 };
-                return reject(200, Error::new(code, format!("unknown tool: {name}")).with_data(json!({ "name": name })));
+                return reject(
+                    200,
+                    Error::new(code, format!("unknown tool: {name}"))
+                        .with_data(json!({ "name": name })),
+                );
             };
             if g.has_routing_headers() {
                 if let Err(e) = check_param_headers(ctx, request, route.header_params) {
@@ -53,7 +60,10 @@ pub(super) fn target(
         }
         Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
             let Some(uri) = uri else {
-                return reject(malformed, invalid(format!("invalid params: {method} needs a string \"uri\"")));
+                return reject(
+                    malformed,
+                    invalid(format!("invalid params: {method} needs a string \"uri\"")),
+                );
             };
             if !ctx.catalog.has_resource(&uri) {
                 return reject(200, Error::resource_not_found(&uri));
@@ -62,10 +72,16 @@ pub(super) fn target(
         }
         Method::PromptsGet => {
             let Some(name) = name else {
-                return reject(malformed, invalid("invalid params: prompts/get needs a string \"name\""));
+                return reject(
+                    malformed,
+                    invalid("invalid params: prompts/get needs a string \"name\""),
+                );
             };
             if !ctx.catalog.has_prompt(&name) {
-                return reject(200, invalid(format!("unknown prompt: {name}")).with_data(json!({ "name": name })));
+                return reject(
+                    200,
+                    invalid(format!("unknown prompt: {name}")).with_data(json!({ "name": name })),
+                );
             }
             Ok(Some(Target::Prompt(name)))
         }
@@ -85,8 +101,11 @@ fn missing_capability(g: Generation, tool: &str, missing: Value) -> Error {
     } else {
         ErrorCode::InvalidParams
     };
-    Error::new(code, format!("tool {tool} needs client capabilities the client did not declare"))
-        .with_data(json!({ "requiredCapabilities": missing }))
+    Error::new(
+        code,
+        format!("tool {tool} needs client capabilities the client did not declare"),
+    )
+    .with_data(json!({ "requiredCapabilities": missing }))
 }
 
 #[derive(Deserialize)]
@@ -106,9 +125,11 @@ fn check_param_headers(
         return Ok(());
     }
     let args: Option<Map<String, Value>> = match request.params.as_deref() {
-        Some(p) => serde_json::from_str::<ArgumentsView>(p.get())
-            .map_err(|e| invalid(format!("invalid params: {e}")))?
-            .arguments,
+        Some(p) => {
+            serde_json::from_str::<ArgumentsView>(p.get())
+                .map_err(|e| invalid(format!("invalid params: {e}")))?
+                .arguments
+        }
         None => None,
     };
     for ann in annotations {
@@ -120,7 +141,10 @@ fn check_param_headers(
             .filter(|(suffix, _)| suffix.eq_ignore_ascii_case(&ann.header));
         let header = headers.next();
         if headers.next().is_some() {
-            return Err(Error::header_mismatch(format!("header mismatch: Mcp-Param-{} is given twice", ann.header)));
+            return Err(Error::header_mismatch(format!(
+                "header mismatch: Mcp-Param-{} is given twice",
+                ann.header
+            )));
         }
         match (header, body) {
             (None, None) => {}
@@ -140,7 +164,10 @@ fn check_param_headers(
             }
             (Some((_, raw)), Some(value)) => {
                 let decoded = decode_value(raw).map_err(|e| {
-                    Error::header_mismatch(format!("header mismatch: Mcp-Param-{}: {e}", ann.header))
+                    Error::header_mismatch(format!(
+                        "header mismatch: Mcp-Param-{}: {e}",
+                        ann.header
+                    ))
                 })?;
                 if !header_matches(ann.kind, &decoded, value) {
                     return Err(Error::header_mismatch(format!(
