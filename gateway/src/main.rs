@@ -5,14 +5,17 @@
 //! It must not re-implement wire rules: every request is validated and every response shaped by `protocol`.
 //! Today (before the gateway-core issue lands) it only reports the protocol generations it will serve.
 
-fn main() {
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
     let versions: Vec<&str> = protocol::Generation::ALL
         .iter()
         .map(|g| g.as_str())
         .collect();
     println!(
-        "mcpgw {}: the gateway is not built yet; protocol generations known: {}",
+        "mcpgw {}: the gateway is not built yet (protocol generations known: {})",
         env!("CARGO_PKG_VERSION"),
         versions.join(", ")
     );
+    ExitCode::from(2)
 }
