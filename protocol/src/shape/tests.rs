@@ -431,3 +431,27 @@ fn error_responses_validate_and_keep_unknown_codes() {
         }
     }
 }
+
+/// Found by the fuzzer: `1e999` is valid JSON that `serde_json::Value` cannot hold; it must pass through
+/// shaping untouched and the output must stay valid JSON text.
+#[test]
+fn huge_exponent_numbers_pass_through_shaping() {
+    let r: Box<RawValue> =
+        serde_json::from_str(r#"{"content":[],"structuredContent":{"x":1e999}}"#).unwrap();
+    for g in Generation::ALL {
+        let out = shape(
+            &RequestId::number(1),
+            Method::ToolsCall,
+            g,
+            Ok(&r),
+            &stamp(),
+        );
+        serde_json::from_slice::<Box<RawValue>>(&out.body).expect("valid JSON text");
+        if g.has_structured_output() {
+            assert!(
+                String::from_utf8(out.body).unwrap().contains("1e999"),
+                "{g}"
+            );
+        }
+    }
+}
