@@ -170,6 +170,24 @@ pub struct Call {
     pub target: Option<Target>,
 }
 
+impl ValidKind {
+    /// The HTTP status to answer at once, without a body: 202 for notifications and client responses (and a
+    /// batch made only of them). `None` when the request needs a response.
+    pub fn immediate_status(&self) -> Option<u16> {
+        match self {
+            ValidKind::Notification(_) | ValidKind::ClientResponse(_) => Some(202),
+            ValidKind::Batch(items)
+                if items
+                    .iter()
+                    .all(|i| matches!(i, Ok(k) if k.immediate_status().is_some())) =>
+            {
+                Some(202)
+            }
+            _ => None,
+        }
+    }
+}
+
 impl ValidRequest {
     /// The generation to answer in: the session's, the request's `_meta`'s, or the negotiated one.
     pub fn generation(&self) -> Generation {
