@@ -711,10 +711,13 @@ fn valid_requests_per_era() {
     let note = Req::post(
         r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
     );
-    assert!(matches!(
-        accepted("modern notification", &note).kind(),
-        ValidKind::Notification(_)
-    ));
+    let v = accepted("modern notification", &note);
+    assert!(matches!(v.kind(), ValidKind::Notification(_)));
+    assert_eq!(
+        v.kind().immediate_status(),
+        Some(202),
+        "notifications are answered 202"
+    );
 
     // legacy, every generation
     for g in LEGACY {
@@ -731,10 +734,9 @@ fn valid_requests_per_era() {
         accepted("legacy declared capability", &caps);
         let mut note = Req::legacy(g, "x", json!({}));
         note.body = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_vec();
-        assert!(matches!(
-            accepted("legacy notification", &note).kind(),
-            ValidKind::Notification(_)
-        ));
+        let v = accepted("legacy notification", &note);
+        assert!(matches!(v.kind(), ValidKind::Notification(_)));
+        assert_eq!(v.kind().immediate_status(), Some(202));
         let mut answer = Req::legacy(g, "x", json!({}));
         answer.body = br#"{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}"#.to_vec();
         assert!(matches!(
@@ -790,6 +792,17 @@ fn batches_only_on_2025_03_26_and_judged_per_entry() {
         ErrorCode::InvalidRequest
     );
     assert!(matches!(items[4], Ok(ValidKind::Notification(_))));
+    assert_eq!(
+        ValidKind::Batch(items).immediate_status(),
+        None,
+        "a batch with requests needs a response"
+    );
+    let mut only_notes = Req::legacy(Generation::V2025_03_26, "x", json!({}));
+    only_notes.body = br#"[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"s1","result":{}}]"#.to_vec();
+    assert_eq!(
+        accepted("notes", &only_notes).kind().immediate_status(),
+        Some(202)
+    );
 }
 
 #[test]
