@@ -1,0 +1,1 @@
+//! The aggregated catalog of tools, prompts, resources and resource templates across backends.

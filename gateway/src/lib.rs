@@ -1,0 +1,11 @@
+//! The mcpgw gateway: everything that knows HTTP, SSE, stdio serving, configuration and the command line.
+//! The HTTP front door (Streamable HTTP for both eras, 2024-11-05 HTTP+SSE), `mcpgw serve --stdio`, the
+//! session actors (one per legacy session), the routing actors (validation and catalog lookups, one per
+//! worker), the response actor (shaping and writing), the aggregated catalog, the mock backend and, later,
+//! the load generator.
+//!
+//! It must not re-implement wire rules: every request is validated by `protocol::validate` and every response
+//! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
+
+pub mod catalog;
+pub mod mock_backend;
