@@ -14,6 +14,7 @@ pub mod input;
 pub mod lifecycle;
 pub mod notifications;
 pub mod prompts;
+pub mod resource_contents;
 pub mod resources;
 pub mod tools;
 
@@ -24,6 +25,7 @@ pub use input::*;
 pub use lifecycle::*;
 pub use notifications::*;
 pub use prompts::*;
+pub use resource_contents::*;
 pub use resources::*;
 pub use tools::*;
 

@@ -1,0 +1,116 @@
+//! [`Failure`]: why a handler could not answer, and how that reads as a JSON-RPC error.
+
+use std::fmt;
+
+use crate::error::{Error, ErrorCode};
+
+/// Why a handler could not answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The backend answered with a JSON-RPC error (its code already named with [`ErrorCode::from_peer`]).
+    Backend {
+        /// The backend's configured name.
+        backend: String,
+        /// Its error.
+        error: Error,
+    },
+    /// The backend did not answer within its deadline.
+    Timeout {
+        /// The backend's configured name.
+        backend: String,
+        /// The deadline that passed, in milliseconds.
+        after_ms: u64,
+    },
+    /// The backend cannot be reached (down, restarting, circuit open, connection refused).
+    Unavailable {
+        /// The backend's configured name.
+        backend: String,
+        /// Why.
+        reason: String,
+    },
+    /// The backend died while the request was in flight.
+    Crashed {
+        /// The backend's configured name.
+        backend: String,
+        /// What is known of the exit.
+        reason: String,
+    },
+    /// Too many requests in flight for this backend; answered at once instead of queued.
+    Overloaded {
+        /// The backend's configured name.
+        backend: String,
+    },
+    /// A failure inside the gateway or an in-process handler.
+    Internal {
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl Failure {
+    /// A short machine-readable name of the failure kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Failure::Backend { .. } => "backend_error",
+            Failure::Timeout { .. } => "timeout",
+            Failure::Unavailable { .. } => "unavailable",
+            Failure::Crashed { .. } => "crashed",
+            Failure::Overloaded { .. } => "overloaded",
+            Failure::Internal { .. } => "internal",
+        }
+    }
+
+    /// The backend the request was routed to, if any.
+    pub fn backend(&self) -> Option<&str> {
+        match self {
+            Failure::Backend { backend, .. }
+            | Failure::Timeout { backend, .. }
+            | Failure::Unavailable { backend, .. }
+            | Failure::Crashed { backend, .. }
+            | Failure::Overloaded { backend } => Some(backend),
+            Failure::Internal { .. } => None,
+        }
+    }
+
+    /// The failure as a JSON-RPC error: a backend's own error as it is, anything else an internal error.
+    pub fn to_error(&self) -> Error {
+        match self {
+            Failure::Backend { error, .. } => error.clone(),
+            other => Error::new(ErrorCode::InternalError, other.to_string()).with_data(
+                serde_json::json!({
+                    "backend": other.backend(),
+                    "kind": other.kind(),
+                }),
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Backend { backend, error } => {
+                write!(f, "backend {backend} failed: {}", error.message())
+            }
+            Failure::Timeout { backend, after_ms } => {
+                write!(f, "backend {backend} did not answer within {after_ms} ms")
+            }
+            Failure::Unavailable { backend, reason } => {
+                write!(f, "backend {backend} is unavailable: {reason}")
+            }
+            Failure::Crashed { backend, reason } => {
+                write!(
+                    f,
+                    "backend {backend} stopped while handling the request: {reason}"
+                )
+            }
+            Failure::Overloaded { backend } => {
+                write!(
+                    f,
+                    "backend {backend} is at its concurrency limit; try again shortly"
+                )
+            }
+            Failure::Internal { reason } => write!(f, "internal error: {reason}"),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! What validation gives back: a [`ValidRequest`] (with its [`ValidKind`]) or a [`Rejection`].
+
+use super::Accepts;
+use crate::error::Error;
+use crate::generation::Generation;
+use crate::id::RequestId;
+use crate::message::{MessageError, Notification, Request, Response};
+use crate::meta::RequestMeta;
+use crate::method::Method;
+use crate::payload::InitializeRequestParams;
+
+/// A request that passed validation. Only [`validate`](super::validate) makes one.
+#[derive(Debug)]
+pub struct ValidRequest {
+    pub(super) generation: Generation,
+    pub(super) accepts: Accepts,
+    pub(super) kind: ValidKind,
+}
+
+/// What a valid request asks for.
+#[derive(Debug)]
+pub enum ValidKind {
+    /// A legacy `initialize`: start a session speaking `negotiated` (the request's generation).
+    Initialize {
+        /// The request id.
+        id: RequestId,
+        /// The params.
+        params: Box<InitializeRequestParams>,
+    },
+    /// A request to route and answer.
+    Call(Call),
+    /// A notification: answer 202 and act on it.
+    Notification(Notification),
+    /// A legacy client's answer to a server-to-client request: answer 202 and route it.
+    ClientResponse(Response),
+    /// A 2025-03-26 batch: each entry valid or rejected on its own.
+    Batch(Vec<Result<ValidKind, Rejection>>),
+    /// A legacy GET: open the session's standalone SSE stream.
+    OpenStream,
+    /// A legacy DELETE: end the session.
+    EndSession,
+}
+
+/// What a request is about, for routing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `tools/call` of this exposed tool name.
+    Tool(String),
+    /// `resources/read` (and subscribe) of this URI.
+    Resource(String),
+    /// `prompts/get` of this prompt name.
+    Prompt(String),
+}
+
+/// A request to answer, with everything routing needs.
+#[derive(Debug)]
+pub struct Call {
+    /// The request as received.
+    pub request: Request,
+    /// Its method.
+    pub method: Method,
+    /// Its per-request metadata (`_meta`).
+    pub meta: RequestMeta,
+    /// What it is about, for the methods that name something.
+    pub target: Option<Target>,
+}
+
+impl ValidKind {
+    /// The HTTP status to answer at once, without a body: 202 for notifications and client responses (and a
+    /// batch made only of them). `None` when the request needs a response.
+    pub fn immediate_status(&self) -> Option<u16> {
+        match self {
+            ValidKind::Notification(_) | ValidKind::ClientResponse(_) => Some(202),
+            ValidKind::Batch(items)
+                if items
+                    .iter()
+                    .all(|i| matches!(i, Ok(k) if k.immediate_status().is_some())) =>
+            {
+                Some(202)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl ValidRequest {
+    /// The generation to answer in: the session's, the request's `_meta`'s, or the negotiated one.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// What the client accepts as a response body.
+    pub fn accepts(&self) -> Accepts {
+        self.accepts
+    }
+
+    /// What the request asks for.
+    pub fn kind(&self) -> &ValidKind {
+        &self.kind
+    }
+
+    /// Takes the request apart.
+    pub fn into_kind(self) -> ValidKind {
+        self.kind
+    }
+}
+
+/// A refused request: the error, the id when it was readable, the HTTP status, and the generation to shape
+/// the error for (when known).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejection {
+    /// HTTP status.
+    pub status: u16,
+    /// The request id, when it could be read.
+    pub id: Option<RequestId>,
+    /// The error.
+    pub error: Error,
+    /// The generation the error is shaped for; `None` when the request named none.
+    pub generation: Option<Generation>,
+    /// For 405: the `Allow` header value.
+    pub allow: Option<&'static str>,
+}
+
+impl Rejection {
+    pub(crate) fn new(status: u16, id: Option<RequestId>, error: Error) -> Rejection {
+        Rejection {
+            status,
+            id,
+            error,
+            generation: None,
+            allow: None,
+        }
+    }
+
+    pub(crate) fn for_generation(mut self, g: Generation) -> Rejection {
+        self.generation = Some(g);
+        self
+    }
+
+    /// The response body: a JSON-RPC error object shaped for the rejection's generation.
+    pub fn body(&self) -> Vec<u8> {
+        crate::shape::rejection_body(self)
+    }
+}
+
+impl From<MessageError> for Rejection {
+    fn from(e: MessageError) -> Rejection {
+        Rejection::new(200, e.id, e.error)
+    }
+}
