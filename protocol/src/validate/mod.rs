@@ -71,6 +71,7 @@ fn validate_scanned(
         catalog,
         headers,
         session,
+        stdio: false,
     };
     match req.method {
         HttpMethod::Post => {}
@@ -174,24 +175,69 @@ fn validate_scanned(
             }
             let items = entries
                 .into_iter()
-                .map(|entry| match entry {
-                    Ok(Message::Request(r)) if r.method == "initialize" => Err(Rejection::new(
-                        200,
-                        Some(r.id),
-                        Error::new(
-                            ErrorCode::InvalidRequest,
-                            "invalid request: initialize must not be part of a batch",
+                .map(|entry| batch_entry(&ctx, s, entry))
+                .collect();
+            return Ok(ValidRequest {
+                generation: s.generation,
+                accepts,
+                kind: ValidKind::Batch(items),
+            });
+        }
+        Parsed::Single(m) => m,
+    };
+    let (generation, kind) = route_single(&ctx, kind)?;
+    Ok(ValidRequest {
+        generation,
+        accepts,
+        kind,
+    })
+}
+
+/// Validates one message read from a stdio transport (newline-delimited JSON-RPC). There is no header
+/// layer: the 2026-07-28 header rules do not apply, and the legacy session is the process (`session` is the
+/// one `initialize` established, if any). Statuses in rejections are meaningless here.
+pub fn validate_stdio(
+    line: &[u8],
+    config: &Config,
+    catalog: &dyn Catalog,
+    session: Option<&Session<'_>>,
+) -> Result<ValidRequest, Rejection> {
+    let headers = Scanned::default();
+    let ctx = Ctx {
+        config,
+        catalog,
+        headers: &headers,
+        session,
+        stdio: true,
+    };
+    let accepts = Accepts {
+        json: true,
+        sse: false,
+    };
+    let kind = match message::parse(line).map_err(|e| {
+        let mut r = Rejection::from(e);
+        r.generation = session.map(|s| s.generation);
+        r
+    })? {
+        Parsed::Batch(entries) => {
+            let s = ctx.require_session(None)?;
+            if !s.generation.allows_batching() {
+                return Err(Rejection::new(
+                    200,
+                    None,
+                    Error::new(
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "invalid request: JSON-RPC batches are not part of {}",
+                            s.generation
                         ),
-                    )
-                    .for_generation(s.generation)),
-                    Ok(m) => match Facts::of(&m) {
-                        Ok(facts) => legacy::message(&ctx, s, m, facts),
-                        Err(e) => {
-                            Err(Rejection::new(200, id_of(&m), e).for_generation(s.generation))
-                        }
-                    },
-                    Err(e) => Err(Rejection::from(e).for_generation(s.generation)),
-                })
+                    ),
+                )
+                .for_generation(s.generation));
+            }
+            let items = entries
+                .into_iter()
+                .map(|entry| batch_entry(&ctx, s, entry))
                 .collect();
             return Ok(ValidRequest {
                 generation: s.generation,
@@ -215,11 +261,34 @@ pub(crate) struct Ctx<'a> {
     pub catalog: &'a dyn Catalog,
     pub headers: &'a Scanned<'a>,
     pub session: Option<&'a Session<'a>>,
+    /// No header layer (stdio): header rules are skipped and the session is the process.
+    pub stdio: bool,
 }
 
 impl<'a> Ctx<'a> {
+    /// Whether the request claims a legacy session: the session header on HTTP, an initialized process on stdio.
+    pub fn claims_session(&self) -> bool {
+        if self.stdio {
+            self.session.is_some()
+        } else {
+            self.headers.session_id.is_present()
+        }
+    }
+
     /// The caller's session: 400 without a session id, 404 when the id names no live session.
     pub fn require_session(&self, id: Option<&RequestId>) -> Result<&'a Session<'a>, Rejection> {
+        if self.stdio {
+            return self.session.ok_or_else(|| {
+                Rejection::new(
+                    400,
+                    id.cloned(),
+                    Error::new(
+                        ErrorCode::InvalidRequest,
+                        "invalid request: send initialize first, or _meta with io.modelcontextprotocol/protocolVersion",
+                    ),
+                )
+            });
+        }
         match (self.headers.session_id, self.session) {
             (One::Present(_), Some(s)) => Ok(s),
             (One::Present(_), None) => Err(Rejection::new(
@@ -297,7 +366,7 @@ fn route_single(ctx: &Ctx<'_>, m: Message) -> Result<(Generation, ValidKind), Re
         Ok(meta) => meta.protocol_version.as_deref().map(Generation::parse),
         Err(_) => None,
     };
-    let session_header = ctx.headers.session_id.is_present();
+    let session_header = ctx.claims_session();
     let modern = match meta_generation {
         // A legacy version in _meta keeps a legacy session's request legacy; anything else is modern.
         Some(Ok(g)) if !g.is_modern() => !session_header,
@@ -322,6 +391,30 @@ fn route_single(ctx: &Ctx<'_>, m: Message) -> Result<(Generation, ValidKind), Re
 
 #[cfg(test)]
 mod tests;
+
+/// One entry of a 2025-03-26 batch, judged inside the session.
+fn batch_entry(
+    ctx: &Ctx<'_>,
+    s: &Session<'_>,
+    entry: Result<Message, message::MessageError>,
+) -> Result<ValidKind, Rejection> {
+    match entry {
+        Ok(Message::Request(r)) if r.method == "initialize" => Err(Rejection::new(
+            200,
+            Some(r.id),
+            Error::new(
+                ErrorCode::InvalidRequest,
+                "invalid request: initialize must not be part of a batch",
+            ),
+        )
+        .for_generation(s.generation)),
+        Ok(m) => match Facts::of(&m) {
+            Ok(facts) => legacy::message(ctx, s, m, facts),
+            Err(e) => Err(Rejection::new(200, id_of(&m), e).for_generation(s.generation)),
+        },
+        Err(e) => Err(Rejection::from(e).for_generation(s.generation)),
+    }
+}
 
 fn id_of(m: &Message) -> Option<RequestId> {
     match m {

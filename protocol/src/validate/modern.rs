@@ -59,6 +59,7 @@ pub(super) fn message(
         ));
     };
     match header {
+        None if ctx.stdio => {}
         None => {
             return Err(reject(
                 400,
@@ -101,6 +102,7 @@ pub(super) fn message(
 
     // Mcp-Method mirrors the method, byte for byte (values are case-sensitive).
     match ctx.headers.method {
+        One::Absent if ctx.stdio => {}
         One::Present(h) if h == request.method.as_bytes() => {}
         One::Present(h) => {
             return Err(reject(
@@ -155,6 +157,7 @@ pub(super) fn message(
             ));
         };
         match ctx.headers.name {
+            One::Absent if ctx.stdio => {}
             One::Present(raw) => match decode_value(raw) {
                 Ok(h) if h == body => {}
                 Ok(h) => {

@@ -46,7 +46,7 @@ pub(super) fn target(
                         .with_data(json!({ "name": name })),
                 );
             };
-            if g.has_routing_headers() {
+            if g.has_routing_headers() && !ctx.stdio {
                 if let Err(e) = check_param_headers(ctx, request, route.header_params) {
                     return reject(400, e);
                 }

@@ -224,3 +224,48 @@ fn request_ids_survive_validation_byte_exact() {
         "{text}"
     );
 }
+
+#[test]
+fn stdio_has_no_header_layer_and_the_process_is_the_session() {
+    let catalog = TestCatalog::new();
+    let config = Config::default();
+    let modern = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"regional","arguments":{"region":"us"}}}"#;
+    let v =
+        validate_stdio(modern, &config, &catalog, None).expect("modern request without headers");
+    assert_eq!(v.generation(), MODERN);
+    let missing_meta = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"get_weather"}}"#;
+    let r = validate_stdio(missing_meta, &config, &catalog, None).unwrap_err();
+    assert_eq!(r.error.code(), ErrorCode::InvalidParams);
+    let legacy = br#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let r = validate_stdio(legacy, &config, &catalog, None).unwrap_err();
+    assert_eq!(
+        r.error.code(),
+        ErrorCode::InvalidRequest,
+        "legacy before initialize"
+    );
+    let caps = json!({});
+    let session = Session {
+        generation: Generation::V2025_03_26,
+        client_capabilities: &caps,
+    };
+    let v =
+        validate_stdio(legacy, &config, &catalog, Some(&session)).expect("legacy after initialize");
+    assert_eq!(v.generation(), Generation::V2025_03_26);
+    let batch = br#"[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
+    assert!(matches!(
+        validate_stdio(batch, &config, &catalog, Some(&session))
+            .unwrap()
+            .kind(),
+        ValidKind::Batch(_)
+    ));
+    let garbage = b"not json";
+    let r = validate_stdio(garbage, &config, &catalog, Some(&session)).unwrap_err();
+    assert_eq!(r.error.code(), ErrorCode::ParseError);
+    let init = br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#;
+    assert_eq!(
+        validate_stdio(init, &config, &catalog, None)
+            .unwrap()
+            .generation(),
+        Generation::V2025_06_18
+    );
+}
