@@ -8,4 +8,5 @@
 //! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
 
 pub mod catalog;
+pub mod config;
 pub mod mock_backend;

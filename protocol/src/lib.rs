@@ -16,6 +16,7 @@ pub mod message;
 pub mod meta;
 pub mod method;
 pub mod payload;
+pub mod raw;
 #[cfg(test)]
 pub(crate) mod schema_check;
 pub mod shape;

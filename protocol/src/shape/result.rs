@@ -1,9 +1,6 @@
-//! Results rewritten for the client's generation: the one-level `RawObject` reader and `write_result`.
-
-use std::fmt;
+//! Results rewritten for the client's generation: `write_result` and its helpers.
 
 use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -12,35 +9,7 @@ use crate::generation::Generation;
 use crate::id::RequestId;
 use crate::meta::SERVER_INFO;
 use crate::method::Method;
-
-/// A JSON object read only one level deep: keys in order, values raw.
-struct RawObject<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'de> Deserialize<'de> for RawObject<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawObject<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut v = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                while let Some((k, val)) = map.next_entry::<String, &'de RawValue>()? {
-                    v.push((k, val));
-                }
-                Ok(RawObject(v))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-impl<'a> RawObject<'a> {
-    fn get(&self, key: &str) -> Option<&'a RawValue> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| *v)
-    }
-}
+use crate::raw::RawObject;
 
 /// Top-level keys that only 2026-07-28 results carry.
 const MODERN_ONLY_KEYS: [&str; 3] = ["resultType", "ttlMs", "cacheScope"];
@@ -95,8 +64,8 @@ pub(super) fn write_result(
     } else {
         None
     };
-    for (key, value) in &obj.0 {
-        match key.as_str() {
+    for (key, value) in obj.iter() {
+        match key {
             k if !g.is_modern() && MODERN_ONLY_KEYS.contains(&k) => {}
             "resultType" => {
                 if result_type.is_some() {
@@ -185,7 +154,7 @@ fn meta_for(meta: &RawValue, g: Generation, stamp: &Stamp) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(meta.get().len() + 64);
     out.push(b'{');
     let mut first = true;
-    for (k, v) in obj.0.iter().filter(|(k, _)| k != SERVER_INFO) {
+    for (k, v) in obj.iter().filter(|(k, _)| *k != SERVER_INFO) {
         if !first {
             out.push(b',');
         }

@@ -1,0 +1,290 @@
+//! Configuration: the TOML file (`mcpgw serve --config mcpgw.toml`), the `mcpServers` JSON files MCP hosts use
+//! (`--mcp-json FILE`), and the embedded demo config used when neither is given. Everything is validated at
+//! start with errors that name the field.
+
+mod demo;
+mod mcp_json;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+pub use demo::demo_config;
+pub use mcp_json::from_mcp_json;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `[server]`.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// One `[[backend]]` table per backend.
+    #[serde(default, rename = "backend")]
+    pub backends: Vec<BackendEntry>,
+}
+
+/// `[server]`: the front door.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Where to listen (`127.0.0.1:7800`).
+    pub listen: SocketAddr,
+    /// The largest request body accepted, in bytes (413 above).
+    pub max_body_bytes: usize,
+    /// A legacy session idle for this long expires (404 afterwards).
+    pub session_idle_secs: u64,
+    /// Legacy sessions held at most; `initialize` beyond it is refused with 503.
+    pub max_sessions: usize,
+    /// Default per-backend request timeout, in milliseconds.
+    pub request_timeout_ms: u64,
+    /// How long each backend gets to answer a catalog listing, in milliseconds.
+    pub list_timeout_ms: u64,
+    /// Items per page of `tools/list` and the other lists.
+    pub page_size: usize,
+    /// `"method-not-found"` (-32601, default) or `"invalid-params"` (-32602) for unknown tools.
+    pub unknown_tool_code: UnknownToolCode,
+    /// HTTP worker threads (default: one per core).
+    pub workers: Option<usize>,
+    /// Requests in flight per worker before the gateway answers "overloaded".
+    pub max_in_flight_per_worker: usize,
+}
+
+/// The code an unknown tool name gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnknownToolCode {
+    /// -32601 (the founding document's default).
+    #[default]
+    MethodNotFound,
+    /// -32602 (what the MCP spec suggests).
+    InvalidParams,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7800)),
+            max_body_bytes: 4 * 1024 * 1024,
+            session_idle_secs: 30 * 60,
+            max_sessions: 100_000,
+            request_timeout_ms: 30_000,
+            list_timeout_ms: 5_000,
+            page_size: 100,
+            unknown_tool_code: UnknownToolCode::default(),
+            workers: None,
+            max_in_flight_per_worker: 4096,
+        }
+    }
+}
+
+/// One `[[backend]]`.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackendEntry {
+    /// Unique name (letters, digits, `-`, `_`).
+    pub name: String,
+    /// stdio: the program and its arguments.
+    pub command: Option<Vec<String>>,
+    /// stdio: environment variables added to the gateway's own.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// stdio: working directory.
+    pub cwd: Option<PathBuf>,
+    /// Streamable HTTP (or 2024-11-05 HTTP+SSE) URL.
+    pub url: Option<String>,
+    /// Name prefix of its tools and prompts; default: the name; `""`: none.
+    pub prefix: Option<String>,
+    /// Request timeout in milliseconds (default: `[server] request_timeout_ms`).
+    pub timeout_ms: Option<u64>,
+    /// Requests in flight at once (default 64); more are answered "overloaded" at once.
+    pub max_in_flight: Option<usize>,
+}
+
+/// How a backend is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackendTransport {
+    /// A child process over stdio.
+    Stdio {
+        /// Program and arguments.
+        command: Vec<String>,
+        /// Extra environment.
+        env: BTreeMap<String, String>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// An HTTP URL.
+    Http {
+        /// The URL.
+        url: String,
+    },
+}
+
+impl BackendEntry {
+    /// The effective prefix.
+    pub fn prefix(&self) -> &str {
+        self.prefix.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The transport (valid after [`Config::validate`]).
+    pub fn transport(&self) -> BackendTransport {
+        match (&self.command, &self.url) {
+            (Some(command), _) => BackendTransport::Stdio {
+                command: command.clone(),
+                env: self.env.clone(),
+                cwd: self.cwd.clone(),
+            },
+            (None, Some(url)) => BackendTransport::Http { url: url.clone() },
+            (None, None) => BackendTransport::Http { url: String::new() },
+        }
+    }
+
+    /// The request timeout.
+    pub fn timeout(&self, server: &ServerConfig) -> Duration {
+        Duration::from_millis(self.timeout_ms.unwrap_or(server.request_timeout_ms))
+    }
+}
+
+/// A configuration error, naming the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file does not parse.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message (it names the key and line).
+        message: String,
+    },
+    /// A value is invalid.
+    #[error("invalid config: {field}: {message}")]
+    Invalid {
+        /// The field, e.g. `backend[1].url`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+fn valid_token(s: &str) -> bool {
+    s.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl Config {
+    /// Reads and validates a TOML file.
+    pub fn from_toml_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Config::from_toml_str(&text, path)
+    }
+
+    /// Parses and validates TOML text (`origin` names it in errors).
+    pub fn from_toml_str(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: origin.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every field; the first problem is reported with its field path.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.server;
+        if s.max_body_bytes < 1024 {
+            return Err(invalid("server.max_body_bytes", "must be at least 1024"));
+        }
+        if s.page_size == 0 {
+            return Err(invalid("server.page_size", "must be at least 1"));
+        }
+        if s.max_sessions == 0 {
+            return Err(invalid("server.max_sessions", "must be at least 1"));
+        }
+        if s.request_timeout_ms == 0 || s.list_timeout_ms == 0 {
+            return Err(invalid(
+                "server.request_timeout_ms",
+                "timeouts must be above 0",
+            ));
+        }
+        if s.session_idle_secs == 0 {
+            return Err(invalid("server.session_idle_secs", "must be above 0"));
+        }
+        if s.max_in_flight_per_worker == 0 {
+            return Err(invalid("server.max_in_flight_per_worker", "must be at least 1"));
+        }
+        if s.workers == Some(0) {
+            return Err(invalid("server.workers", "must be at least 1"));
+        }
+        let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, b) in self.backends.iter().enumerate() {
+            let field = |f: &str| format!("backend[{i}].{f}");
+            if b.name.is_empty() || !valid_token(&b.name) {
+                return Err(invalid(
+                    field("name"),
+                    format!("{:?} must be non-empty letters, digits, '-' or '_'", b.name),
+                ));
+            }
+            if let Some(first) = names.insert(&b.name, i) {
+                return Err(invalid(
+                    field("name"),
+                    format!("{:?} is also the name of backend[{first}]", b.name),
+                ));
+            }
+            if !valid_token(b.prefix()) {
+                return Err(invalid(
+                    field("prefix"),
+                    format!("{:?} must be letters, digits, '-' or '_' (or empty)", b.prefix()),
+                ));
+            }
+            match (&b.command, &b.url) {
+                (Some(_), Some(_)) => {
+                    return Err(invalid(field("command"), "give either command or url, not both"));
+                }
+                (None, None) => {
+                    return Err(invalid(field("command"), "give command (stdio) or url (HTTP)"));
+                }
+                (Some(c), None) if c.is_empty() || c[0].is_empty() => {
+                    return Err(invalid(field("command"), "must name a program"));
+                }
+                (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => {
+                    return Err(invalid(field("url"), format!("{u:?} must start with http:// or https://")));
+                }
+                _ => {}
+            }
+            if b.command.is_none() && (!b.env.is_empty() || b.cwd.is_some()) {
+                return Err(invalid(field("env"), "env and cwd apply to command backends only"));
+            }
+            if b.timeout_ms == Some(0) {
+                return Err(invalid(field("timeout_ms"), "must be above 0"));
+            }
+            if b.max_in_flight == Some(0) {
+                return Err(invalid(field("max_in_flight"), "must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+//! Config tests: every validation rule names its field; TOML, `mcpServers` JSON and the demo config load.
+
+use std::path::Path;
+
+use super::mcp_json::from_mcp_json_str;
+use super::*;
+
+fn parse(text: &str) -> Result<Config, ConfigError> {
+    Config::from_toml_str(text, Path::new("test.toml"))
+}
+
+#[test]
+fn a_full_config_loads() {
+    let c = parse(
+        r#"
+        [server]
+        listen = "127.0.0.1:9000"
+        page_size = 20
+        unknown_tool_code = "invalid-params"
+
+        [[backend]]
+        name = "time"
+        command = ["uvx", "mcp-server-time"]
+        env = { TZ = "UTC" }
+
+        [[backend]]
+        name = "remote"
+        url = "http://127.0.0.1:8000/mcp"
+        prefix = ""
+        timeout_ms = 500
+    "#,
+    )
+    .unwrap();
+    assert_eq!(c.server.listen.port(), 9000);
+    assert_eq!(c.server.unknown_tool_code, UnknownToolCode::InvalidParams);
+    assert_eq!(c.backends.len(), 2);
+    assert_eq!(c.backends[0].prefix(), "time");
+    assert_eq!(c.backends[1].prefix(), "");
+    assert!(matches!(c.backends[0].transport(), BackendTransport::Stdio { .. }));
+    assert_eq!(c.backends[1].timeout(&c.server).as_millis(), 500);
+    assert_eq!(c.backends[0].timeout(&c.server).as_millis(), 30_000);
+}
+
+#[test]
+fn every_rule_names_its_field() {
+    // (config text, the field the error must name)
+    let table = [
+        ("[server]\nlisten = \"nowhere\"", "listen"),
+        ("[server]\nport = 1", "port"),
+        ("[server]\npage_size = 0", "server.page_size"),
+        ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
+        ("[server]\nworkers = 0", "server.workers"),
+        ("[server]\nunknown_tool_code = \"nope\"", "unknown_tool_code"),
+        ("[[backend]]\nname = \"a b\"\nurl = \"http://x\"", "backend[0].name"),
+        ("[[backend]]\nname = \"\"\nurl = \"http://x\"", "backend[0].name"),
+        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[[backend]]\nname = \"a\"\nurl = \"http://y\"", "backend[1].name"),
+        ("[[backend]]\nname = \"a\"", "backend[0].command"),
+        ("[[backend]]\nname = \"a\"\ncommand = []", "backend[0].command"),
+        ("[[backend]]\nname = \"a\"\ncommand = [\"x\"]\nurl = \"http://x\"", "backend[0].command"),
+        ("[[backend]]\nname = \"a\"\nurl = \"ftp://x\"", "backend[0].url"),
+        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nprefix = \"a/b\"", "backend[0].prefix"),
+        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\ntimeout_ms = 0", "backend[0].timeout_ms"),
+        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nenv = { A = \"1\" }", "backend[0].env"),
+        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight = 0", "backend[0].max_in_flight"),
+        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nsurprise = 1", "surprise"),
+    ];
+    for (text, field) in table {
+        let err = parse(text).expect_err(text).to_string();
+        assert!(err.contains(field), "{text:?}: {err:?} does not name {field}");
+    }
+}
+
+#[test]
+fn mcp_servers_json_loads() {
+    let c = from_mcp_json_str(
+        r#"{"mcpServers": {
+            "time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+            "remote": {"type": "streamable-http", "url": "http://127.0.0.1:1/mcp"},
+            "off": {"command": "x", "disabled": true}
+        }}"#,
+        Path::new("mcp.json"),
+    )
+    .unwrap();
+    assert_eq!(c.backends.len(), 2);
+    let time = c.backends.iter().find(|b| b.name == "time").unwrap();
+    assert_eq!(time.command.as_deref(), Some(&["uvx".to_owned(), "mcp-server-time".to_owned()][..]));
+    let bad = from_mcp_json_str(r#"{"mcpServers": {"x": {}}}"#, Path::new("mcp.json")).unwrap_err();
+    assert!(bad.to_string().contains("backend[0].command"), "{bad}");
+    assert!(from_mcp_json_str("{", Path::new("mcp.json")).is_err());
+}
+
+#[test]
+fn demo_config_runs_this_binary_as_its_backend() {
+    let c = demo_config(Path::new("/opt/mcpgw/bin/mcpgw")).unwrap();
+    assert_eq!(c.backends.len(), 1);
+    let BackendTransport::Stdio { command, .. } = c.backends[0].transport() else {
+        panic!("demo backend is stdio")
+    };
+    assert_eq!(command[0], "/opt/mcpgw/bin/mcpgw");
+    assert_eq!(&command[1..3], ["mock-backend", "--stdio"]);
+}

@@ -1,0 +1,161 @@
+//! [`RawObject`]: a JSON object read one level deep, its values left as raw JSON text. Used wherever a message
+//! is edited on the way through (a tool name de-prefixed, `_meta` keys added or removed, results stamped)
+//! without reformatting or re-parsing anything below the top level, so big numbers and unknown fields survive.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// A JSON object: keys in their order, values raw. Borrowed from the text it was read from; values set
+/// later may be owned.
+#[derive(Debug, Clone, Default)]
+pub struct RawObject<'a> {
+    fields: Vec<(String, RawText<'a>)>,
+}
+
+#[derive(Debug, Clone)]
+enum RawText<'a> {
+    Borrowed(&'a RawValue),
+    Owned(Box<RawValue>),
+}
+
+impl RawText<'_> {
+    fn get(&self) -> &RawValue {
+        match self {
+            RawText::Borrowed(r) => r,
+            RawText::Owned(r) => r,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObject<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RawObject<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(4));
+                while let Some((k, val)) = map.next_entry::<String, &'de RawValue>()? {
+                    fields.push((k, RawText::Borrowed(val)));
+                }
+                Ok(RawObject { fields })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> RawObject<'a> {
+    /// Reads an object; `None` when `raw` is not a JSON object.
+    pub fn parse(raw: &'a RawValue) -> Option<RawObject<'a>> {
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// Reads an object from optional params; absent params are an empty object.
+    pub fn parse_or_empty(raw: Option<&'a RawValue>) -> Option<RawObject<'a>> {
+        match raw {
+            Some(r) => RawObject::parse(r),
+            None => Some(RawObject::default()),
+        }
+    }
+
+    /// The raw value of `key`.
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.get())
+    }
+
+    /// The keys and raw values, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), v.get()))
+    }
+
+    /// Sets `key` (replacing it in place, or appending).
+    pub fn set(&mut self, key: &str, value: Box<RawValue>) {
+        match self.fields.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = RawText::Owned(value),
+            None => self.fields.push((key.to_owned(), RawText::Owned(value))),
+        }
+    }
+
+    /// Sets `key` to a serializable value.
+    pub fn set_value<T: serde::Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        if let Ok(raw) = serde_json::value::to_raw_value(value) {
+            self.set(key, raw);
+        }
+    }
+
+    /// Removes `key`; true when it was there.
+    pub fn remove(&mut self, key: &str) -> bool {
+        let before = self.fields.len();
+        self.fields.retain(|(k, _)| k != key);
+        self.fields.len() != before
+    }
+
+    /// No keys.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Writes the object as compact JSON.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        for (i, (k, v)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, k).expect("writing to a Vec cannot fail");
+            out.push(b':');
+            out.extend_from_slice(v.get().get().as_bytes());
+        }
+        out.push(b'}');
+    }
+
+    /// The object as an owned raw value.
+    pub fn to_raw(&self) -> Box<RawValue> {
+        let mut out = Vec::with_capacity(64);
+        self.write(&mut out);
+        let text = String::from_utf8(out).expect("JSON text is UTF-8");
+        RawValue::from_string(text).expect("an object of raw values is JSON")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_keep_everything_else_byte_exact() {
+        let raw: Box<RawValue> =
+            serde_json::from_str(r#"{"name":"a__t","arguments":{"big":123456789012345678901234567890,"f":1.50},"x":[1]}"#).unwrap();
+        let mut obj = RawObject::parse(&raw).unwrap();
+        obj.set_value("name", "t");
+        assert!(obj.remove("x"));
+        assert!(!obj.remove("x"));
+        obj.set_value("added", &true);
+        assert_eq!(
+            obj.to_raw().get(),
+            r#"{"name":"t","arguments":{"big":123456789012345678901234567890,"f":1.50},"added":true}"#
+        );
+        assert_eq!(
+            obj.get("arguments").unwrap().get(),
+            r#"{"big":123456789012345678901234567890,"f":1.50}"#
+        );
+    }
+
+    #[test]
+    fn non_objects_are_refused() {
+        for text in ["[]", "1", "\"x\"", "null"] {
+            let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+            assert!(RawObject::parse(&raw).is_none(), "{text}");
+        }
+        assert!(RawObject::parse_or_empty(None).unwrap().is_empty());
+    }
+}
