@@ -1,1 +1,74 @@
 //! The aggregated catalog of tools, prompts, resources and resource templates across backends.
+//!
+//! Pure: no I/O, no async, no lock. The caller fetches every backend's lists (all pages), hands each one to a
+//! [`CatalogBuilder`] as a [`BackendListing`] (or marks the backend [`missing`](CatalogBuilder::missing)), and
+//! [`build`](CatalogBuilder::build)s an immutable [`CatalogSnapshot`] that is shared as an `Arc` by every
+//! routing actor and the front door until the next (re)build.
+//!
+//! - Names (DESIGN §4): a backend's tool `t` is exposed as `{prefix}__t`, or `t` with an empty prefix; prompts
+//!   likewise ([`names`]). Resources and templates keep their URIs. A collision across backends is a
+//!   [`CatalogError::Collision`] naming both backends, never a silent shadow.
+//! - Untrusted backend JSON: an item of the wrong shape, a tool with invalid `x-mcp-header` annotations, or a
+//!   duplicate within one backend is left out with a `tracing::warn`, never a panic.
+//! - Every list is deterministically ordered (by exposed name, `uri` or `uriTemplate`), whatever the order
+//!   the backends were added in, and [`CatalogSnapshot::version`] is a content hash (module `version`).
+//! - Downstream pagination uses opaque cursors bound to the snapshot version and the list (module `cursor`).
+//! - Resource URIs are routed exactly first, then through RFC 6570 templates ([`template`]).
+//! - [`CatalogSnapshot`] implements [`protocol::validate::Catalog`] (module `lookup`).
+
+mod builder;
+mod cursor;
+mod lookup;
+pub mod names;
+mod snapshot;
+pub mod template;
+mod version;
+
+#[cfg(test)]
+mod tests;
+
+pub use builder::CatalogBuilder;
+pub use cursor::{CursorError, ListKind, Page};
+pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
+
+/// What one backend listed (all pages already fetched by the caller), as raw JSON objects.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BackendListing {
+    /// The configured backend name.
+    pub backend: String,
+    /// The prefix of its tool and prompt names; `""` = no prefix.
+    pub prefix: String,
+    /// Raw `Tool` objects as the backend sent them.
+    pub tools: Vec<serde_json::Value>,
+    /// Raw `Prompt` objects.
+    pub prompts: Vec<serde_json::Value>,
+    /// Raw `Resource` objects.
+    pub resources: Vec<serde_json::Value>,
+    /// Raw `ResourceTemplate` objects.
+    pub resource_templates: Vec<serde_json::Value>,
+}
+
+/// Why a catalog cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CatalogError {
+    /// Two backends expose the same tool or prompt name, resource URI or URI template.
+    #[error("{kind} {what} {name} collides: backends {first} and {second} both expose it", what = collision_subject(kind))]
+    Collision {
+        /// `"tool"`, `"prompt"`, `"resource"` or `"resource template"`.
+        kind: &'static str,
+        /// The exposed name, URI or URI template.
+        name: String,
+        /// The backend that exposed it first (backends are taken in name order).
+        first: String,
+        /// The other backend.
+        second: String,
+    },
+}
+
+/// What a collision is about, for the message: "tool name …", "resource uri …".
+fn collision_subject(kind: &str) -> &'static str {
+    match kind {
+        "tool" | "prompt" => "name",
+        _ => "uri",
+    }
+}

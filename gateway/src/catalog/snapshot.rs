@@ -1,0 +1,234 @@
+//! The immutable catalog snapshot: sorted entries, the content version and the backends left out. Built only
+//! by [`CatalogBuilder`](super::CatalogBuilder) (or [`CatalogSnapshot::empty`]); shared as an `Arc`.
+
+use std::ops::Range;
+
+use protocol::headers::ParamHeader;
+use serde_json::Value;
+
+use super::ListKind;
+use super::template::UriTemplate;
+use super::version::ContentHasher;
+
+/// A tool as the catalog routes and lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolEntry {
+    /// The backend that owns the tool.
+    pub backend: String,
+    /// The name the backend knows the tool by.
+    pub original_name: String,
+    /// The name clients see (`{prefix}__{original}`, or the original with an empty prefix).
+    pub exposed_name: String,
+    /// The `x-mcp-header` annotations as the gateway advertises them (the listed `inputSchema` is the
+    /// backend's, so the argument paths are the same).
+    pub client_headers: Vec<ParamHeader>,
+    /// The annotations as the backend's own `inputSchema` declares them (for the backend hop's headers).
+    pub backend_headers: Vec<ParamHeader>,
+    /// The backend's Tool object with `name` rewritten to the exposed name.
+    pub tool: Value,
+}
+
+/// A prompt as the catalog routes and lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromptEntry {
+    /// The backend that owns the prompt.
+    pub backend: String,
+    /// The name the backend knows the prompt by.
+    pub original_name: String,
+    /// The name clients see.
+    pub exposed_name: String,
+    /// The backend's Prompt object with `name` rewritten to the exposed name.
+    pub prompt: Value,
+}
+
+/// A resource with a fixed URI.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct ResourceEntry {
+    pub(super) backend: String,
+    pub(super) uri: String,
+    pub(super) resource: Value,
+}
+
+/// A resource template.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct TemplateEntry {
+    pub(super) backend: String,
+    pub(super) uri_template: String,
+    pub(super) template: Value,
+    /// `None` when the template is not supported by the matcher: it is listed but matches no URI.
+    pub(super) parsed: Option<UriTemplate>,
+}
+
+/// Where a resource URI is routed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceRoute<'a> {
+    /// The backend that serves the URI.
+    pub backend: &'a str,
+    /// How the URI matched.
+    pub matched: ResourceMatch<'a>,
+}
+
+/// How a resource URI matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResourceMatch<'a> {
+    /// A listed resource has exactly this URI.
+    Exact,
+    /// The URI matches this `uriTemplate`.
+    Template(&'a str),
+}
+
+/// The aggregated catalog at one moment: immutable, `Send + Sync`, shared as an `Arc`.
+#[derive(Debug, Clone)]
+pub struct CatalogSnapshot {
+    /// Sorted by exposed name.
+    pub(super) tools: Vec<ToolEntry>,
+    /// Sorted by exposed name.
+    pub(super) prompts: Vec<PromptEntry>,
+    /// Sorted by URI.
+    pub(super) resources: Vec<ResourceEntry>,
+    /// Sorted by `uriTemplate`.
+    pub(super) templates: Vec<TemplateEntry>,
+    /// Indexes into `templates` in routing order: longest literal prefix first, then by `uriTemplate`.
+    pub(super) template_order: Vec<usize>,
+    pub(super) version: u64,
+    /// Sorted, without duplicates.
+    pub(super) missing: Vec<String>,
+}
+
+impl Default for CatalogSnapshot {
+    fn default() -> Self {
+        CatalogSnapshot::empty()
+    }
+}
+
+impl CatalogSnapshot {
+    /// A catalog with nothing in it (what the gateway routes with before the first build).
+    pub fn empty() -> Self {
+        CatalogSnapshot::from_sorted(Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new())
+    }
+
+    /// Assembles a snapshot from lists already sorted by key and free of duplicate keys.
+    pub(super) fn from_sorted(
+        tools: Vec<ToolEntry>,
+        prompts: Vec<PromptEntry>,
+        resources: Vec<ResourceEntry>,
+        templates: Vec<TemplateEntry>,
+        mut missing: Vec<String>,
+    ) -> Self {
+        missing.sort();
+        missing.dedup();
+        let mut template_order: Vec<usize> = (0..templates.len()).collect();
+        template_order.sort_by(|&a, &b| {
+            let prefix = |i: usize| {
+                templates
+                    .get(i)
+                    .and_then(|t| t.parsed.as_ref())
+                    .map_or(0, UriTemplate::literal_prefix_len)
+            };
+            let key = |i: usize| templates.get(i).map(|t| t.uri_template.as_str());
+            prefix(b).cmp(&prefix(a)).then_with(|| key(a).cmp(&key(b)))
+        });
+        let mut snapshot = CatalogSnapshot {
+            tools,
+            prompts,
+            resources,
+            templates,
+            template_order,
+            version: 0,
+            missing,
+        };
+        snapshot.version = snapshot.content_hash();
+        snapshot
+    }
+
+    /// See [`super::version`] for what is hashed.
+    fn content_hash(&self) -> u64 {
+        let mut h = ContentHasher::new();
+        h.tag(b'T');
+        h.count(self.tools.len());
+        for t in &self.tools {
+            h.str(&t.backend);
+            h.str(&t.exposed_name);
+            h.str(&t.original_name);
+            h.json(&t.tool);
+        }
+        h.tag(b'P');
+        h.count(self.prompts.len());
+        for p in &self.prompts {
+            h.str(&p.backend);
+            h.str(&p.exposed_name);
+            h.str(&p.original_name);
+            h.json(&p.prompt);
+        }
+        h.tag(b'R');
+        h.count(self.resources.len());
+        for r in &self.resources {
+            h.str(&r.backend);
+            h.str(&r.uri);
+            h.json(&r.resource);
+        }
+        h.tag(b'U');
+        h.count(self.templates.len());
+        for t in &self.templates {
+            h.str(&t.backend);
+            h.str(&t.uri_template);
+            h.json(&t.template);
+        }
+        h.finish()
+    }
+
+    /// The content hash of the snapshot: equal for equal content (whatever order backends were added in),
+    /// stable within and across processes. Cursors are bound to it.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The backends the caller marked as left out (down), sorted.
+    pub fn backends_missing(&self) -> &[String] {
+        &self.missing
+    }
+
+    /// Whether nothing at all is listed.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+            && self.prompts.is_empty()
+            && self.resources.is_empty()
+            && self.templates.is_empty()
+    }
+
+    /// The length of a list.
+    pub(super) fn list_len(&self, list: ListKind) -> usize {
+        match list {
+            ListKind::Tools => self.tools.len(),
+            ListKind::Prompts => self.prompts.len(),
+            ListKind::Resources => self.resources.len(),
+            ListKind::ResourceTemplates => self.templates.len(),
+        }
+    }
+
+    /// Copies of the listed objects in `range` (clamped to the list).
+    pub(super) fn list_values(&self, list: ListKind, range: Range<usize>) -> Vec<Value> {
+        fn slice<T>(items: &[T], range: Range<usize>) -> &[T] {
+            let end = range.end.min(items.len());
+            items.get(range.start.min(end)..end).unwrap_or_default()
+        }
+        match list {
+            ListKind::Tools => slice(&self.tools, range)
+                .iter()
+                .map(|t| t.tool.clone())
+                .collect(),
+            ListKind::Prompts => slice(&self.prompts, range)
+                .iter()
+                .map(|p| p.prompt.clone())
+                .collect(),
+            ListKind::Resources => slice(&self.resources, range)
+                .iter()
+                .map(|r| r.resource.clone())
+                .collect(),
+            ListKind::ResourceTemplates => slice(&self.templates, range)
+                .iter()
+                .map(|t| t.template.clone())
+                .collect(),
+        }
+    }
+}
