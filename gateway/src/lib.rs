@@ -7,6 +7,16 @@
 //! It must not re-implement wire rules: every request is validated by `protocol::validate` and every response
 //! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
 
+pub mod answer;
 pub mod catalog;
 pub mod config;
+pub mod dispatch;
+pub mod http;
+pub mod listing;
 pub mod mock_backend;
+pub mod response;
+pub mod routing;
+pub mod serve;
+pub mod session;
+pub mod state;
+pub mod stdio_server;

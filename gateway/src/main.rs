@@ -1,13 +1,89 @@
 //! `mcpgw`, the gateway binary: the command line over the `gateway` library.
 
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use gateway::config::{Config, demo_config, from_mcp_json};
+
+/// An actor-based, multi-session gateway for the Model Context Protocol.
+#[derive(Debug, Parser)]
+#[command(name = "mcpgw", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve MCP clients (HTTP by default; --stdio for a local host). With no config: the built-in demo.
+    Serve(ServeArgs),
+    /// A synthetic MCP server for tests, demos and load tests.
+    MockBackend(gateway::mock_backend::MockArgs),
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// TOML config file.
+    #[arg(long, conflicts_with = "mcp_json")]
+    config: Option<PathBuf>,
+    /// An `mcpServers` JSON file, as MCP hosts write them.
+    #[arg(long)]
+    mcp_json: Option<PathBuf>,
+    /// Listen address (overrides the config's `[server] listen`).
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// Serve one client over standard input and output instead of HTTP.
+    #[arg(long)]
+    stdio: bool,
+}
+
 fn main() -> ExitCode {
-    let versions: Vec<&str> = protocol::Generation::ALL.iter().map(|g| g.as_str()).collect();
-    println!(
-        "mcpgw {}: the gateway is not built yet (protocol generations known: {})",
-        env!("CARGO_PKG_VERSION"),
-        versions.join(", ")
-    );
-    ExitCode::from(2)
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(args),
+        Command::MockBackend(args) => {
+            init_logging("warn");
+            gateway::mock_backend::run(args).context("mock-backend")
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpgw: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging("info");
+    let mut config = match (&args.config, &args.mcp_json) {
+        (Some(path), _) => Config::from_toml_file(path)?,
+        (None, Some(path)) => from_mcp_json(path)?,
+        (None, None) => {
+            let exe = std::env::current_exe()
+                .context("cannot find this executable for the demo backend")?;
+            eprintln!("mcpgw: no --config given: serving the built-in demo backend");
+            demo_config(&exe)?
+        }
+    };
+    if let Some(listen) = args.listen {
+        config.server.listen = listen;
+    }
+    gateway::serve::run(config, args.stdio)?;
+    Ok(())
+}
+
+/// Logs go to standard error (standard output carries the protocol in stdio modes). `RUST_LOG` overrides.
+fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }

@@ -1,10 +1,39 @@
-//! Handler actors of mcpgw: one actor per backend MCP server, owning its connection (a child process over
-//! stdio, or an HTTP client for Streamable HTTP and the 2024-11-05 HTTP+SSE transport), the backend's era,
-//! the request-id multiplexing table, health, restarts and concurrency permits. In-process handlers (the
-//! gateway's built-in tools) implement the same interface.
+//! Handler actors of mcpgw: one actix actor per backend MCP server, owning its connection, and
+//! [`BackendHandle`], the only way the gateway talks to it.
 //!
-//! This crate must not know HTTP serving, client sessions or configuration files (that is `gateway`), and it
-//! must not shape wire errors itself: outcomes go back to the response actor, which shapes them through
-//! `protocol`. It is filled in by the gateway-core issue; today it only re-exports what it will build on.
+//! A backend is a child process over stdio (one process per backend, shared by every client request, with
+//! request ids rewritten to backend-unique integers), a Streamable HTTP endpoint, or a 2024-11-05 HTTP+SSE
+//! endpoint. Its era is found once by the spec's probe (`server/discover`, falling back to `initialize`)
+//! and remembered; each request's `_meta` is then stamped (modern) or cleaned (legacy) for it. The actor
+//! restarts a dead child or reconnects an unreachable server with exponential backoff, and reports `Ready`,
+//! `Down` and the backend's notifications as [`BackendEvent`]s.
+//!
+//! Guarantees: every request gets an answer (a result or a [`protocol::shape::Failure`]) within its
+//! deadline; nothing queues without bound (permits answer `Overloaded`, queues are bounded and `try_send`
+//! answers a full one); no lock is held across an `.await` and nothing blocks the arbiter.
+//!
+//! This crate must not know HTTP serving, client sessions, routing or configuration files (that is
+//! `gateway`), must not forward anything of the client's hop (headers, ids, tokens), and must not shape wire
+//! errors: failures go back as `Failure`, which `protocol::shape` turns into the client's answer.
 
+mod actor;
+mod backoff;
+mod config;
+mod description;
+mod events;
+mod handle;
+mod handshake;
+mod http;
+mod inbound;
+mod link;
+mod meta;
+mod outbox;
+mod pending;
+mod stdio;
+mod wire;
+
+pub use config::{BackendConfig, Transport};
+pub use description::{ServerDescription, TransportKind};
+pub use events::BackendEvent;
+pub use handle::{BackendHandle, BackendRequest};
 pub use protocol::Generation;

@@ -50,7 +50,9 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         .into_iter()
         .filter(|(_, s)| !s.disabled)
         .map(|(name, s)| BackendEntry {
-            command: s.command.map(|c| std::iter::once(c).chain(s.args).collect()),
+            command: s
+                .command
+                .map(|c| std::iter::once(c).chain(s.args).collect()),
             env: s.env,
             cwd: s.cwd,
             url: s.url,

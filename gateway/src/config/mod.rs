@@ -231,7 +231,10 @@ impl Config {
             return Err(invalid("server.session_idle_secs", "must be above 0"));
         }
         if s.max_in_flight_per_worker == 0 {
-            return Err(invalid("server.max_in_flight_per_worker", "must be at least 1"));
+            return Err(invalid(
+                "server.max_in_flight_per_worker",
+                "must be at least 1",
+            ));
         }
         if s.workers == Some(0) {
             return Err(invalid("server.workers", "must be at least 1"));
@@ -254,26 +257,41 @@ impl Config {
             if !valid_token(b.prefix()) {
                 return Err(invalid(
                     field("prefix"),
-                    format!("{:?} must be letters, digits, '-' or '_' (or empty)", b.prefix()),
+                    format!(
+                        "{:?} must be letters, digits, '-' or '_' (or empty)",
+                        b.prefix()
+                    ),
                 ));
             }
             match (&b.command, &b.url) {
                 (Some(_), Some(_)) => {
-                    return Err(invalid(field("command"), "give either command or url, not both"));
+                    return Err(invalid(
+                        field("command"),
+                        "give either command or url, not both",
+                    ));
                 }
                 (None, None) => {
-                    return Err(invalid(field("command"), "give command (stdio) or url (HTTP)"));
+                    return Err(invalid(
+                        field("command"),
+                        "give command (stdio) or url (HTTP)",
+                    ));
                 }
                 (Some(c), None) if c.is_empty() || c[0].is_empty() => {
                     return Err(invalid(field("command"), "must name a program"));
                 }
                 (None, Some(u)) if !(u.starts_with("http://") || u.starts_with("https://")) => {
-                    return Err(invalid(field("url"), format!("{u:?} must start with http:// or https://")));
+                    return Err(invalid(
+                        field("url"),
+                        format!("{u:?} must start with http:// or https://"),
+                    ));
                 }
                 _ => {}
             }
             if b.command.is_none() && (!b.env.is_empty() || b.cwd.is_some()) {
-                return Err(invalid(field("env"), "env and cwd apply to command backends only"));
+                return Err(invalid(
+                    field("env"),
+                    "env and cwd apply to command backends only",
+                ));
             }
             if b.timeout_ms == Some(0) {
                 return Err(invalid(field("timeout_ms"), "must be above 0"));

@@ -36,7 +36,10 @@ fn a_full_config_loads() {
     assert_eq!(c.backends.len(), 2);
     assert_eq!(c.backends[0].prefix(), "time");
     assert_eq!(c.backends[1].prefix(), "");
-    assert!(matches!(c.backends[0].transport(), BackendTransport::Stdio { .. }));
+    assert!(matches!(
+        c.backends[0].transport(),
+        BackendTransport::Stdio { .. }
+    ));
     assert_eq!(c.backends[1].timeout(&c.server).as_millis(), 500);
     assert_eq!(c.backends[0].timeout(&c.server).as_millis(), 30_000);
 }
@@ -50,23 +53,62 @@ fn every_rule_names_its_field() {
         ("[server]\npage_size = 0", "server.page_size"),
         ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
         ("[server]\nworkers = 0", "server.workers"),
-        ("[server]\nunknown_tool_code = \"nope\"", "unknown_tool_code"),
-        ("[[backend]]\nname = \"a b\"\nurl = \"http://x\"", "backend[0].name"),
-        ("[[backend]]\nname = \"\"\nurl = \"http://x\"", "backend[0].name"),
-        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[[backend]]\nname = \"a\"\nurl = \"http://y\"", "backend[1].name"),
+        (
+            "[server]\nunknown_tool_code = \"nope\"",
+            "unknown_tool_code",
+        ),
+        (
+            "[[backend]]\nname = \"a b\"\nurl = \"http://x\"",
+            "backend[0].name",
+        ),
+        (
+            "[[backend]]\nname = \"\"\nurl = \"http://x\"",
+            "backend[0].name",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[[backend]]\nname = \"a\"\nurl = \"http://y\"",
+            "backend[1].name",
+        ),
         ("[[backend]]\nname = \"a\"", "backend[0].command"),
-        ("[[backend]]\nname = \"a\"\ncommand = []", "backend[0].command"),
-        ("[[backend]]\nname = \"a\"\ncommand = [\"x\"]\nurl = \"http://x\"", "backend[0].command"),
-        ("[[backend]]\nname = \"a\"\nurl = \"ftp://x\"", "backend[0].url"),
-        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nprefix = \"a/b\"", "backend[0].prefix"),
-        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\ntimeout_ms = 0", "backend[0].timeout_ms"),
-        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nenv = { A = \"1\" }", "backend[0].env"),
-        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight = 0", "backend[0].max_in_flight"),
-        ("[[backend]]\nname = \"a\"\nurl = \"http://x\"\nsurprise = 1", "surprise"),
+        (
+            "[[backend]]\nname = \"a\"\ncommand = []",
+            "backend[0].command",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\ncommand = [\"x\"]\nurl = \"http://x\"",
+            "backend[0].command",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"ftp://x\"",
+            "backend[0].url",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nprefix = \"a/b\"",
+            "backend[0].prefix",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\ntimeout_ms = 0",
+            "backend[0].timeout_ms",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nenv = { A = \"1\" }",
+            "backend[0].env",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight = 0",
+            "backend[0].max_in_flight",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nsurprise = 1",
+            "surprise",
+        ),
     ];
     for (text, field) in table {
         let err = parse(text).expect_err(text).to_string();
-        assert!(err.contains(field), "{text:?}: {err:?} does not name {field}");
+        assert!(
+            err.contains(field),
+            "{text:?}: {err:?} does not name {field}"
+        );
     }
 }
 
@@ -83,7 +125,10 @@ fn mcp_servers_json_loads() {
     .unwrap();
     assert_eq!(c.backends.len(), 2);
     let time = c.backends.iter().find(|b| b.name == "time").unwrap();
-    assert_eq!(time.command.as_deref(), Some(&["uvx".to_owned(), "mcp-server-time".to_owned()][..]));
+    assert_eq!(
+        time.command.as_deref(),
+        Some(&["uvx".to_owned(), "mcp-server-time".to_owned()][..])
+    );
     let bad = from_mcp_json_str(r#"{"mcpServers": {"x": {}}}"#, Path::new("mcp.json")).unwrap_err();
     assert!(bad.to_string().contains("backend[0].command"), "{bad}");
     assert!(from_mcp_json_str("{", Path::new("mcp.json")).is_err());

@@ -1,0 +1,185 @@
+//! From a valid request to what goes back, for every transport (Streamable HTTP, 2024-11-05 HTTP+SSE, stdio):
+//! `initialize` results, notifications, batches and calls — each call dispatched in its own tracing span
+//! (session, request id, method, backend, generation) and shaped by the response actor.
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use protocol::payload::InitializeRequestParams;
+use protocol::validate::{Call, Rejection, ValidKind, ValidRequest};
+use protocol::{Generation, Method, Notification};
+use serde_json::json;
+use tracing::Instrument;
+
+use crate::catalog::CatalogSnapshot;
+use crate::dispatch::{Dispatch, raw_value};
+use crate::response::{Outcome, ResponseHandle};
+use crate::session::Session;
+use crate::state::Gateway;
+
+/// What goes back to the client.
+#[derive(Debug)]
+pub enum Answer {
+    /// 202 and no body: notifications, client responses, batches of only those.
+    Accepted,
+    /// One JSON-RPC response with its HTTP status.
+    Message {
+        /// HTTP status.
+        status: u16,
+        /// The JSON-RPC response.
+        body: Vec<u8>,
+    },
+    /// `initialize` succeeded: the transport creates the session, then sends `body`.
+    Initialize {
+        /// The negotiated generation.
+        generation: Generation,
+        /// The client's params.
+        params: Box<InitializeRequestParams>,
+        /// The JSON-RPC response carrying the `InitializeResult`.
+        body: Vec<u8>,
+    },
+    /// A batch's responses (a JSON array body), in request order.
+    Batch(Vec<Vec<u8>>),
+    /// A GET: open the session's stream.
+    OpenStream,
+    /// A DELETE: end the session.
+    EndSession,
+}
+
+/// What answering needs: the gateway, this worker's response actor, and the request's context.
+#[derive(Debug, Clone)]
+pub struct Answering<'a> {
+    /// The gateway.
+    pub gw: &'a Arc<Gateway>,
+    /// This worker's response actor.
+    pub response: &'a ResponseHandle,
+    /// The legacy session, if any.
+    pub session: Option<&'a Arc<Session>>,
+}
+
+impl Answering<'_> {
+    /// Answers a valid request.
+    pub async fn answer(&self, valid: ValidRequest, snapshot: &CatalogSnapshot) -> Answer {
+        let generation = valid.generation();
+        match valid.into_kind() {
+            ValidKind::Initialize { id, params } => {
+                let result = self.initialize_result(generation);
+                let shaped = self
+                    .response
+                    .shape(
+                        id,
+                        Method::Initialize,
+                        generation,
+                        Outcome::Result(raw_value(&result)),
+                    )
+                    .await;
+                Answer::Initialize {
+                    generation,
+                    params,
+                    body: shaped.body,
+                }
+            }
+            ValidKind::Notification(n) => {
+                self.notification(&n);
+                Answer::Accepted
+            }
+            ValidKind::ClientResponse(r) => {
+                tracing::debug!(id = ?r.id, "client response dropped: no server-to-client request is pending");
+                Answer::Accepted
+            }
+            ValidKind::Call(call) => {
+                let (status, body) = self.call(call, generation, snapshot).await;
+                Answer::Message { status, body }
+            }
+            ValidKind::Batch(items) => {
+                let futures = items.into_iter().map(|item| async move {
+                    match item {
+                        Ok(ValidKind::Call(call)) => {
+                            Some(self.call(call, generation, snapshot).await.1)
+                        }
+                        Ok(ValidKind::Notification(n)) => {
+                            self.notification(&n);
+                            None
+                        }
+                        Ok(_) => None,
+                        Err(rejection) => Some(rejection.body()),
+                    }
+                });
+                let bodies: Vec<Vec<u8>> = join_all(futures).await.into_iter().flatten().collect();
+                if bodies.is_empty() {
+                    Answer::Accepted
+                } else {
+                    Answer::Batch(bodies)
+                }
+            }
+            ValidKind::OpenStream => Answer::OpenStream,
+            ValidKind::EndSession => Answer::EndSession,
+        }
+    }
+
+    fn initialize_result(&self, generation: Generation) -> serde_json::Value {
+        let mut result = json!({
+            "protocolVersion": generation.as_str(),
+            "capabilities": self.gw.capabilities(),
+            "serverInfo": self.gw.server_info,
+        });
+        if generation >= Generation::V2025_03_26 {
+            if let Some(instructions) = self.gw.instructions() {
+                result["instructions"] = instructions.into();
+            }
+        }
+        result
+    }
+
+    fn notification(&self, n: &Notification) {
+        match (n.known_method(), self.session) {
+            (Some(Method::NotificationsInitialized), Some(s)) => s.mark_initialized(),
+            (Some(Method::NotificationsCancelled), _) => {
+                tracing::debug!(
+                    "notifications/cancelled received; cancellation reaches backends with the bridging work"
+                );
+            }
+            _ => tracing::debug!(method = %n.method, "notification accepted"),
+        }
+    }
+
+    async fn call(
+        &self,
+        call: Call,
+        generation: Generation,
+        snapshot: &CatalogSnapshot,
+    ) -> (u16, Vec<u8>) {
+        let span = tracing::info_span!(
+            "request",
+            session = self.session.map(|s| s.id.as_str()),
+            id = %call.request.id,
+            method = %call.method,
+            backend = tracing::field::Empty,
+            generation = %generation,
+        );
+        let dispatch = Dispatch {
+            gw: self.gw,
+            snapshot,
+            generation,
+            session: self.session.map(|s| s.as_ref()),
+        };
+        async {
+            let outcome = dispatch.run(&call).await;
+            if let Outcome::Failed(f) = &outcome {
+                tracing::warn!(failure = %f, "request failed at its backend");
+            }
+            let shaped = self
+                .response
+                .shape(call.request.id.clone(), call.method, generation, outcome)
+                .await;
+            (shaped.status, shaped.body)
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// The body of a rejection, with its status.
+pub fn rejected(r: &Rejection) -> (u16, Vec<u8>) {
+    (r.status, r.body())
+}

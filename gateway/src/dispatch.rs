@@ -1,0 +1,256 @@
+//! Dispatch of a valid request: the methods the gateway answers itself (`ping`, `server/discover`, the
+//! aggregated lists, `logging/setLevel`) and the ones it routes to the backend that owns the tool, resource,
+//! prompt or completion reference, with names de-prefixed and the backend's own `Mcp-Param-*` headers.
+
+use std::sync::Arc;
+
+use handlers::BackendRequest;
+use protocol::headers::{argument_at, value_for};
+use protocol::meta::RequestMeta;
+use protocol::payload::LoggingLevel;
+use protocol::raw::RawObject;
+use protocol::shape::Failure;
+use protocol::validate::{Call, Target};
+use protocol::{Error, ErrorCode, Generation, Method};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{CatalogSnapshot, ListKind};
+use crate::response::Outcome;
+use crate::session::Session;
+use crate::state::Gateway;
+
+/// Everything dispatch needs besides the call.
+#[derive(Debug)]
+pub struct Dispatch<'a> {
+    /// The gateway.
+    pub gw: &'a Arc<Gateway>,
+    /// The snapshot the call was validated against.
+    pub snapshot: &'a CatalogSnapshot,
+    /// The generation the client speaks.
+    pub generation: Generation,
+    /// The legacy session, if any.
+    pub session: Option<&'a Session>,
+}
+
+impl Dispatch<'_> {
+    /// Runs one call to its outcome; records the backend on the current span.
+    pub async fn run(&self, call: &Call) -> Outcome {
+        match call.method {
+            Method::Ping => raw(&json!({})),
+            Method::ServerDiscover => self.discover(),
+            Method::ToolsList => self.page(call, ListKind::Tools, "tools"),
+            Method::PromptsList => self.page(call, ListKind::Prompts, "prompts"),
+            Method::ResourcesList => self.page(call, ListKind::Resources, "resources"),
+            Method::ResourcesTemplatesList => {
+                self.page(call, ListKind::ResourceTemplates, "resourceTemplates")
+            }
+            Method::LoggingSetLevel => self.set_level(call),
+            Method::ToolsCall
+            | Method::PromptsGet
+            | Method::ResourcesRead
+            | Method::CompletionComplete => match self.backend_request(call) {
+                Ok((backend, request)) => self.forward(backend, request).await,
+                Err(e) => Outcome::Error(e),
+            },
+            other => Outcome::Error(Error::new(
+                ErrorCode::MethodNotFound,
+                format!("method not found: {other} is not served by this gateway"),
+            )),
+        }
+    }
+
+    fn discover(&self) -> Outcome {
+        let mut result = json!({
+            "supportedVersions": self.gw.validation.served.version_strings(),
+            "capabilities": self.gw.capabilities(),
+        });
+        if let Some(instructions) = self.gw.instructions() {
+            result["instructions"] = Value::String(instructions);
+        }
+        raw(&result)
+    }
+
+    fn page(&self, call: &Call, kind: ListKind, field: &str) -> Outcome {
+        #[derive(Deserialize)]
+        struct Cursor {
+            cursor: Option<String>,
+        }
+        let cursor = match call.request.params_as::<Cursor>() {
+            Ok(c) => c.cursor,
+            Err(e) => return Outcome::Error(e),
+        };
+        match self
+            .snapshot
+            .page(kind, cursor.as_deref(), self.gw.config.server.page_size)
+        {
+            Ok(page) => {
+                let mut result = Map::new();
+                result.insert(field.to_owned(), Value::Array(page.items));
+                if let Some(next) = page.next_cursor {
+                    result.insert("nextCursor".to_owned(), Value::String(next));
+                }
+                raw(&Value::Object(result))
+            }
+            Err(e) => Outcome::Error(Error::new(ErrorCode::InvalidParams, e.to_string())),
+        }
+    }
+
+    fn set_level(&self, call: &Call) -> Outcome {
+        #[derive(Deserialize)]
+        struct Level {
+            level: LoggingLevel,
+        }
+        match (call.request.params_as::<Level>(), self.session) {
+            (Ok(l), Some(s)) => {
+                s.set_log_level(l.level);
+                raw(&json!({}))
+            }
+            (Ok(_), None) => raw(&json!({})),
+            (Err(e), _) => Outcome::Error(e),
+        }
+    }
+
+    /// The backend that owns the call's target and the request to send it.
+    fn backend_request(&self, call: &Call) -> Result<(String, BackendRequest), Error> {
+        let params = call.request.params.as_deref();
+        let mut obj = RawObject::parse_or_empty(params).ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidParams,
+                "invalid params: params must be an object",
+            )
+        })?;
+        let capabilities = self.client_capabilities(&call.meta);
+        let (backend, name, param_headers) = match (&call.target, call.method) {
+            (Some(Target::Tool(exposed)), _) => {
+                let entry = self
+                    .snapshot
+                    .tool(exposed)
+                    .ok_or_else(|| unknown("tool", exposed))?;
+                obj.set_value("name", &entry.original_name);
+                let headers = if entry.backend_headers.is_empty() {
+                    Vec::new()
+                } else {
+                    let args: Option<Map<String, Value>> = obj
+                        .get("arguments")
+                        .and_then(|a| serde_json::from_str(a.get()).ok());
+                    entry
+                        .backend_headers
+                        .iter()
+                        .filter_map(|h| {
+                            let v = argument_at(args.as_ref(), &h.path)?;
+                            Some((h.header.clone(), value_for(h.kind, v)?))
+                        })
+                        .collect()
+                };
+                (
+                    entry.backend.clone(),
+                    Some(entry.original_name.clone()),
+                    headers,
+                )
+            }
+            (Some(Target::Prompt(exposed)), _) => {
+                let entry = self
+                    .snapshot
+                    .prompt(exposed)
+                    .ok_or_else(|| unknown("prompt", exposed))?;
+                obj.set_value("name", &entry.original_name);
+                (
+                    entry.backend.clone(),
+                    Some(entry.original_name.clone()),
+                    Vec::new(),
+                )
+            }
+            (Some(Target::Resource(uri)), _) => {
+                let route = self
+                    .snapshot
+                    .resource(uri)
+                    .ok_or_else(|| Error::resource_not_found(uri))?;
+                (route.backend.to_owned(), Some(uri.clone()), Vec::new())
+            }
+            (None, Method::CompletionComplete) => {
+                let reference: Value = obj
+                    .get("ref")
+                    .and_then(|r| serde_json::from_str(r.get()).ok())
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorCode::InvalidParams,
+                            "invalid params: completion/complete needs \"ref\"",
+                        )
+                    })?;
+                let (backend, rewritten) = self
+                    .snapshot
+                    .completion_backend(&reference)
+                    .ok_or_else(|| {
+                        Error::new(
+                            ErrorCode::InvalidParams,
+                            "invalid params: no backend completes this reference",
+                        )
+                        .with_data(json!({ "ref": reference }))
+                    })?;
+                let backend = backend.to_owned();
+                obj.set_value("ref", &rewritten);
+                (backend, None, Vec::new())
+            }
+            _ => {
+                return Err(Error::new(
+                    ErrorCode::InternalError,
+                    "internal error: call without a target",
+                ));
+            }
+        };
+        tracing::Span::current().record("backend", backend.as_str());
+        let request = BackendRequest {
+            method: call.method,
+            params: Some(obj.to_raw()),
+            client_capabilities: Some(capabilities),
+            name,
+            param_headers,
+        };
+        Ok((backend, request))
+    }
+
+    /// The capabilities the client declared: per request on 2026-07-28, at `initialize` before.
+    fn client_capabilities(&self, meta: &RequestMeta) -> Value {
+        match (self.generation.is_modern(), self.session) {
+            (true, _) => meta.client_capabilities.clone(),
+            (false, Some(s)) => Some(s.client_capabilities.clone()),
+            (false, None) => None,
+        }
+        .unwrap_or_else(|| json!({}))
+    }
+
+    async fn forward(&self, backend: String, request: BackendRequest) -> Outcome {
+        let Some(handle) = self.gw.backends.get(&backend) else {
+            return Outcome::Failed(Failure::Unavailable {
+                backend,
+                reason: "not configured any more".into(),
+            });
+        };
+        match handle.call(request).await {
+            Ok(result) => Outcome::Result(result),
+            Err(failure) => Outcome::Failed(failure),
+        }
+    }
+}
+
+fn unknown(kind: &str, name: &str) -> Error {
+    Error::new(ErrorCode::InvalidParams, format!("unknown {kind}: {name}"))
+}
+
+fn raw(v: &Value) -> Outcome {
+    match serde_json::value::to_raw_value(v) {
+        Ok(r) => Outcome::Result(r),
+        Err(e) => Outcome::Error(Error::new(
+            ErrorCode::InternalError,
+            format!("internal error: {e}"),
+        )),
+    }
+}
+
+/// A result built by the gateway, as raw JSON.
+pub fn raw_value(v: &Value) -> Box<RawValue> {
+    serde_json::value::to_raw_value(v)
+        .unwrap_or_else(|_| RawValue::from_string("{}".into()).expect("valid JSON"))
+}

@@ -1,0 +1,153 @@
+//! The 2024-11-05 HTTP+SSE transport: `GET /sse` opens the stream and names the endpoint in its first event;
+//! the client POSTs every message to `/messages?sessionId=…` (answered 202) and reads every response as a
+//! `message` event on the stream.
+
+use std::time::Duration;
+
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+use protocol::validate::HttpMethod;
+use serde::Deserialize;
+use tokio::sync::mpsc;
+
+use super::body::read_body;
+use super::stream::{KEEP_ALIVE, sse_body};
+use super::{Worker, rejection_response};
+use crate::answer::{Answer, Answering};
+use crate::response::sse_event;
+use crate::routing::Origin;
+use crate::session::SessionTransport;
+
+/// Events an HTTP+SSE stream buffers before the client is considered too slow.
+const STREAM_BUFFER: usize = 256;
+
+pub(super) async fn open(worker: web::Data<Worker>) -> HttpResponse {
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let Some(id) = worker.gw.sse_connections.open(tx) else {
+        return HttpResponse::ServiceUnavailable().body("too many open SSE connections");
+    };
+    let endpoint = Bytes::from(format!(
+        "event: endpoint\ndata: /messages?sessionId={id}\n\n"
+    ));
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(sse_body(Some(endpoint), rx, KEEP_ALIVE))
+}
+
+#[derive(Deserialize)]
+pub(super) struct Query {
+    #[serde(rename = "sessionId")]
+    session_id: String,
+}
+
+pub(super) async fn post(
+    req: HttpRequest,
+    query: web::Query<Query>,
+    payload: web::Payload,
+    worker: web::Data<Worker>,
+) -> HttpResponse {
+    let gw = &worker.gw;
+    let body = match read_body(req.headers(), payload, gw.config.server.max_body_bytes).await {
+        Ok(b) => b,
+        Err(r) => return rejection_response(&r),
+    };
+    let id = &query.session_id;
+    let session = gw
+        .sessions
+        .get(id)
+        .filter(|s| s.transport == SessionTransport::HttpSse);
+    let pending = if session.is_none() {
+        gw.sse_connections.take(id)
+    } else {
+        None
+    };
+    if session.is_none() && pending.is_none() {
+        return HttpResponse::NotFound().body("unknown sessionId: open GET /sse first");
+    }
+    // The stream is the transport; validation sees the session as Streamable HTTP would.
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        HeaderName::from_static("content-type"),
+        HeaderValue::from_static("application/json"),
+    );
+    if session.is_some() {
+        if let Ok(v) = HeaderValue::from_str(id) {
+            headers.insert(HeaderName::from_static("mcp-session-id"), v);
+        }
+    }
+    let deliver = |bytes: Vec<u8>| match (&session, &pending) {
+        (Some(s), _) => s.handle.push(sse_event(&bytes)).is_ok(),
+        (None, Some(tx)) => tx.try_send(sse_event(&bytes)).is_ok(),
+        (None, None) => false,
+    };
+    let routed = match worker
+        .routing
+        .route(
+            Origin::Http(HttpMethod::Post, headers),
+            body,
+            session.clone(),
+        )
+        .await
+    {
+        Ok(r) => r,
+        Err(r) => {
+            deliver(r.body());
+            if let (Some(tx), None) = (pending, &session) {
+                gw.sse_connections.put_back(id, tx);
+            }
+            return HttpResponse::Accepted().finish();
+        }
+    };
+    let answering = Answering {
+        gw,
+        response: &worker.response,
+        session: session.as_ref(),
+    };
+    match answering.answer(routed.valid, &routed.snapshot).await {
+        Answer::Initialize {
+            generation,
+            params,
+            body,
+        } => {
+            let Some(tx) = pending else {
+                return HttpResponse::BadRequest().body("the session is already initialized");
+            };
+            let idle = Duration::from_secs(gw.config.server.session_idle_secs);
+            match gw.sessions.create(
+                Some(id.clone()),
+                generation,
+                &params,
+                SessionTransport::HttpSse,
+                idle,
+            ) {
+                Ok(s) => {
+                    if s.handle.attach_stream(tx).is_ok() {
+                        let _ = s.handle.push(sse_event(&body));
+                    }
+                    tracing::info!(session = %s.id, %generation, "HTTP+SSE session started");
+                    HttpResponse::Accepted().finish()
+                }
+                Err(full) => HttpResponse::ServiceUnavailable().body(full.to_string()),
+            }
+        }
+        Answer::Message { body, .. } => {
+            deliver(body);
+            HttpResponse::Accepted().finish()
+        }
+        Answer::Batch(bodies) => {
+            for b in bodies {
+                deliver(b);
+            }
+            HttpResponse::Accepted().finish()
+        }
+        Answer::Accepted | Answer::OpenStream | Answer::EndSession => {
+            if let (Some(tx), None) = (pending, &session) {
+                gw.sse_connections.put_back(id, tx);
+            }
+            HttpResponse::Accepted().finish()
+        }
+    }
+}

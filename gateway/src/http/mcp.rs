@@ -1,0 +1,157 @@
+//! `/mcp`: Streamable HTTP for legacy sessions and modern stateless requests side by side, decided per request
+//! from the body by `protocol::validate`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+use protocol::validate::{Accepts, HttpMethod, Rejection};
+use protocol::{Error, ErrorCode};
+use tokio::sync::mpsc;
+
+use super::body::read_body;
+use super::stream::{KEEP_ALIVE, sse_body};
+use super::{Worker, message_response, rejection_response};
+use crate::answer::{Answer, Answering};
+use crate::routing::Origin;
+use crate::session::{Session, SessionTransport};
+
+/// Events a session's GET stream buffers before the client is considered too slow.
+const STREAM_BUFFER: usize = 256;
+
+/// The session a request names, if it is live (and marks it used).
+fn session_of(req: &HttpRequest, worker: &Worker) -> Option<Arc<Session>> {
+    let id = req.headers().get("mcp-session-id")?.to_str().ok()?;
+    worker.gw.sessions.get(id)
+}
+
+pub(super) async fn post(
+    req: HttpRequest,
+    payload: web::Payload,
+    worker: web::Data<Worker>,
+) -> HttpResponse {
+    let body = match read_body(
+        req.headers(),
+        payload,
+        worker.gw.config.server.max_body_bytes,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(r) => return rejection_response(&r),
+    };
+    handle(&req, HttpMethod::Post, body, &worker).await
+}
+
+pub(super) async fn get(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
+    handle(&req, HttpMethod::Get, Bytes::new(), &worker).await
+}
+
+pub(super) async fn delete(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
+    handle(&req, HttpMethod::Delete, Bytes::new(), &worker).await
+}
+
+pub(super) async fn other(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
+    handle(&req, HttpMethod::Other, Bytes::new(), &worker).await
+}
+
+async fn handle(
+    req: &HttpRequest,
+    method: HttpMethod,
+    body: Bytes,
+    worker: &Worker,
+) -> HttpResponse {
+    let session = session_of(req, worker);
+    let origin = Origin::Http(method, req.headers().clone());
+    let routed = match worker.routing.route(origin, body, session.clone()).await {
+        Ok(r) => r,
+        Err(r) => return rejection_response(&r),
+    };
+    let accepts = routed.valid.accepts();
+    let answering = Answering {
+        gw: &worker.gw,
+        response: &worker.response,
+        session: session.as_ref(),
+    };
+    match answering.answer(routed.valid, &routed.snapshot).await {
+        Answer::Accepted => HttpResponse::Accepted().finish(),
+        Answer::Message { status, body } => message_response(status, body, accepts),
+        Answer::Batch(bodies) => batch_response(bodies, accepts),
+        Answer::Initialize {
+            generation,
+            params,
+            body,
+        } => {
+            let idle = Duration::from_secs(worker.gw.config.server.session_idle_secs);
+            match worker.gw.sessions.create(
+                None,
+                generation,
+                &params,
+                SessionTransport::StreamableHttp,
+                idle,
+            ) {
+                Ok(session) => {
+                    tracing::info!(session = %session.id, %generation, client = %params.client_info.name, "session started");
+                    let mut resp = message_response(200, body, accepts);
+                    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&session.id) {
+                        resp.headers_mut().insert(
+                            actix_web::http::header::HeaderName::from_static("mcp-session-id"),
+                            value,
+                        );
+                    }
+                    resp
+                }
+                Err(full) => rejection_response(&Rejection {
+                    status: 503,
+                    id: None,
+                    error: Error::new(
+                        ErrorCode::InternalError,
+                        format!("service unavailable: {full}"),
+                    ),
+                    generation: Some(generation),
+                    allow: None,
+                }),
+            }
+        }
+        Answer::OpenStream => match session {
+            Some(s) => open_stream(&s),
+            None => HttpResponse::NotFound().finish(),
+        },
+        Answer::EndSession => match session {
+            Some(s) => {
+                worker.gw.sessions.end(&s.id);
+                tracing::info!(session = %s.id, "session ended by the client");
+                HttpResponse::NoContent().finish()
+            }
+            None => HttpResponse::NotFound().finish(),
+        },
+    }
+}
+
+/// A batch's responses: a JSON array (or one SSE event carrying it).
+fn batch_response(bodies: Vec<Vec<u8>>, accepts: Accepts) -> HttpResponse {
+    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 2);
+    out.push(b'[');
+    for (i, b) in bodies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b);
+    }
+    out.push(b']');
+    message_response(200, out, accepts)
+}
+
+/// The session's standalone GET stream: server-to-client messages unrelated to a request, keep-alives.
+fn open_stream(session: &Session) -> HttpResponse {
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    if session.handle.attach_stream(tx).is_err() {
+        return HttpResponse::ServiceUnavailable().finish();
+    }
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(sse_body(None, rx, KEEP_ALIVE))
+}

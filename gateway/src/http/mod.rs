@@ -1,0 +1,97 @@
+//! The HTTP front door (actix-web): `POST/GET/DELETE /mcp` for both eras side by side, the 2024-11-05
+//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and `/healthz`, `/readyz`.
+
+mod body;
+mod health;
+mod legacy_sse;
+mod mcp;
+mod stream;
+
+use std::sync::Arc;
+
+use actix_web::http::header::HeaderMap;
+use actix_web::{HttpResponse, web};
+use protocol::validate::{Accepts, Rejection};
+
+use crate::response::{ResponseHandle, sse_event};
+use crate::routing::RoutingHandle;
+use crate::state::Gateway;
+
+/// Request headers as `protocol::validate` reads them.
+#[derive(Debug)]
+pub struct HeaderSource<'a>(pub &'a HeaderMap);
+
+impl protocol::validate::Headers for HeaderSource<'_> {
+    fn for_each<'a>(&'a self, f: &mut dyn FnMut(&'a str, &'a [u8])) {
+        for (name, value) in self.0.iter() {
+            f(name.as_str(), value.as_bytes());
+        }
+    }
+}
+
+/// The per-worker actors and the shared gateway, as app data of one worker.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    /// The shared gateway.
+    pub gw: Arc<Gateway>,
+    /// This worker's routing actor.
+    pub routing: RoutingHandle,
+    /// This worker's response actor.
+    pub response: ResponseHandle,
+}
+
+impl Worker {
+    /// Starts this worker's actors on its arbiter.
+    pub fn start(gw: Arc<Gateway>) -> Worker {
+        let routing = RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker);
+        let response = ResponseHandle::start(gw.clone());
+        Worker {
+            gw,
+            routing,
+            response,
+        }
+    }
+}
+
+/// Registers every route. Call inside the `HttpServer::new` factory (per worker).
+pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
+    cfg.app_data(web::Data::new(Worker::start(gw)))
+        .service(
+            web::resource("/mcp")
+                .route(web::post().to(mcp::post))
+                .route(web::get().to(mcp::get))
+                .route(web::delete().to(mcp::delete))
+                .default_service(web::to(mcp::other)),
+        )
+        .service(web::resource("/sse").route(web::get().to(legacy_sse::open)))
+        .service(web::resource("/messages").route(web::post().to(legacy_sse::post)))
+        .service(web::resource("/healthz").to(health::healthz))
+        .service(web::resource("/readyz").to(health::readyz));
+}
+
+/// A rejection as an HTTP response.
+pub(crate) fn rejection_response(r: &Rejection) -> HttpResponse {
+    let mut resp = HttpResponse::build(status(r.status));
+    if let Some(allow) = r.allow {
+        resp.insert_header(("Allow", allow));
+    }
+    resp.content_type("application/json").body(r.body())
+}
+
+/// One JSON-RPC message as the client accepts it: a JSON body, or one SSE event when it takes only SSE.
+pub(crate) fn message_response(code: u16, body: Vec<u8>, accepts: Accepts) -> HttpResponse {
+    let mut resp = HttpResponse::build(status(code));
+    if accepts.json {
+        resp.content_type("application/json").body(body)
+    } else {
+        resp.content_type("text/event-stream")
+            .insert_header(("Cache-Control", "no-cache"))
+            .insert_header(("X-Accel-Buffering", "no"))
+            .body(sse_event(&body))
+    }
+}
+
+fn status(code: u16) -> actix_web::http::StatusCode {
+    actix_web::http::StatusCode::from_u16(code)
+        .unwrap_or(actix_web::http::StatusCode::INTERNAL_SERVER_ERROR)
+}

@@ -1,0 +1,246 @@
+//! The request → response logic both transports share: [`Mock`] answers one request for a generation the
+//! transport has already settled (legacy session or modern `_meta`), runs fault injection before every
+//! `tools/call`, and shapes every result through `protocol::shape::shape` and every error through
+//! `protocol::shape::response_bytes`, so the mock emits exactly what the gateway would. It is also the
+//! `validate::Catalog` the HTTP transport validates against.
+
+use protocol::method::Method;
+use protocol::payload::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, GetPromptRequestParams,
+    Implementation, PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams,
+};
+use protocol::shape::{CachePolicy, Stamp, response_bytes, shape};
+use protocol::validate::{Catalog, ToolRoute};
+use protocol::{Error, ErrorCode, Generation, GenerationSet, Request, RequestId, Response};
+use serde_json::json;
+use serde_json::value::RawValue;
+
+use super::faults::{CrashCounter, Faults, Injected, Rng};
+use super::lifecycle::{discover_result, initialize_result};
+use super::prompts::PromptSet;
+use super::resources::ResourceSet;
+use super::tools::{ToolSet, to_raw};
+use super::{EraMode, MockArgs};
+
+/// A response ready for the wire: the HTTP status (for the HTTP transport) and the JSON-RPC message bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) body: Vec<u8>,
+}
+
+/// The mock server: its catalog, faults, crash counter and identity.
+#[derive(Debug)]
+pub(crate) struct Mock {
+    tools: ToolSet,
+    resources: ResourceSet,
+    prompts: PromptSet,
+    faults: Faults,
+    /// Counts answers for `--crash-after`; each transport records its own answers.
+    pub(crate) crash: CrashCounter,
+    stamp: Stamp,
+    server_info: Implementation,
+    served: GenerationSet,
+    era: EraMode,
+}
+
+fn value_name<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+impl Mock {
+    /// The mock described by `args`, its fault injection seeded from the operating system.
+    pub(crate) fn new(args: &MockArgs) -> Mock {
+        Mock::with_rng(args, Rng::from_entropy())
+    }
+
+    /// The mock described by `args` with a given random generator.
+    pub(crate) fn with_rng(args: &MockArgs, rng: Rng) -> Mock {
+        let server_info = Implementation {
+            name: args.name.clone(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            ..Implementation::default()
+        };
+        let config = json!({
+            "name": args.name,
+            "era": value_name(&args.era),
+            "tools": args.tools,
+            "payloadBytes": args.payload_bytes,
+            "latencyMs": args.latency_ms,
+            "latencyDist": value_name(&args.latency_dist),
+            "errorRate": args.error_rate,
+            "crashAfter": args.crash_after,
+        });
+        Mock {
+            tools: ToolSet::new(args.tools, args.payload_bytes),
+            resources: ResourceSet::new(config.to_string(), &args.name),
+            prompts: PromptSet::default(),
+            faults: Faults::new(args.latency_ms, args.latency_dist, args.error_rate, rng),
+            crash: CrashCounter::new(args.crash_after),
+            stamp: Stamp::new(&server_info, CachePolicy::NONE),
+            server_info,
+            served: args.era.served(),
+            era: args.era,
+        }
+    }
+
+    /// The generations served.
+    pub(crate) fn served(&self) -> GenerationSet {
+        self.served
+    }
+
+    /// Which eras are served.
+    pub(crate) fn era(&self) -> EraMode {
+        self.era
+    }
+
+    /// Answers `request` for a client of generation `g` (`initialize` gets the result for negotiated `g`).
+    /// A method that `g` does not define, or that the mock does not implement, is method-not-found.
+    pub(crate) async fn answer(&self, g: Generation, request: &Request) -> Reply {
+        match Method::parse(&request.method).filter(|m| m.is_client_request() && m.exists_in(g)) {
+            Some(method) => self.answer_method(g, method, request).await,
+            None => self.error(Some(&request.id), g, method_not_found(&request.method)),
+        }
+    }
+
+    /// Answers `request`, whose method is already known to be `method`.
+    pub(crate) async fn answer_method(
+        &self,
+        g: Generation,
+        method: Method,
+        request: &Request,
+    ) -> Reply {
+        match self.outcome(g, method, request).await {
+            Ok(result) => {
+                let shaped = shape(&request.id, method, g, Ok(&result), &self.stamp);
+                Reply {
+                    status: shaped.status,
+                    body: shaped.body,
+                }
+            }
+            Err(err) => self.error(Some(&request.id), g, err),
+        }
+    }
+
+    /// An error response for a client of generation `g`. On 2026-07-28 the HTTP status follows the spec:
+    /// 400 for -32020/-32021/-32022, 404 for method-not-found, 200 otherwise.
+    pub(crate) fn error(&self, id: Option<&RequestId>, g: Generation, err: Error) -> Reply {
+        let status = match err.code() {
+            _ if !g.is_modern() => 200,
+            c if c.is_modern_http_400() => 400,
+            ErrorCode::MethodNotFound => 404,
+            _ => 200,
+        };
+        Reply {
+            status,
+            body: response_bytes(&Response::error(id.cloned(), err), g),
+        }
+    }
+
+    async fn outcome(
+        &self,
+        g: Generation,
+        method: Method,
+        request: &Request,
+    ) -> Result<Box<RawValue>, Error> {
+        match method {
+            Method::Initialize => to_raw(&initialize_result(g, &self.server_info)),
+            Method::Ping => to_raw(&json!({})),
+            Method::LoggingSetLevel => {
+                request.params_as::<SetLevelRequestParams>()?;
+                to_raw(&json!({}))
+            }
+            Method::ServerDiscover => to_raw(&discover_result(self.served)),
+            Method::ToolsList => {
+                let p: PaginatedRequestParams = request.params_as()?;
+                to_raw(&self.tools.list(g, p.cursor.as_deref())?)
+            }
+            Method::ToolsCall => self.call_tool(request).await,
+            Method::ResourcesList => {
+                let p: PaginatedRequestParams = request.params_as()?;
+                to_raw(&self.resources.list(p.cursor.as_deref())?)
+            }
+            Method::ResourcesTemplatesList => {
+                let p: PaginatedRequestParams = request.params_as()?;
+                to_raw(&self.resources.templates(p.cursor.as_deref())?)
+            }
+            Method::ResourcesRead => {
+                let p: ReadResourceRequestParams = request.params_as()?;
+                to_raw(&self.resources.read(&p.uri)?)
+            }
+            Method::PromptsList => {
+                let p: PaginatedRequestParams = request.params_as()?;
+                to_raw(&self.prompts.list(p.cursor.as_deref())?)
+            }
+            Method::PromptsGet => {
+                let p: GetPromptRequestParams = request.params_as()?;
+                to_raw(&self.prompts.get(&p)?)
+            }
+            Method::CompletionComplete => {
+                let p: CompleteRequestParams = request.params_as()?;
+                to_raw(&self.prompts.complete(&p)?)
+            }
+            // resources/subscribe (capability not declared), subscriptions/listen, tasks/*: not implemented.
+            other => Err(method_not_found(other.as_str())),
+        }
+    }
+
+    /// `tools/call`: the tool must exist (else -32602); then latency, then error injection, then the tool.
+    async fn call_tool(&self, request: &Request) -> Result<Box<RawValue>, Error> {
+        let params: CallToolRequestParams = request.params_as()?;
+        let Some(entry) = self.tools.get(&params.name) else {
+            return Err(Error::new(
+                ErrorCode::InvalidParams,
+                format!("unknown tool: {}", params.name),
+            )
+            .with_data(json!({ "name": params.name })));
+        };
+        let delay = self.faults.latency();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        match self.faults.injected() {
+            Injected::Nothing => self.tools.call(entry, &params).await,
+            Injected::ToolError => to_raw(&CallToolResponse::error(format!(
+                "injected failure of tool {} (--error-rate)",
+                params.name
+            ))),
+            Injected::RpcError => Err(Error::new(
+                ErrorCode::InternalError,
+                format!(
+                    "internal error: injected failure of tool {} (--error-rate)",
+                    params.name
+                ),
+            )),
+        }
+    }
+}
+
+fn method_not_found(method: &str) -> Error {
+    Error::new(
+        ErrorCode::MethodNotFound,
+        format!("method not found: {method}"),
+    )
+}
+
+impl Catalog for Mock {
+    fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
+        self.tools.get(name).map(|e| ToolRoute {
+            header_params: e.headers(),
+            required_capabilities: None,
+        })
+    }
+
+    fn has_resource(&self, uri: &str) -> bool {
+        self.resources.has(uri)
+    }
+
+    fn has_prompt(&self, name: &str) -> bool {
+        self.prompts.has(name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,138 @@
+//! The response actor: one per HTTP worker. Every outcome — a backend's result, a handler failure, an error the
+//! gateway raises while dispatching — is shaped here through `protocol::shape` for the client's generation,
+//! and framed as the client accepts it (a JSON body or SSE events).
+
+use std::sync::Arc;
+
+use actix::prelude::*;
+use bytes::Bytes;
+use protocol::shape::{Failure, Shaped, response_bytes, shape};
+use protocol::{Error, Generation, Method, RequestId, Response};
+use serde_json::value::RawValue;
+
+use crate::state::Gateway;
+
+/// What a dispatched request ended in.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A result (raw JSON) to stamp and send.
+    Result(Box<RawValue>),
+    /// A handler failure: a tool error for tools, a JSON-RPC error otherwise.
+    Failed(Failure),
+    /// An error the gateway raises itself while dispatching (an invalid cursor, an unsupported method).
+    Error(Error),
+}
+
+struct ResponseActor {
+    gw: Arc<Gateway>,
+}
+
+impl Actor for ResponseActor {
+    type Context = Context<Self>;
+}
+
+#[derive(Message)]
+#[rtype(result = "Shaped")]
+struct Shape {
+    id: RequestId,
+    method: Method,
+    generation: Generation,
+    outcome: Outcome,
+}
+
+impl Handler<Shape> for ResponseActor {
+    // Shaping is synchronous CPU work on bytes in memory: answered at once, in mailbox order.
+    type Result = MessageResult<Shape>;
+
+    fn handle(&mut self, msg: Shape, _: &mut Self::Context) -> Self::Result {
+        MessageResult(shape_outcome(
+            &self.gw,
+            &msg.id,
+            msg.method,
+            msg.generation,
+            msg.outcome,
+        ))
+    }
+}
+
+/// Shapes an outcome (also used directly where no actor runs, e.g. inside the stdio loop's fallback).
+pub fn shape_outcome(
+    gw: &Gateway,
+    id: &RequestId,
+    method: Method,
+    g: Generation,
+    outcome: Outcome,
+) -> Shaped {
+    match outcome {
+        Outcome::Result(raw) => shape(id, method, g, Ok(&raw), &gw.stamp),
+        Outcome::Failed(f) => shape(id, method, g, Err(&f), &gw.stamp),
+        Outcome::Error(e) => {
+            let status = if g.is_modern() && e.code().is_modern_http_400() {
+                400
+            } else {
+                200
+            };
+            Shaped {
+                status,
+                body: response_bytes(&Response::error(id, e), g),
+            }
+        }
+    }
+}
+
+/// The response actor's handle. Shaping never waits on anything, so a full or stopped actor is bypassed:
+/// the handle shapes inline rather than queueing without bound.
+#[derive(Clone)]
+pub struct ResponseHandle {
+    addr: Addr<ResponseActor>,
+    gw: Arc<Gateway>,
+}
+
+impl std::fmt::Debug for ResponseHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ResponseHandle")
+    }
+}
+
+impl ResponseHandle {
+    /// Starts a response actor on the current arbiter.
+    pub fn start(gw: Arc<Gateway>) -> ResponseHandle {
+        let addr = ResponseActor { gw: gw.clone() }.start();
+        ResponseHandle { addr, gw }
+    }
+
+    /// Shapes an outcome for the client. The actor's mailbox is bounded by the routing permits of this worker
+    /// (every request holds one from validation to its answer).
+    pub async fn shape(
+        &self,
+        id: RequestId,
+        method: Method,
+        generation: Generation,
+        outcome: Outcome,
+    ) -> Shaped {
+        let msg = Shape {
+            id: id.clone(),
+            method,
+            generation,
+            outcome,
+        };
+        match self.addr.send(msg).await {
+            Ok(shaped) => shaped,
+            Err(_) => {
+                let failure = Failure::Internal {
+                    reason: "the response actor stopped".into(),
+                };
+                shape_outcome(&self.gw, &id, method, generation, Outcome::Failed(failure))
+            }
+        }
+    }
+}
+
+/// One SSE `message` event carrying a JSON-RPC message.
+pub fn sse_event(json: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(json.len() + 24);
+    out.extend_from_slice(b"event: message\ndata: ");
+    out.extend_from_slice(json);
+    out.extend_from_slice(b"\n\n");
+    Bytes::from(out)
+}

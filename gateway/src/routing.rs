@@ -1,0 +1,152 @@
+//! The routing actor: one per HTTP worker (several, never one global queue). It validates a request through
+//! `protocol::validate` against the current catalog snapshot — emitting every infrastructure error before any
+//! handler runs — and hands back the valid request with the snapshot it was checked against, so the dispatch
+//! that follows resolves names in the same catalog.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::prelude::*;
+use actix_web::http::header::HeaderMap;
+use bytes::Bytes;
+use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate_stdio};
+use protocol::{Error, ErrorCode};
+use tokio::sync::Semaphore;
+
+use crate::catalog::CatalogSnapshot;
+use crate::http::HeaderSource;
+use crate::session::Session;
+use crate::state::Gateway;
+
+/// A validated request and the catalog it was validated against.
+#[derive(Debug)]
+pub struct Routed {
+    /// The request.
+    pub valid: ValidRequest,
+    /// The catalog snapshot its names were checked in.
+    pub snapshot: Arc<CatalogSnapshot>,
+}
+
+/// Where a request came from.
+#[derive(Debug)]
+pub enum Origin {
+    /// HTTP: method and headers.
+    Http(HttpMethod, HeaderMap),
+    /// One stdio line: no header layer.
+    Stdio,
+}
+
+struct RoutingActor {
+    gw: Arc<Gateway>,
+}
+
+impl Actor for RoutingActor {
+    type Context = Context<Self>;
+}
+
+#[derive(Message)]
+#[rtype(result = "Result<Routed, Rejection>")]
+struct Route {
+    origin: Origin,
+    body: Bytes,
+    session: Option<Arc<Session>>,
+}
+
+impl Handler<Route> for RoutingActor {
+    // Validation is pure CPU work on bytes already in memory (microseconds): answered synchronously, so the
+    // actor never interleaves two validations and never awaits.
+    type Result = Result<Routed, Rejection>;
+
+    fn handle(&mut self, msg: Route, _: &mut Self::Context) -> Self::Result {
+        let snapshot = self.gw.catalog.snapshot();
+        let session = msg.session.as_deref().map(Session::validation_view);
+        let valid = match &msg.origin {
+            Origin::Http(method, headers) => {
+                let headers = HeaderSource(headers);
+                let req = protocol::validate::HttpRequest {
+                    method: *method,
+                    headers: &headers,
+                    body: &msg.body,
+                };
+                validate(
+                    &req,
+                    &self.gw.validation,
+                    snapshot.as_ref(),
+                    session.as_ref(),
+                )?
+            }
+            Origin::Stdio => validate_stdio(
+                &msg.body,
+                &self.gw.validation,
+                snapshot.as_ref(),
+                session.as_ref(),
+            )?,
+        };
+        Ok(Routed { valid, snapshot })
+    }
+}
+
+/// The routing actor's handle: a permit bounds the requests queued for the actor; none free, or no answer
+/// within the deadline, is answered at once as overload (503) instead of waiting.
+#[derive(Clone)]
+pub struct RoutingHandle {
+    addr: Addr<RoutingActor>,
+    permits: Arc<Semaphore>,
+    deadline: Duration,
+}
+
+impl std::fmt::Debug for RoutingHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoutingHandle")
+            .field("available", &self.permits.available_permits())
+            .finish()
+    }
+}
+
+impl RoutingHandle {
+    /// Starts a routing actor on the current arbiter.
+    pub fn start(gw: Arc<Gateway>, max_queued: usize) -> RoutingHandle {
+        RoutingHandle {
+            addr: RoutingActor { gw }.start(),
+            permits: Arc::new(Semaphore::new(max_queued)),
+            deadline: Duration::from_secs(5),
+        }
+    }
+
+    /// Validates a request.
+    pub async fn route(
+        &self,
+        origin: Origin,
+        body: Bytes,
+        session: Option<Arc<Session>>,
+    ) -> Result<Routed, Rejection> {
+        let Ok(_permit) = self.permits.clone().try_acquire_owned() else {
+            return Err(overloaded(
+                "the gateway is at its limit of requests in flight",
+            ));
+        };
+        let request = self.addr.send(Route {
+            origin,
+            body,
+            session,
+        });
+        match tokio::time::timeout(self.deadline, request).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(overloaded("the routing actor stopped")),
+            Err(_) => Err(overloaded("validation did not finish in time")),
+        }
+    }
+}
+
+fn overloaded(why: &str) -> Rejection {
+    Rejection {
+        status: 503,
+        id: None,
+        error: Error::new(
+            ErrorCode::InternalError,
+            format!("service unavailable: {why}"),
+        ),
+        generation: None,
+        allow: None,
+    }
+}

@@ -1,0 +1,149 @@
+//! `mcpgw serve`: starts the backends, builds the first catalog, keeps it fresh as backends (re)connect or
+//! announce list changes, and serves HTTP (or stdio) until stopped.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{App, HttpServer};
+use futures_util::future::join_all;
+use handlers::{BackendConfig, BackendEvent, BackendHandle, Transport};
+use protocol::Method;
+use tokio::sync::mpsc;
+
+use crate::catalog::CatalogError;
+use crate::config::{BackendTransport, Config};
+use crate::listing::{build_catalog, refresh};
+use crate::state::{Gateway, server_info};
+
+/// How long start-up waits for backends to connect before serving without the slow ones.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
+/// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
+const EVENTS: usize = 1024;
+/// Catalog refreshes triggered close together are merged into one.
+const REFRESH_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Two backends expose the same name.
+    #[error("catalog: {0}")]
+    Catalog(#[from] CatalogError),
+    /// The listen address cannot be bound, or I/O failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
+pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
+    actix_rt::System::new().block_on(start(config, stdio))
+}
+
+async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
+    let (events_tx, events_rx) = mpsc::channel(EVENTS);
+    let backends = start_backends(&config, events_tx);
+    let gw = Arc::new(Gateway::new(config, backends));
+    join_all(gw.backends.values().map(|b| b.wait_ready(CONNECT_WAIT))).await;
+    let snapshot = build_catalog(&gw).await?;
+    tracing::info!(
+        backends = gw.backends.len(),
+        missing = ?snapshot.backends_missing(),
+        "catalog built"
+    );
+    gw.catalog.replace(Arc::new(snapshot));
+    actix_rt::spawn(watch_backends(gw.clone(), events_rx));
+    let result = if stdio {
+        crate::stdio_server::run(gw.clone()).await
+    } else {
+        serve_http(gw.clone()).await
+    };
+    for b in gw.backends.values() {
+        b.shutdown();
+    }
+    result
+}
+
+fn start_backends(
+    config: &Config,
+    events: mpsc::Sender<BackendEvent>,
+) -> BTreeMap<String, BackendHandle> {
+    let client_info = server_info();
+    config
+        .backends
+        .iter()
+        .map(|entry| {
+            let transport = match entry.transport() {
+                BackendTransport::Stdio { command, env, cwd } => {
+                    Transport::Stdio { command, env, cwd }
+                }
+                BackendTransport::Http { url } => Transport::Http { url },
+            };
+            let mut bc = BackendConfig::new(entry.name.clone(), transport);
+            bc.request_timeout = entry.timeout(&config.server);
+            bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
+            bc.client_info = client_info.clone();
+            (entry.name.clone(), BackendHandle::start(bc, events.clone()))
+        })
+        .collect()
+}
+
+/// Rebuilds the catalog when a backend (re)connects or says its lists changed, merging bursts.
+async fn watch_backends(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
+    while let Some(event) = events.recv().await {
+        if !needs_refresh(&event) {
+            if let BackendEvent::Down { backend, reason } = &event {
+                tracing::warn!(%backend, %reason, "backend down");
+            }
+            continue;
+        }
+        tokio::time::sleep(REFRESH_DEBOUNCE).await;
+        while let Ok(more) = events.try_recv() {
+            if let BackendEvent::Down { backend, reason } = &more {
+                tracing::warn!(%backend, %reason, "backend down");
+            }
+        }
+        refresh(&gw).await;
+    }
+}
+
+fn needs_refresh(event: &BackendEvent) -> bool {
+    match event {
+        BackendEvent::Ready { .. } => true,
+        BackendEvent::Down { .. } => false,
+        BackendEvent::Notification { notification, .. } => matches!(
+            notification.known_method(),
+            Some(
+                Method::NotificationsToolsListChanged
+                    | Method::NotificationsPromptsListChanged
+                    | Method::NotificationsResourcesListChanged
+            )
+        ),
+    }
+}
+
+async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {
+    let listen: SocketAddr = gw.config.server.listen;
+    let workers = gw.config.server.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2)
+    });
+    let factory_gw = gw.clone();
+    let server = HttpServer::new(move || {
+        let gw = factory_gw.clone();
+        App::new().configure(move |cfg| crate::http::configure(cfg, gw))
+    })
+    .workers(workers)
+    .shutdown_timeout(10)
+    .bind(listen)?;
+    for addr in server.addrs() {
+        // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
+        eprintln!(
+            "mcpgw listening on http://{addr}/mcp ({} backends, {workers} workers)",
+            gw.backends.len()
+        );
+    }
+    server.run().await?;
+    Ok(())
+}

@@ -1,0 +1,254 @@
+//! Legacy sessions (2024-11-05 … 2025-11-25): the store keyed by `Mcp-Session-Id`, the shared view each request
+//! reads (negotiated generation, client capabilities, client info, log level), and the session actor that owns
+//! the idle timer and the session's server-to-client stream.
+
+mod actor;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use protocol::Generation;
+use protocol::payload::{Implementation, InitializeRequestParams, LoggingLevel};
+use serde_json::Value;
+
+pub use actor::{SessionHandle, StreamClosed};
+
+/// How a legacy session reaches its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionTransport {
+    /// Streamable HTTP (`/mcp` with `Mcp-Session-Id`).
+    StreamableHttp,
+    /// 2024-11-05 HTTP+SSE (`GET /sse` + `POST /messages`): every response travels on the session's stream.
+    HttpSse,
+    /// `mcpgw serve --stdio`: the process is the session.
+    Stdio,
+}
+
+/// One legacy session, as every request of it sees it.
+#[derive(Debug)]
+pub struct Session {
+    /// The unguessable id (64 hex digits).
+    pub id: String,
+    /// The negotiated generation.
+    pub generation: Generation,
+    /// The client's declared capabilities.
+    pub client_capabilities: Value,
+    /// The client's `clientInfo`.
+    pub client_info: Implementation,
+    /// How the session reaches its client.
+    pub transport: SessionTransport,
+    /// The actor behind it.
+    pub handle: SessionHandle,
+    last_seen_ms: AtomicU64,
+    initialized: AtomicBool,
+    log_level: AtomicU8,
+    epoch: Instant,
+}
+
+const NO_LEVEL: u8 = u8::MAX;
+
+impl Session {
+    /// Marks the session used now (idle expiry counts from here).
+    pub fn touch(&self) {
+        self.last_seen_ms
+            .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// How long since it was last used.
+    pub fn idle_for(&self) -> Duration {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_seen_ms.load(Ordering::Relaxed)))
+    }
+
+    /// The client sent `notifications/initialized`.
+    pub fn mark_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether `notifications/initialized` arrived.
+    pub fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Relaxed)
+    }
+
+    /// The level `logging/setLevel` chose, if any.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        const LEVELS: [LoggingLevel; 8] = [
+            LoggingLevel::Debug,
+            LoggingLevel::Info,
+            LoggingLevel::Notice,
+            LoggingLevel::Warning,
+            LoggingLevel::Error,
+            LoggingLevel::Critical,
+            LoggingLevel::Alert,
+            LoggingLevel::Emergency,
+        ];
+        LEVELS
+            .get(self.log_level.load(Ordering::Relaxed) as usize)
+            .copied()
+    }
+
+    /// Records `logging/setLevel`.
+    pub fn set_log_level(&self, level: LoggingLevel) {
+        self.log_level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// The view validation needs.
+    pub fn validation_view(&self) -> protocol::validate::Session<'_> {
+        protocol::validate::Session {
+            generation: self.generation,
+            client_capabilities: &self.client_capabilities,
+        }
+    }
+}
+
+/// The store is full: `initialize` is refused instead of growing without bound.
+#[derive(Debug, thiserror::Error)]
+#[error("the gateway holds its maximum of {0} sessions")]
+pub struct StoreFull(pub usize);
+
+/// Every live legacy session, by id. Guards are never held across an `.await`: callers get an `Arc` clone.
+#[derive(Debug)]
+pub struct SessionStore {
+    map: Arc<DashMap<String, Arc<Session>>>,
+    max: usize,
+}
+
+impl SessionStore {
+    /// An empty store holding at most `max` sessions.
+    pub fn new(max: usize) -> SessionStore {
+        SessionStore {
+            map: Arc::new(DashMap::new()),
+            max,
+        }
+    }
+
+    /// Creates a session for an accepted `initialize` and starts its actor on the current arbiter. `id` is
+    /// given when the transport minted it already (HTTP+SSE names it in its endpoint event).
+    pub fn create(
+        &self,
+        id: Option<String>,
+        generation: Generation,
+        params: &InitializeRequestParams,
+        transport: SessionTransport,
+        idle_timeout: Duration,
+    ) -> Result<Arc<Session>, StoreFull> {
+        if self.map.len() >= self.max {
+            return Err(StoreFull(self.max));
+        }
+        let id = id.unwrap_or_else(new_session_id);
+        let handle = SessionHandle::start(id.clone(), Arc::downgrade(&self.map), idle_timeout);
+        let session = Arc::new(Session {
+            id: id.clone(),
+            generation,
+            client_capabilities: serde_json::to_value(&params.capabilities)
+                .unwrap_or_else(|_| Value::Object(Default::default())),
+            client_info: params.client_info.clone(),
+            transport,
+            handle,
+            last_seen_ms: AtomicU64::new(0),
+            initialized: AtomicBool::new(false),
+            log_level: AtomicU8::new(NO_LEVEL),
+            epoch: Instant::now(),
+        });
+        self.map.insert(id, session.clone());
+        Ok(session)
+    }
+
+    /// The live session with this id, marked used.
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        let session = self.map.get(id).map(|r| r.value().clone())?;
+        session.touch();
+        Some(session)
+    }
+
+    /// Ends a session (DELETE, or expiry): removed from the store, its actor stopped, its stream closed.
+    pub fn end(&self, id: &str) -> bool {
+        match self.map.remove(id) {
+            Some((_, session)) => {
+                session.handle.end();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sessions held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// No sessions.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// 2024-11-05 HTTP+SSE streams opened with `GET /sse` whose session has not sent `initialize` yet, by the id
+/// their endpoint event named. Bounded; streams whose client went away are swept out as new ones open.
+#[derive(Debug)]
+pub struct PendingStreams {
+    map: DashMap<String, tokio::sync::mpsc::Sender<bytes::Bytes>>,
+    max: usize,
+}
+
+impl PendingStreams {
+    /// Holds at most `max` streams.
+    pub fn new(max: usize) -> PendingStreams {
+        PendingStreams {
+            map: DashMap::new(),
+            max,
+        }
+    }
+
+    /// Registers a new stream and returns its id; `None` when too many are open.
+    pub fn open(&self, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) -> Option<String> {
+        if self.map.len() >= self.max {
+            self.map.retain(|_, tx| !tx.is_closed());
+            if self.map.len() >= self.max {
+                return None;
+            }
+        }
+        let id = new_session_id();
+        self.map.insert(id.clone(), tx);
+        Some(id)
+    }
+
+    /// Takes the stream out (to become a session's, or to be put back).
+    pub fn take(&self, id: &str) -> Option<tokio::sync::mpsc::Sender<bytes::Bytes>> {
+        self.map
+            .remove(id)
+            .map(|(_, tx)| tx)
+            .filter(|tx| !tx.is_closed())
+    }
+
+    /// Puts a stream back after a message that did not start the session.
+    pub fn put_back(&self, id: &str, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
+        self.map.insert(id.to_owned(), tx);
+    }
+}
+
+/// 32 bytes from the operating system's CSPRNG, as 64 lower-case hex digits (visible ASCII, as the spec asks).
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 32];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No entropy source is a broken machine; a session id must never be guessable, so refuse loudly.
+        panic!("the operating system's random number generator is unavailable");
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_long_unique_hex() {
+        let a = new_session_id();
+        let b = new_session_id();
+        assert_eq!(a.len(), 64);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

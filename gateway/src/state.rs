@@ -1,0 +1,135 @@
+//! The gateway's shared state: configuration, the backends (by name), the current catalog, the legacy session
+//! store, and what the gateway says about itself. One `Arc<Gateway>` is shared by every worker.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use handlers::BackendHandle;
+use protocol::GenerationSet;
+use protocol::payload::Implementation;
+use protocol::shape::{CachePolicy, Stamp};
+use serde_json::{Value, json};
+
+use crate::catalog::CatalogSnapshot;
+use crate::config::{Config, UnknownToolCode};
+use crate::session::{PendingStreams, SessionStore};
+
+/// Everything a request may need, shared by all workers.
+#[derive(Debug)]
+pub struct Gateway {
+    /// The configuration it was started with.
+    pub config: Config,
+    /// Validation settings derived from the configuration.
+    pub validation: protocol::validate::Config,
+    /// Backends by configured name.
+    pub backends: BTreeMap<String, BackendHandle>,
+    /// The current catalog.
+    pub catalog: CatalogStore,
+    /// Legacy sessions.
+    pub sessions: SessionStore,
+    /// 2024-11-05 HTTP+SSE streams waiting for their `initialize`.
+    pub sse_connections: PendingStreams,
+    /// What the gateway stamps on 2026-07-28 results.
+    pub stamp: Stamp,
+    /// The gateway's own `Implementation`.
+    pub server_info: Implementation,
+}
+
+impl Gateway {
+    /// Shared state for a configuration and its started backends.
+    pub fn new(config: Config, backends: BTreeMap<String, BackendHandle>) -> Gateway {
+        let server_info = server_info();
+        let validation = protocol::validate::Config {
+            served: GenerationSet::ALL,
+            unknown_tool: match config.server.unknown_tool_code {
+                UnknownToolCode::MethodNotFound => {
+                    protocol::validate::UnknownToolCode::MethodNotFound
+                }
+                UnknownToolCode::InvalidParams => {
+                    protocol::validate::UnknownToolCode::InvalidParams
+                }
+            },
+            max_body_bytes: config.server.max_body_bytes,
+        };
+        let sessions = SessionStore::new(config.server.max_sessions);
+        let sse_connections = PendingStreams::new(config.server.max_sessions);
+        Gateway {
+            validation,
+            backends,
+            catalog: CatalogStore::default(),
+            sessions,
+            sse_connections,
+            stamp: Stamp::new(&server_info, CachePolicy::NONE),
+            server_info,
+            config,
+        }
+    }
+
+    /// The capabilities the gateway declares, to legacy clients at `initialize` and to modern ones in
+    /// `server/discover`: what it serves for every client (tools, prompts, resources, completions).
+    pub fn capabilities(&self) -> Value {
+        json!({
+            "tools": { "listChanged": false },
+            "prompts": { "listChanged": false },
+            "resources": { "subscribe": false, "listChanged": false },
+            "completions": {},
+        })
+    }
+
+    /// Instructions for the model: the backends' own instructions, each under its backend's name.
+    pub fn instructions(&self) -> Option<String> {
+        let parts: Vec<String> = self
+            .backends
+            .values()
+            .filter_map(|b| {
+                let d = b.description()?;
+                let text = d.instructions.as_deref()?.trim();
+                (!text.is_empty()).then(|| format!("[{}] {text}", b.name()))
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.join("\n\n"))
+    }
+}
+
+/// The gateway's `Implementation`.
+pub fn server_info() -> Implementation {
+    Implementation {
+        name: "mcpgw".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        title: Some("mcpgw MCP gateway".into()),
+        ..Implementation::default()
+    }
+}
+
+/// The current catalog snapshot, swapped whole on refresh. Readers clone the `Arc` and release the lock at
+/// once: it is never held across an `.await`.
+#[derive(Debug)]
+pub struct CatalogStore {
+    current: RwLock<Arc<CatalogSnapshot>>,
+}
+
+impl Default for CatalogStore {
+    fn default() -> Self {
+        CatalogStore {
+            current: RwLock::new(Arc::new(CatalogSnapshot::empty())),
+        }
+    }
+}
+
+impl CatalogStore {
+    /// The current snapshot.
+    pub fn snapshot(&self) -> Arc<CatalogSnapshot> {
+        match self.current.read() {
+            Ok(g) => g.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Replaces the snapshot.
+    pub fn replace(&self, next: Arc<CatalogSnapshot>) {
+        match self.current.write() {
+            Ok(mut g) => *g = next,
+            Err(poisoned) => *poisoned.into_inner() = next,
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! `mcpgw serve --stdio`: the gateway as a stdio MCP server for local hosts, in both eras (an `initialize`
+//! makes the process a legacy session; requests with 2026-07-28 `_meta` are served statelessly). Lines are
+//! validated in order; requests are answered concurrently (bounded), responses written one per line.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+
+use crate::answer::{Answer, Answering};
+use crate::http::Worker;
+use crate::routing::Origin;
+use crate::serve::ServeError;
+use crate::session::{Session, SessionTransport};
+use crate::state::Gateway;
+
+/// Requests answered at once; the next line waits for a slot (stdin is read no faster than answered).
+const IN_FLIGHT: usize = 256;
+/// Responses waiting to be written.
+const OUT_BUFFER: usize = 1024;
+/// A stdio session does not expire while the process lives.
+const NO_EXPIRY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Serves standard input and output until standard input ends.
+pub async fn run(gw: Arc<Gateway>) -> Result<(), ServeError> {
+    run_on(gw, tokio::io::stdin(), tokio::io::stdout()).await
+}
+
+/// Serves one stdio connection over any reader and writer (tests drive it through pipes).
+pub async fn run_on<R, W>(gw: Arc<Gateway>, input: R, mut output: W) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin + 'static,
+{
+    let worker = Worker::start(gw.clone());
+    let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(OUT_BUFFER);
+    let writer = actix_rt::spawn(async move {
+        while let Some(mut line) = out_rx.recv().await {
+            line.push(b'\n');
+            if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let slots = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut lines = FramedRead::new(
+        input,
+        LinesCodec::new_with_max_length(gw.config.server.max_body_bytes),
+    );
+    let mut session: Option<Arc<Session>> = None;
+    while let Some(line) = lines.next().await {
+        let line = match line {
+            Ok(l) if l.trim().is_empty() => continue,
+            Ok(l) => l,
+            Err(LinesCodecError::MaxLineLengthExceeded) => {
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32700,"message":"parse error: the line exceeds {} bytes"}}}}"#,
+                    gw.config.server.max_body_bytes
+                );
+                let _ = out_tx.send(body.into_bytes()).await;
+                continue;
+            }
+            Err(LinesCodecError::Io(e)) => return Err(e.into()),
+        };
+        let routed = match worker
+            .routing
+            .route(Origin::Stdio, Bytes::from(line), session.clone())
+            .await
+        {
+            Ok(r) => r,
+            Err(rejection) => {
+                let _ = out_tx.send(rejection.body()).await;
+                continue;
+            }
+        };
+        if let protocol::validate::ValidKind::Initialize { .. } = routed.valid.kind() {
+            // Answered in order: later lines must see the session it creates.
+            let answering = Answering {
+                gw: &gw,
+                response: &worker.response,
+                session: None,
+            };
+            if let Answer::Initialize {
+                generation,
+                params,
+                body,
+            } = answering.answer(routed.valid, &routed.snapshot).await
+            {
+                match gw.sessions.create(
+                    None,
+                    generation,
+                    &params,
+                    SessionTransport::Stdio,
+                    NO_EXPIRY,
+                ) {
+                    Ok(s) => {
+                        if let Some(old) = session.replace(s) {
+                            gw.sessions.end(&old.id);
+                        }
+                    }
+                    Err(e) => tracing::error!(error = %e, "stdio session not created"),
+                }
+                let _ = out_tx.send(body).await;
+            }
+            continue;
+        }
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        let (gw, worker, out_tx, session) =
+            (gw.clone(), worker.clone(), out_tx.clone(), session.clone());
+        actix_rt::spawn(async move {
+            let answering = Answering {
+                gw: &gw,
+                response: &worker.response,
+                session: session.as_ref(),
+            };
+            match answering.answer(routed.valid, &routed.snapshot).await {
+                Answer::Message { body, .. } => {
+                    let _ = out_tx.send(body).await;
+                }
+                Answer::Batch(bodies) => {
+                    let mut out = b"[".to_vec();
+                    out.extend(bodies.join(&b","[..]));
+                    out.push(b']');
+                    let _ = out_tx.send(out).await;
+                }
+                _ => {}
+            }
+            drop(slot);
+        });
+    }
+    // Standard input ended: let requests in flight finish (bounded by their own timeouts), then stop.
+    let _ = slots.acquire_many(IN_FLIGHT as u32).await;
+    drop(out_tx);
+    let _ = writer.await;
+    if let Some(s) = session {
+        gw.sessions.end(&s.id);
+    }
+    Ok(())
+}

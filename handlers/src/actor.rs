@@ -1,0 +1,305 @@
+//! The backend actor: owns one backend's connection and everything that lives longer than a request: the
+//! connect and handshake, the remembered era, the reconnect schedule, the renewal of expired legacy
+//! sessions, and the shutdown. Requests themselves run beside it (see the `Call` handler).
+//!
+//! Messages come only from this crate's [`crate::BackendHandle`], which bounds them with its permits.
+
+use std::sync::Arc;
+
+use actix::fut::{self, ActorFutureExt, WrapFuture};
+use actix::{
+    Actor, ActorContext, AsyncContext, AtomicResponse, Context, Handler, Message, ResponseFuture,
+    Running, WeakAddr,
+};
+use protocol::shape::Failure;
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span, debug, info, info_span, warn};
+
+use crate::backoff::Backoff;
+use crate::config::{BackendConfig, Transport};
+use crate::events::Notifier;
+use crate::handle::{BackendRequest, Shared, State};
+use crate::link::{
+    self, ConnectFailure, Connected, Link, LinkContext, Renew, Verdict, VerdictUpdate,
+};
+
+/// Mailbox room beyond the permits (actix does not bound `send` by it; the permits do).
+const MAILBOX_SLACK: usize = 16;
+
+/// One request (see [`crate::BackendHandle::call`]).
+#[derive(Message)]
+#[rtype(result = "Result<Box<RawValue>, Failure>")]
+pub(crate) struct Call {
+    pub(crate) request: BackendRequest,
+    pub(crate) deadline: Instant,
+    /// Cancelled when the caller stops waiting.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// Renew the legacy session whose id got a 404.
+#[derive(Message)]
+#[rtype(result = "Result<(), Failure>")]
+pub(crate) struct Reinitialize {
+    stale: Option<String>,
+}
+
+/// The actor of one backend.
+pub(crate) struct BackendActor {
+    ctx: Arc<LinkContext>,
+    shared: Arc<Shared>,
+    http: Option<reqwest::Client>,
+    link: Option<Link>,
+    /// The era found by the last probe, remembered across reconnects.
+    verdict: Option<Verdict>,
+    /// Bumped by every connect attempt and by the shutdown: outcomes of older attempts are ignored.
+    epoch: u64,
+    backoff: Backoff,
+    up_since: Option<Instant>,
+    span: Span,
+}
+
+impl std::fmt::Debug for BackendActor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendActor")
+            .field("backend", &self.ctx.name())
+            .field("verdict", &self.verdict)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BackendActor {
+    pub(crate) fn new(config: BackendConfig, shared: Arc<Shared>, notifier: Notifier) -> Self {
+        let span = info_span!("backend", name = %config.name);
+        let http = match &config.transport {
+            Transport::Http { .. } => match crate::http::client(&config) {
+                Ok(client) => Some(client),
+                Err(e) => {
+                    warn!(parent: &span, error = %e, "no http client: the backend cannot connect");
+                    None
+                }
+            },
+            Transport::Stdio { .. } => None,
+        };
+        BackendActor {
+            ctx: LinkContext::new(config, notifier),
+            shared,
+            http,
+            link: None,
+            verdict: None,
+            epoch: 0,
+            backoff: Backoff::default(),
+            up_since: None,
+            span,
+        }
+    }
+
+    /// Starts a connect attempt. It runs as an actor future (`ctx.spawn`): it needs `&mut self` afterwards
+    /// to install the link, and it must die with the actor, so that a late handshake never revives a stopped
+    /// backend. Calls interleave with it and answer `Unavailable` meanwhile.
+    fn connect(&mut self, ctx: &mut Context<Self>) {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        let attempt = link::connect(Arc::clone(&self.ctx), self.http.clone(), self.verdict)
+            .instrument(self.span.clone());
+        ctx.spawn(
+            attempt
+                .into_actor(self)
+                .map(move |outcome, act, ctx| act.connected(epoch, outcome, ctx)),
+        );
+    }
+
+    fn connected(
+        &mut self,
+        epoch: u64,
+        outcome: Result<Connected, ConnectFailure>,
+        ctx: &mut Context<Self>,
+    ) {
+        if epoch != self.epoch {
+            // Superseded (or shutting down): dropping the outcome closes its connection.
+            return;
+        }
+        match outcome {
+            Ok(connected) => {
+                let Connected {
+                    link,
+                    description,
+                    verdict,
+                    lifeline,
+                } = connected;
+                info!(parent: &self.span, generation = %description.generation,
+                    transport = ?description.transport, "backend ready");
+                self.verdict = Some(verdict);
+                self.link = Some(link);
+                self.up_since = Some(Instant::now());
+                self.shared.set(State::Ready(Arc::clone(&description)));
+                self.ctx.notifier.ready(description);
+                ctx.spawn(
+                    async move { lifeline.wait().await }
+                        .into_actor(self)
+                        .map(move |reason, act, ctx| act.link_lost(epoch, reason, ctx)),
+                );
+            }
+            Err(failure) => {
+                match failure.verdict {
+                    VerdictUpdate::Keep => {}
+                    VerdictUpdate::Learned(v) => self.verdict = Some(v),
+                    VerdictUpdate::Forget => self.verdict = None,
+                }
+                self.mark_down(&failure.reason);
+                self.retry_later(ctx);
+            }
+        }
+    }
+
+    /// The connection of attempt `epoch` died: down, and reconnect later.
+    fn link_lost(&mut self, epoch: u64, reason: String, ctx: &mut Context<Self>) {
+        if epoch != self.epoch || self.link.take().is_none() {
+            return;
+        }
+        if let Some(since) = self.up_since.take() {
+            self.backoff.connection_lost_after(since.elapsed());
+        }
+        self.mark_down(&reason);
+        self.retry_later(ctx);
+    }
+
+    /// Records the outage; the `Down` event goes out once per outage, not once per failed reconnect.
+    fn mark_down(&mut self, reason: &str) {
+        let was_down = matches!(self.shared.state(), State::Down(_));
+        warn!(parent: &self.span, %reason, "backend down");
+        self.shared.set(State::Down(reason.to_owned()));
+        if !was_down {
+            self.ctx.notifier.down(reason);
+        }
+    }
+
+    fn retry_later(&mut self, ctx: &mut Context<Self>) {
+        let delay = self.backoff.next_delay();
+        debug!(parent: &self.span, delay_ms = delay.as_millis() as u64, "reconnecting later");
+        ctx.run_later(delay, |act, ctx| act.connect(ctx));
+    }
+}
+
+impl Actor for BackendActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        let capacity = self.ctx.config.max_in_flight.saturating_add(MAILBOX_SLACK);
+        ctx.set_mailbox_capacity(capacity);
+        let stop = self.shared.stop.clone();
+        ctx.spawn(
+            stop.cancelled_owned()
+                .into_actor(self)
+                .map(|(), _act, ctx| ctx.stop()),
+        );
+        self.connect(ctx);
+    }
+
+    fn stopping(&mut self, _ctx: &mut Context<Self>) -> Running {
+        self.epoch += 1;
+        self.shared.set(State::Stopped);
+        if let Some(link) = self.link.take() {
+            link.close();
+        }
+        info!(parent: &self.span, "backend shut down");
+        self.ctx.notifier.down("the backend was shut down");
+        Running::Stop
+    }
+}
+
+impl Handler<Call> for BackendActor {
+    /// `ResponseFuture`: once the link is cloned out, a request needs no actor state, so it runs detached
+    /// on this arbiter and any number of requests (up to the permits) share the backend at once. With
+    /// `AtomicResponse` they would queue behind one another; `ResponseActFuture` would tie them to the
+    /// actor's lifetime for nothing (the link answers them when it closes). The caller's token ends the
+    /// future when the caller stops waiting, which cancels the backend request.
+    type Result = ResponseFuture<Result<Box<RawValue>, Failure>>;
+
+    fn handle(&mut self, msg: Call, ctx: &mut Context<Self>) -> Self::Result {
+        let Some(link) = self.link.clone() else {
+            let failure = self.ctx.unavailable(match self.shared.state() {
+                State::Down(reason) => format!("the backend is down: {reason}"),
+                _ => "the backend is not connected".to_owned(),
+            });
+            return Box::pin(std::future::ready(Err(failure)));
+        };
+        let renew = matches!(link, Link::Legacy(_))
+            .then(|| renewer(ctx.address().downgrade(), self.ctx.name().to_owned()));
+        let Call {
+            request,
+            deadline,
+            cancel,
+        } = msg;
+        let request_span = info_span!(parent: &self.span, "request", method = %request.method);
+        Box::pin(
+            async move {
+                tokio::select! {
+                    outcome = link.call(request, deadline, renew) => outcome,
+                    () = cancel.cancelled() => Err(Failure::Internal {
+                        reason: "the caller stopped waiting".to_owned(),
+                    }),
+                }
+            }
+            .instrument(request_span),
+        )
+    }
+}
+
+/// How a legacy request asks this actor to renew an expired session.
+fn renewer(addr: WeakAddr<BackendActor>, backend: String) -> Renew {
+    Box::new(move |stale| {
+        Box::pin(async move {
+            let gone = || Failure::Unavailable {
+                backend: backend.clone(),
+                reason: "the backend was shut down".to_owned(),
+            };
+            let Some(addr) = addr.upgrade() else {
+                return Err(gone());
+            };
+            // Bounded: only a request holding a permit gets here.
+            addr.send(Reinitialize { stale })
+                .await
+                .unwrap_or_else(|_| Err(gone()))
+        })
+    })
+}
+
+impl Handler<Reinitialize> for BackendActor {
+    /// `AtomicResponse`: renewing a session is ordering-critical. While `initialize` runs the actor takes
+    /// no other message, so no request goes out on a half-made session, and a burst of 404s costs one
+    /// `initialize`: the `Reinitialize` messages queued behind it find the session already renewed.
+    type Result = AtomicResponse<Self, Result<(), Failure>>;
+
+    fn handle(&mut self, msg: Reinitialize, _ctx: &mut Context<Self>) -> Self::Result {
+        let link = match &self.link {
+            Some(Link::Legacy(l)) if l.session_id() == msg.stale => l.clone(),
+            Some(Link::Legacy(_)) => return AtomicResponse::new(Box::pin(fut::ready(Ok(())))),
+            _ => {
+                let failure = self.ctx.unavailable("the backend is not connected");
+                return AtomicResponse::new(Box::pin(fut::ready(Err(failure))));
+            }
+        };
+        let epoch = self.epoch;
+        let renewal = async move { link.reinitialize().await }.instrument(self.span.clone());
+        AtomicResponse::new(Box::pin(renewal.into_actor(self).map(
+            move |outcome, act, ctx| match outcome {
+                Ok(description) => {
+                    if epoch == act.epoch {
+                        act.shared.set(State::Ready(description));
+                    }
+                    Ok(())
+                }
+                Err(reason) => {
+                    let failure = act
+                        .ctx
+                        .unavailable(format!("renewing the session failed: {reason}"));
+                    act.link_lost(epoch, reason, ctx);
+                    Err(failure)
+                }
+            },
+        )))
+    }
+}

@@ -1,0 +1,85 @@
+//! What the gateway tells a backend actor: the backend's name, how to reach it, its deadlines and its
+//! concurrency limit.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use protocol::payload::Implementation;
+
+/// How one backend MCP server is reached, and the limits the gateway keeps towards it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendConfig {
+    /// The backend's configured name (unique within the gateway; used in failures, events and logs).
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// The deadline of one request, from [`crate::BackendHandle::call`] to the backend's answer.
+    pub request_timeout: Duration,
+    /// The deadline of a handshake (era probe, `initialize`, the HTTP+SSE `endpoint` event).
+    pub connect_timeout: Duration,
+    /// How many requests may be in flight at once; one more is answered `Overloaded` at once.
+    pub max_in_flight: usize,
+    /// What the gateway calls itself towards backends (`clientInfo`).
+    pub client_info: Implementation,
+}
+
+/// How a backend is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking newline-delimited JSON-RPC on stdin and stdout.
+    Stdio {
+        /// Program and arguments.
+        command: Vec<String>,
+        /// Variables added to the inherited environment.
+        env: BTreeMap<String, String>,
+        /// Working directory; the gateway's own when `None`.
+        cwd: Option<PathBuf>,
+    },
+    /// An HTTP endpoint: Streamable HTTP (either era) or, as found by the era probe, 2024-11-05 HTTP+SSE.
+    Http {
+        /// The MCP endpoint URL (for HTTP+SSE backends, the URL of the event stream).
+        url: String,
+    },
+}
+
+impl BackendConfig {
+    /// Default [`BackendConfig::request_timeout`].
+    pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default [`BackendConfig::connect_timeout`].
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Default [`BackendConfig::max_in_flight`].
+    pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
+    /// A configuration with the default deadlines and limit, introducing the gateway as `mcpgw`.
+    pub fn new(name: impl Into<String>, transport: Transport) -> BackendConfig {
+        BackendConfig {
+            name: name.into(),
+            transport,
+            request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
+            client_info: Implementation {
+                name: "mcpgw".to_owned(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                ..Implementation::default()
+            },
+        }
+    }
+}
+
+impl Transport {
+    /// A stdio transport running `command` (program first) with no extra environment in the current directory.
+    pub fn stdio<S: Into<String>>(command: impl IntoIterator<Item = S>) -> Transport {
+        Transport::Stdio {
+            command: command.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+        }
+    }
+
+    /// An HTTP transport to `url`.
+    pub fn http(url: impl Into<String>) -> Transport {
+        Transport::Http { url: url.into() }
+    }
+}

@@ -1,0 +1,214 @@
+//! [`BackendHandle`]: the only way into a backend actor. It bounds the requests in flight with a semaphore
+//! (`try_acquire`: a full backend answers `Overloaded` at once instead of queueing), answers `Unavailable`
+//! at once while the backend is down, and puts a deadline on every request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Actor, Addr, MailboxError};
+use protocol::method::Method;
+use protocol::shape::Failure;
+use serde_json::value::RawValue;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::actor::{BackendActor, Call};
+use crate::config::BackendConfig;
+use crate::description::ServerDescription;
+use crate::events::{BackendEvent, Notifier};
+
+/// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
+/// deadline answers first; this only guards against an actor that cannot run.
+const DELIVERY_SLACK: Duration = Duration::from_millis(250);
+
+/// One request for a backend, already rewritten for it by the gateway.
+#[derive(Debug, Clone)]
+pub struct BackendRequest {
+    /// The method.
+    pub method: Method,
+    /// The params, with names already de-prefixed for this backend; may carry a client `_meta`.
+    pub params: Option<Box<RawValue>>,
+    /// The capabilities to declare to a modern backend for this request; `None` declares `{}`.
+    pub client_capabilities: Option<serde_json::Value>,
+    /// The `Mcp-Name` value (already de-prefixed) for `tools/call`, `prompts/get`, `resources/read`.
+    pub name: Option<String>,
+    /// Ready-made `("Region", encoded value)` pairs, sent as `Mcp-Param-Region` headers.
+    pub param_headers: Vec<(String, String)>,
+}
+
+impl BackendRequest {
+    /// A request with params and nothing else.
+    pub fn new(method: Method, params: Option<Box<RawValue>>) -> BackendRequest {
+        BackendRequest {
+            method,
+            params,
+            client_capabilities: None,
+            name: None,
+            param_headers: Vec::new(),
+        }
+    }
+}
+
+/// A backend's state as every handle sees it.
+#[derive(Debug, Clone)]
+pub(crate) enum State {
+    Connecting,
+    Ready(Arc<ServerDescription>),
+    Down(String),
+    Stopped,
+}
+
+/// What the actor and its handles share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    request_timeout: Duration,
+    state: watch::Sender<State>,
+    /// Cancelled by [`BackendHandle::shutdown`]; the actor stops when it is.
+    pub(crate) stop: CancellationToken,
+}
+
+impl Shared {
+    /// Changes the state; a stopped backend stays stopped.
+    pub(crate) fn set(&self, state: State) {
+        self.state.send_if_modified(|current| {
+            if matches!(current, State::Stopped) {
+                return false;
+            }
+            *current = state;
+            true
+        });
+    }
+
+    pub(crate) fn state(&self) -> State {
+        self.state.borrow().clone()
+    }
+
+    /// Why a request cannot be sent now, if it cannot.
+    fn refusal(&self) -> Option<Failure> {
+        let reason = match &*self.state.borrow() {
+            State::Ready(_) => return None,
+            State::Connecting => "the backend is connecting".to_owned(),
+            State::Down(reason) => format!("the backend is down: {reason}"),
+            State::Stopped => "the backend was shut down".to_owned(),
+        };
+        Some(Failure::Unavailable {
+            backend: self.name.clone(),
+            reason,
+        })
+    }
+}
+
+/// A handle on one backend's actor. Cheap to clone; the actor's address never leaves this crate.
+#[derive(Clone)]
+pub struct BackendHandle {
+    addr: Addr<BackendActor>,
+    shared: Arc<Shared>,
+    permits: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for BackendHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BackendHandle")
+            .field("name", &self.shared.name)
+            .field("state", &*self.shared.state.borrow())
+            .field("free_permits", &self.permits.available_permits())
+            .finish()
+    }
+}
+
+impl BackendHandle {
+    /// Starts the backend's actor on the current actix arbiter (must be called inside a running actix
+    /// System) and begins connecting at once. Events go to `events` without ever blocking the backend.
+    pub fn start(config: BackendConfig, events: mpsc::Sender<BackendEvent>) -> BackendHandle {
+        let (state, _) = watch::channel(State::Connecting);
+        let shared = Arc::new(Shared {
+            name: config.name.clone(),
+            request_timeout: config.request_timeout,
+            state,
+            stop: CancellationToken::new(),
+        });
+        let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
+        let notifier = Notifier::start(&config.name, events);
+        let addr = BackendActor::new(config, Arc::clone(&shared), notifier).start();
+        BackendHandle {
+            addr,
+            shared,
+            permits,
+        }
+    }
+
+    /// The backend's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// What the backend said at its handshake; `None` while connecting or down.
+    pub fn description(&self) -> Option<Arc<ServerDescription>> {
+        match &*self.shared.state.borrow() {
+            State::Ready(d) => Some(Arc::clone(d)),
+            _ => None,
+        }
+    }
+
+    /// One request: takes a permit without waiting (none free: `Overloaded` at once), answers
+    /// `Unavailable` at once while the backend is down, and otherwise returns the backend's raw `result` or
+    /// a failure within the request timeout. Dropping the future abandons the request: the backend is told
+    /// (`notifications/cancelled`, or the response stream is dropped).
+    pub async fn call(&self, request: BackendRequest) -> Result<Box<RawValue>, Failure> {
+        let Ok(_permit) = self.permits.try_acquire() else {
+            return Err(Failure::Overloaded {
+                backend: self.shared.name.clone(),
+            });
+        };
+        if let Some(failure) = self.shared.refusal() {
+            return Err(failure);
+        }
+        let deadline = Instant::now() + self.shared.request_timeout;
+        let cancel = CancellationToken::new();
+        let _abandon_on_drop = cancel.clone().drop_guard();
+        // `send` is bounded here by the permit held until the answer.
+        let answer = self.addr.send(Call {
+            request,
+            deadline,
+            cancel,
+        });
+        match tokio::time::timeout_at(deadline + DELIVERY_SLACK, answer).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(MailboxError::Closed)) => Err(Failure::Unavailable {
+                backend: self.shared.name.clone(),
+                reason: "the backend was shut down".to_owned(),
+            }),
+            Ok(Err(MailboxError::Timeout)) | Err(_) => Err(Failure::Timeout {
+                backend: self.shared.name.clone(),
+                after_ms: u64::try_from(self.shared.request_timeout.as_millis())
+                    .unwrap_or(u64::MAX),
+            }),
+        }
+    }
+
+    /// Waits until the backend is ready (handshake done) or `within` passes.
+    pub async fn wait_ready(&self, within: Duration) -> Option<Arc<ServerDescription>> {
+        let mut rx = self.shared.state.subscribe();
+        let ready = tokio::time::timeout(
+            within,
+            rx.wait_for(|s| matches!(s, State::Ready(_) | State::Stopped)),
+        )
+        .await;
+        match ready {
+            Ok(Ok(state)) => match &*state {
+                State::Ready(d) => Some(Arc::clone(d)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Stops the actor: in-flight requests are answered, a stdio child gets stdin closed, then SIGTERM
+    /// after a grace period, then SIGKILL; a legacy HTTP session is deleted (best effort).
+    pub fn shutdown(&self) {
+        self.shared.set(State::Stopped);
+        self.shared.stop.cancel();
+    }
+}

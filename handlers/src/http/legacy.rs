@@ -1,0 +1,435 @@
+//! Legacy Streamable HTTP backends (2025-03-26 … 2025-11-25): the `initialize` handshake, the
+//! `Mcp-Session-Id` it returns, `MCP-Protocol-Version` on later requests (2025-06-18+), re-initialisation
+//! on a 404 (once per request), the GET stream for unsolicited notifications, `notifications/cancelled` for
+//! abandoned requests, and DELETE of the session on shutdown.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::time::Duration;
+
+use protocol::Generation;
+use protocol::headers::names;
+use protocol::payload::InitializeResult;
+use protocol::shape::Failure;
+use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
+use reqwest::{StatusCode, Url};
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info};
+
+use super::event_stream::EventStream;
+use super::{
+    MAX_MESSAGE_BYTES, Poster, error_body, is_outage, json_headers, read_reply, status_failure,
+    version_header,
+};
+use crate::backoff::Backoff;
+use crate::description::{ServerDescription, TransportKind};
+use crate::handle::BackendRequest;
+use crate::handshake::{self, modern_refusal_in_body};
+use crate::inbound::Inbound;
+use crate::link::{Connected, Lifeline, Link, LinkContext, Renew, Verdict};
+use crate::outbox::{CancelGuard, Outbox};
+use crate::wire;
+
+/// How long the DELETE of a session at shutdown may take.
+const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A legacy session with a Streamable HTTP backend.
+#[derive(Debug, Clone)]
+pub(crate) struct LegacyLink(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    ctx: Arc<LinkContext>,
+    client: reqwest::Client,
+    url: Url,
+    session: RwLock<Session>,
+    last_id: Arc<AtomicI64>,
+    poster: Poster,
+    /// Cancellations and answers to the backend's requests, posted with the current session's headers.
+    outbox: Arc<dyn Outbox>,
+    /// Messages on response streams and the GET stream.
+    inbound: Inbound,
+    /// Stops the GET stream.
+    listening: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.listening.cancel();
+    }
+}
+
+/// What `initialize` settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Session {
+    id: Option<String>,
+    generation: Generation,
+}
+
+/// Why a legacy handshake failed.
+pub(super) enum Refused {
+    /// 400, 404 or 405 without a modern error body: maybe an HTTP+SSE backend.
+    NotStreamable(String),
+    /// The backend cannot serve now.
+    Outage(String),
+    /// The backend refused the handshake.
+    Failed(String),
+}
+
+/// Runs the handshake and starts the session's GET stream.
+pub(super) async fn connect(
+    ctx: &Arc<LinkContext>,
+    client: &reqwest::Client,
+    url: &Url,
+) -> Result<Connected, Refused> {
+    let last_id = Arc::new(AtomicI64::new(0));
+    let (session, init) = initialize(ctx, client, url, &last_id).await?;
+    info!(backend = %ctx.name(), generation = %session.generation, session = ?session.id,
+        "legacy streamable http session initialized");
+    let description = Arc::new(ServerDescription::from_initialize(
+        init,
+        session.generation,
+        TransportKind::StreamableHttp,
+    ));
+    let poster = Poster::start(client.clone(), Arc::from(ctx.name()));
+    let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+        let outbox: Arc<dyn Outbox> = Arc::new(SessionOutbox(weak.clone()));
+        Inner {
+            ctx: Arc::clone(ctx),
+            client: client.clone(),
+            url: url.clone(),
+            session: RwLock::new(session),
+            last_id,
+            poster,
+            inbound: Inbound::new(ctx.notifier.clone(), None, Some(Arc::clone(&outbox))),
+            outbox,
+            listening: CancellationToken::new(),
+        }
+    });
+    actix_rt::spawn(listen(Arc::downgrade(&inner), inner.listening.clone()));
+    Ok(Connected {
+        link: Link::Legacy(LegacyLink(inner)),
+        description,
+        verdict: Verdict::Legacy,
+        lifeline: Lifeline::default(),
+    })
+}
+
+/// POSTs `initialize` then `notifications/initialized`.
+async fn initialize(
+    ctx: &LinkContext,
+    client: &reqwest::Client,
+    url: &Url,
+    last_id: &AtomicI64,
+) -> Result<(Session, InitializeResult), Refused> {
+    let id = last_id.fetch_add(1, Ordering::Relaxed) + 1;
+    let params = ctx.initialize_params();
+    let body = wire::request(id, "initialize", Some(&params));
+    let limit = ctx.config.connect_timeout;
+    let handshake = async {
+        let response = client
+            .post(url.clone())
+            .headers(json_headers())
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| Refused::Outage(format!("initialize failed: {e}")))?;
+        let status = response.status();
+        if is_outage(status) {
+            return Err(Refused::Outage(format!(
+                "initialize answered HTTP {status}"
+            )));
+        }
+        if status != StatusCode::OK {
+            let body = error_body(response).await;
+            if let Some(why) = modern_refusal_in_body(&body) {
+                return Err(Refused::Failed(why));
+            }
+            let why = format!("initialize answered HTTP {status}");
+            return Err(match status.as_u16() {
+                400 | 404 | 405 => Refused::NotStreamable(why),
+                _ => Refused::Failed(why),
+            });
+        }
+        let session_id = response
+            .headers()
+            .get(names::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let inbound = Inbound::new(ctx.notifier.clone(), None, None);
+        let reply = read_reply(response, id, &inbound)
+            .await
+            .map_err(|e| Refused::Failed(format!("initialize: {e}")))?;
+        let (generation, init) = handshake::judge_initialize(reply).map_err(Refused::Failed)?;
+        let session = Session {
+            id: session_id,
+            generation,
+        };
+        let initialized = wire::notification("notifications/initialized", None);
+        let response = client
+            .post(url.clone())
+            .headers(session.headers())
+            .body(initialized)
+            .send()
+            .await
+            .map_err(|e| Refused::Outage(format!("notifications/initialized failed: {e}")))?;
+        if !response.status().is_success() {
+            return Err(Refused::Failed(format!(
+                "notifications/initialized answered HTTP {}",
+                response.status()
+            )));
+        }
+        Ok((session, init))
+    };
+    match tokio::time::timeout(limit, handshake).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(Refused::Outage(format!(
+            "no answer to initialize within {} ms",
+            limit.as_millis()
+        ))),
+    }
+}
+
+impl Session {
+    /// The JSON headers plus the session id and, from 2025-06-18, the negotiated protocol version.
+    fn headers(&self) -> HeaderMap {
+        let mut h = json_headers();
+        if let Some(value) = self
+            .id
+            .as_deref()
+            .and_then(|id| HeaderValue::from_str(id).ok())
+        {
+            h.insert(names::SESSION_ID, value);
+        }
+        if self.generation.has_protocol_version_header() {
+            h.insert(names::PROTOCOL_VERSION, version_header(self.generation));
+        }
+        h
+    }
+}
+
+/// One attempt's outcome: done, or the session expired (404) and may be renewed.
+enum Attempt {
+    Done(Result<Box<RawValue>, Failure>),
+    Expired(Option<String>),
+}
+
+impl Inner {
+    fn session(&self) -> Session {
+        self.session
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl LegacyLink {
+    fn session(&self) -> Session {
+        self.0.session()
+    }
+
+    /// The current session id.
+    pub(crate) fn session_id(&self) -> Option<String> {
+        self.session().id
+    }
+
+    /// One request, answered by `deadline`. A 404 on the session renews it (through `renew`) and retries
+    /// once; a request that times out or is abandoned is cancelled with `notifications/cancelled`.
+    pub(crate) async fn call(
+        &self,
+        mut request: BackendRequest,
+        deadline: Instant,
+        renew: Option<Renew>,
+    ) -> Result<Box<RawValue>, Failure> {
+        let ctx = &*self.0.ctx;
+        let params = ctx.params_for(self.session().generation, &mut request)?;
+        let method = request.method;
+        let first = self.attempt(method, params.as_deref(), deadline).await;
+        let stale = match first {
+            Attempt::Done(outcome) => return outcome,
+            Attempt::Expired(stale) => stale,
+        };
+        let Some(renew) = renew else {
+            return Err(ctx.unavailable("the backend session expired"));
+        };
+        debug!(backend = %ctx.name(), session = ?stale, "backend session expired: renewing it");
+        match tokio::time::timeout_at(deadline, renew(stale)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(failure)) => return Err(failure),
+            Err(_) => return Err(ctx.timeout()),
+        }
+        match self.attempt(method, params.as_deref(), deadline).await {
+            Attempt::Done(outcome) => outcome,
+            Attempt::Expired(_) => Err(ctx.unavailable("the backend session expired again")),
+        }
+    }
+
+    async fn attempt(
+        &self,
+        method: protocol::Method,
+        params: Option<&RawValue>,
+        deadline: Instant,
+    ) -> Attempt {
+        let inner = &*self.0;
+        let ctx = &*inner.ctx;
+        let session = self.session();
+        let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let body = wire::request(id, method.as_str(), params);
+        let mut guard = CancelGuard::new(&*inner.outbox, id, true);
+        let exchange = async {
+            let response = inner
+                .client
+                .post(inner.url.clone())
+                .headers(session.headers())
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| ctx.unavailable(format!("the request failed: {e}")));
+            let response = match response {
+                Ok(r) => r,
+                Err(failure) => return Attempt::Done(Err(failure)),
+            };
+            let status = response.status();
+            if status == StatusCode::NOT_FOUND && session.id.is_some() {
+                return Attempt::Expired(session.id.clone());
+            }
+            if status != StatusCode::OK {
+                let failure = status_failure(ctx, session.generation, method, response).await;
+                return Attempt::Done(Err(failure));
+            }
+            Attempt::Done(match read_reply(response, id, &inner.inbound).await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => Err(ctx.backend_error(session.generation, method, error)),
+                Err(e) => Err(e.into_failure(ctx)),
+            })
+        };
+        match tokio::time::timeout_at(deadline, exchange).await {
+            Ok(attempt) => {
+                guard.disarm();
+                attempt
+            }
+            Err(_) => {
+                guard.timed_out();
+                Attempt::Done(Err(ctx.timeout()))
+            }
+        }
+    }
+
+    /// Replaces the session with a fresh `initialize`; what the backend said this time.
+    pub(crate) async fn reinitialize(&self) -> Result<Arc<ServerDescription>, String> {
+        let inner = &*self.0;
+        let (session, init) = initialize(&inner.ctx, &inner.client, &inner.url, &inner.last_id)
+            .await
+            .map_err(|r| match r {
+                Refused::NotStreamable(why) | Refused::Outage(why) | Refused::Failed(why) => why,
+            })?;
+        info!(backend = %inner.ctx.name(), session = ?session.id, "backend session renewed");
+        let generation = session.generation;
+        *inner
+            .session
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = session;
+        Ok(Arc::new(ServerDescription::from_initialize(
+            init,
+            generation,
+            TransportKind::StreamableHttp,
+        )))
+    }
+
+    /// Ends the session: stops the GET stream and DELETEs the session (best effort, in the background).
+    pub(crate) fn close(&self) {
+        let inner = &*self.0;
+        inner.listening.cancel();
+        let session = self.session();
+        if session.id.is_none() {
+            return;
+        }
+        let request = inner
+            .client
+            .delete(inner.url.clone())
+            .headers(session.headers())
+            .timeout(DELETE_TIMEOUT);
+        let backend = inner.ctx.name().to_owned();
+        actix_rt::spawn(async move {
+            match request.send().await {
+                Ok(r) => debug!(%backend, status = %r.status(), "backend session deleted"),
+                Err(e) => debug!(%backend, error = %e, "deleting the backend session failed"),
+            }
+        });
+    }
+}
+
+/// Posts best-effort messages with the session's current headers.
+#[derive(Debug)]
+struct SessionOutbox(Weak<Inner>);
+
+impl Outbox for SessionOutbox {
+    fn deliver(&self, message: Vec<u8>) -> bool {
+        let Some(inner) = self.0.upgrade() else {
+            return false;
+        };
+        let headers = inner.session().headers();
+        inner.poster.post(inner.url.clone(), headers, message)
+    }
+}
+
+/// Keeps the session's GET stream open for unsolicited notifications and requests; reconnects with backoff,
+/// gives up on 405 (the backend offers none).
+async fn listen(link: Weak<Inner>, stop: CancellationToken) {
+    let mut backoff = Backoff::new(
+        Duration::from_secs(1),
+        Duration::from_secs(30),
+        Duration::from_secs(60),
+    );
+    loop {
+        let Some(inner) = link.upgrade() else { return };
+        let mut headers = inner.session().headers();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.remove(reqwest::header::CONTENT_TYPE);
+        let request = inner.client.get(inner.url.clone()).headers(headers);
+        let inbound = inner.inbound.clone();
+        let backend = inner.ctx.name().to_owned();
+        // Hold no strong reference while streaming: dropping the link must end this task.
+        drop(inner);
+        let started = Instant::now();
+        let streamed = tokio::select! {
+            () = stop.cancelled() => return,
+            r = stream_once(request, &inbound) => r,
+        };
+        match streamed {
+            Err(status) if status == StatusCode::METHOD_NOT_ALLOWED => {
+                debug!(%backend, "the backend offers no GET stream");
+                return;
+            }
+            Err(status) => debug!(%backend, %status, "the GET stream was refused"),
+            Ok(()) => backoff.connection_lost_after(started.elapsed()),
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(backoff.next_delay()) => {}
+        }
+    }
+}
+
+/// One GET stream, read to its end; the refusing status when it was not opened.
+async fn stream_once(
+    request: reqwest::RequestBuilder,
+    inbound: &Inbound,
+) -> Result<(), StatusCode> {
+    let response = request
+        .send()
+        .await
+        .map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
+    if response.status() != StatusCode::OK {
+        return Err(response.status());
+    }
+    let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
+    while let Some(Ok(event)) = events.next().await {
+        if event.is_message() {
+            inbound.text(event.data.as_bytes());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! HTTP backends: Streamable HTTP in either era, and the 2024-11-05 HTTP+SSE transport; the era is found
+//! once per backend URL and remembered.
+//!
+//! Era detection (MCP 2026-07-28 `basic/transports/streamable-http`, backward compatibility): POST
+//! `server/discover` with the 2026 headers. 200 with a `DiscoverResult` means modern; 400 with a recognised
+//! modern error (-32022, -32021, -32020) means modern; any other answer means legacy: POST `initialize`; if
+//! that gets 400, 404 or 405 without a modern body, the backend is tried as 2024-11-05 HTTP+SSE (GET the
+//! URL, wait for the `endpoint` event). A connection error, a timeout, 401/403, 408/429 or 5xx is an outage,
+//! never era evidence: the actor retries with backoff.
+
+mod event_stream;
+mod legacy;
+mod modern;
+mod sse;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(crate) use legacy::LegacyLink;
+pub(crate) use modern::ModernLink;
+pub(crate) use sse::SseLink;
+
+use protocol::Generation;
+use protocol::method::Method;
+use protocol::shape::Failure;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::{StatusCode, Url};
+use tokio::sync::mpsc;
+use tracing::{debug, warn};
+
+use crate::config::{BackendConfig, Transport};
+use crate::handshake::{self, Probe};
+use crate::inbound::Inbound;
+use crate::link::{ConnectFailure, Connected, LinkContext, Verdict, VerdictUpdate};
+use crate::pending::Reply;
+use event_stream::{EventStream, StreamError};
+
+/// The largest JSON body or SSE event read from a backend.
+const MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
+/// The largest error body read (only to look for a JSON-RPC error in it).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+/// Best-effort posts (cancellations, answers to backend requests) that may wait; more are dropped.
+const POST_QUEUE: usize = 256;
+/// The deadline of one best-effort post.
+const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The HTTP client of one backend. No overall timeout: event streams are long-lived, and every request has
+/// its own deadline.
+pub(crate) fn client(config: &BackendConfig) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(config.connect_timeout)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build()
+        .map_err(|e| format!("cannot build the http client: {e}"))
+}
+
+/// Connects to an HTTP backend: the remembered era's handshake, or the probe and its fallbacks.
+pub(crate) async fn connect(
+    ctx: Arc<LinkContext>,
+    client: reqwest::Client,
+    remembered: Option<Verdict>,
+) -> Result<Connected, ConnectFailure> {
+    let url = endpoint_url(&ctx.config).map_err(ConnectFailure::outage)?;
+    let mut learned = VerdictUpdate::Keep;
+    if matches!(remembered, None | Some(Verdict::Modern)) {
+        match modern::probe(&ctx, &client, &url).await {
+            modern::Probed::Judged(Probe::Modern(d)) => {
+                return Ok(modern::connected(ctx, client, url, d));
+            }
+            modern::Probed::Judged(Probe::ModernRefused(reason)) => {
+                return Err(ConnectFailure::new(
+                    reason,
+                    VerdictUpdate::Learned(Verdict::Modern),
+                ));
+            }
+            modern::Probed::Judged(Probe::Legacy(why)) => {
+                debug!(backend = %ctx.name(), %why, "not a modern backend: initializing");
+                learned = VerdictUpdate::Learned(Verdict::Legacy);
+            }
+            modern::Probed::Outage(reason) => return Err(ConnectFailure::outage(reason)),
+        }
+    }
+    if remembered != Some(Verdict::LegacySse) {
+        match legacy::connect(&ctx, &client, &url).await {
+            Ok(c) => return Ok(c),
+            Err(legacy::Refused::NotStreamable(why)) => {
+                debug!(backend = %ctx.name(), %why, "no streamable http: trying http+sse");
+            }
+            Err(legacy::Refused::Outage(reason)) => {
+                return Err(ConnectFailure::new(reason, learned));
+            }
+            Err(legacy::Refused::Failed(reason)) => {
+                let verdict = if remembered == Some(Verdict::Legacy) {
+                    VerdictUpdate::Forget
+                } else {
+                    learned
+                };
+                return Err(ConnectFailure::new(reason, verdict));
+            }
+        }
+    }
+    match sse::connect(&ctx, &client, &url).await {
+        Ok(c) => Ok(c),
+        Err(sse::Refused::Outage(reason)) => Err(ConnectFailure::new(
+            reason,
+            VerdictUpdate::Learned(Verdict::LegacySse),
+        )),
+        Err(sse::Refused::NotSse(why)) => Err(ConnectFailure::new(
+            format!("the backend answers none of the MCP HTTP transports ({why})"),
+            VerdictUpdate::Forget,
+        )),
+        Err(sse::Refused::Failed(reason)) => Err(ConnectFailure::new(
+            reason,
+            VerdictUpdate::Learned(Verdict::LegacySse),
+        )),
+    }
+}
+
+fn endpoint_url(config: &BackendConfig) -> Result<Url, String> {
+    let Transport::Http { url } = &config.transport else {
+        return Err("not an http backend".to_owned());
+    };
+    let url = Url::parse(url).map_err(|e| format!("invalid backend url {url:?}: {e}"))?;
+    match url.scheme() {
+        "http" => Ok(url),
+        "https" => {
+            Err("https backends need tls support, which this build of mcpgw lacks".to_owned())
+        }
+        other => Err(format!("unsupported url scheme {other:?}")),
+    }
+}
+
+/// Statuses that say the backend cannot serve now, not what it is.
+fn is_outage(status: StatusCode) -> bool {
+    status.is_server_error()
+        || matches!(
+            status,
+            StatusCode::UNAUTHORIZED
+                | StatusCode::FORBIDDEN
+                | StatusCode::REQUEST_TIMEOUT
+                | StatusCode::TOO_MANY_REQUESTS
+        )
+}
+
+/// `Content-Type: application/json` and `Accept: application/json, text/event-stream`.
+fn json_headers() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(
+        ACCEPT,
+        HeaderValue::from_static("application/json, text/event-stream"),
+    );
+    h
+}
+
+/// The `MCP-Protocol-Version` header value for a generation.
+fn version_header(generation: Generation) -> HeaderValue {
+    HeaderValue::from_static(generation.as_str())
+}
+
+/// Reads a body up to `max` bytes.
+async fn read_body(response: reqwest::Response, max: usize) -> Result<Vec<u8>, ReadError> {
+    if response.content_length().is_some_and(|n| n > max as u64) {
+        return Err(ReadError::TooLarge(max));
+    }
+    let mut body = Vec::new();
+    let mut response = response;
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| ReadError::Io(e.to_string()))?
+    {
+        if body.len() + chunk.len() > max {
+            return Err(ReadError::TooLarge(max));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// An error body, for the JSON-RPC error it may carry (empty when unreadable).
+async fn error_body(response: reqwest::Response) -> Vec<u8> {
+    read_body(response, MAX_ERROR_BODY)
+        .await
+        .unwrap_or_default()
+}
+
+/// Why the response to a request could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ReadError {
+    #[error("the backend's response stream ended before the response")]
+    Ended,
+    #[error("reading the backend's response failed: {0}")]
+    Io(String),
+    #[error("the backend's response exceeds {0} bytes")]
+    TooLarge(usize),
+    #[error("the backend's response is not the json-rpc response expected: {0}")]
+    Unrecognised(String),
+    #[error("the backend answered with content type {0:?}")]
+    ContentType(String),
+}
+
+impl ReadError {
+    fn into_failure(self, ctx: &LinkContext) -> Failure {
+        match self {
+            ReadError::Ended => Failure::Crashed {
+                backend: ctx.name().to_owned(),
+                reason: self.to_string(),
+            },
+            other => ctx.unavailable(other.to_string()),
+        }
+    }
+}
+
+impl From<StreamError> for ReadError {
+    fn from(e: StreamError) -> ReadError {
+        match e {
+            StreamError::TooLarge(n) => ReadError::TooLarge(n),
+            StreamError::Io(e) => ReadError::Io(e),
+        }
+    }
+}
+
+/// Reads the JSON-RPC response to request `id` from a 200 answer: one JSON object, or an event stream read
+/// until the response with that id (other messages on it go to `inbound`).
+async fn read_reply(
+    response: reqwest::Response,
+    id: i64,
+    inbound: &Inbound,
+) -> Result<Reply, ReadError> {
+    let content_type = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if content_type.starts_with("text/event-stream") {
+        let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
+        while let Some(event) = events.next().await {
+            let event = event?;
+            if !event.is_message() {
+                continue;
+            }
+            if let Some(reply) = reply_for(event.data.as_bytes(), id, inbound) {
+                return Ok(reply);
+            }
+        }
+        return Err(ReadError::Ended);
+    }
+    if !content_type.starts_with("application/json") && !content_type.is_empty() {
+        return Err(ReadError::ContentType(content_type));
+    }
+    let body = read_body(response, MAX_MESSAGE_BYTES).await?;
+    reply_for(&body, id, inbound).ok_or_else(|| {
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
+        ReadError::Unrecognised(shown)
+    })
+}
+
+/// The reply to `id` if `bytes` is that response; anything else is dispatched to `inbound`.
+fn reply_for(bytes: &[u8], id: i64, inbound: &Inbound) -> Option<Reply> {
+    use protocol::message::{Parsed, parse};
+    match parse(bytes.trim_ascii()) {
+        Ok(Parsed::Single(protocol::Message::Response(r)))
+            if r.id.as_ref().and_then(protocol::RequestId::as_i64) == Some(id) =>
+        {
+            Some(r.body)
+        }
+        Ok(Parsed::Single(other)) => {
+            inbound.message(other);
+            None
+        }
+        _ => {
+            inbound.text(bytes);
+            None
+        }
+    }
+}
+
+/// What a non-200 answer to a request means: the JSON-RPC error in its body (such as -32020 when an
+/// `Mcp-Param` header did not match), or an outage.
+async fn status_failure(
+    ctx: &LinkContext,
+    generation: Generation,
+    method: Method,
+    response: reqwest::Response,
+) -> Failure {
+    let status = response.status();
+    let body = error_body(response).await;
+    match handshake::error_in_body(&body) {
+        Some(error) => ctx.backend_error(generation, method, error),
+        None => ctx.unavailable(format!("the backend answered HTTP {status}")),
+    }
+}
+
+/// Fire-and-forget POSTs of one backend (cancellations, answers to its requests), one at a time through a
+/// bounded queue, each with its own deadline.
+#[derive(Debug, Clone)]
+pub(crate) struct Poster {
+    tx: mpsc::Sender<(Url, HeaderMap, Vec<u8>)>,
+    backend: Arc<str>,
+}
+
+impl Poster {
+    /// Starts the posting task on the current arbiter; it ends when every clone is gone.
+    fn start(client: reqwest::Client, backend: Arc<str>) -> Poster {
+        let (tx, mut rx) = mpsc::channel::<(Url, HeaderMap, Vec<u8>)>(POST_QUEUE);
+        let name = Arc::clone(&backend);
+        actix_rt::spawn(async move {
+            while let Some((url, headers, body)) = rx.recv().await {
+                let sent = client
+                    .post(url)
+                    .headers(headers)
+                    .body(body)
+                    .timeout(POST_TIMEOUT)
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) if r.status().is_success() => {}
+                    Ok(r) => debug!(%backend, status = %r.status(), "backend refused a message"),
+                    Err(e) => {
+                        debug!(%backend, error = %e, "posting a message to the backend failed")
+                    }
+                }
+            }
+        });
+        Poster { tx, backend: name }
+    }
+
+    /// Queues one post; false when the queue is full.
+    fn post(&self, url: Url, headers: HeaderMap, body: Vec<u8>) -> bool {
+        let queued = self.tx.try_send((url, headers, body)).is_ok();
+        if !queued {
+            warn!(backend = %self.backend, "post queue full: dropping a message to the backend");
+        }
+        queued
+    }
+}

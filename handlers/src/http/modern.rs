@@ -1,0 +1,202 @@
+//! Modern (2026-07-28) Streamable HTTP backends: stateless POSTs carrying the routing headers
+//! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) and the `_meta` stamp; the probe.
+//! Cancellation is dropping the response stream (the spec's rule for modern HTTP).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use protocol::headers::{encode_value, names};
+use protocol::payload::DiscoverResult;
+use protocol::shape::Failure;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::{StatusCode, Url};
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+
+use super::{is_outage, json_headers, read_reply, status_failure, version_header};
+use crate::description::{ServerDescription, TransportKind};
+use crate::handle::BackendRequest;
+use crate::handshake::{self, MODERN, Probe};
+use crate::inbound::Inbound;
+use crate::link::{Connected, Lifeline, Link, LinkContext, Verdict};
+use crate::wire;
+
+/// A modern backend. Stateless: every request stands alone.
+#[derive(Debug, Clone)]
+pub(crate) struct ModernLink(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    ctx: Arc<LinkContext>,
+    client: reqwest::Client,
+    url: Url,
+    last_id: AtomicI64,
+    /// Notifications on response streams go to the events; requests are not allowed from modern servers.
+    inbound: Inbound,
+}
+
+/// What the probe found.
+pub(super) enum Probed {
+    Judged(Probe),
+    Outage(String),
+}
+
+/// POSTs `server/discover` with the 2026 headers and judges the answer.
+pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url: &Url) -> Probed {
+    let params = ctx.discover_params();
+    let body = wire::request(0, "server/discover", Some(&params));
+    let mut headers = json_headers();
+    headers.insert(names::PROTOCOL_VERSION, version_header(MODERN));
+    headers.insert(names::METHOD, HeaderValue::from_static("server/discover"));
+    let inbound = Inbound::new(ctx.notifier.clone(), None, None);
+    let limit = ctx.config.connect_timeout;
+    let attempt = async {
+        let response = client
+            .post(url.clone())
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| format!("server/discover failed: {e}"))?;
+        let status = response.status();
+        if status == StatusCode::OK {
+            return Ok(match read_reply(response, 0, &inbound).await {
+                Ok(reply) => handshake::judge_discover(reply),
+                Err(e) => Probe::Legacy(format!("server/discover answer is unrecognised: {e}")),
+            });
+        }
+        if is_outage(status) {
+            return Err(format!("server/discover answered HTTP {status}"));
+        }
+        let body = super::error_body(response).await;
+        Ok(match handshake::modern_refusal_in_body(&body) {
+            Some(why) => Probe::ModernRefused(why),
+            None => Probe::Legacy(format!("server/discover answered HTTP {status}")),
+        })
+    };
+    match tokio::time::timeout(limit, attempt).await {
+        Ok(Ok(probe)) => Probed::Judged(probe),
+        Ok(Err(reason)) => Probed::Outage(reason),
+        Err(_) => Probed::Outage(format!(
+            "no answer to server/discover within {} ms",
+            limit.as_millis()
+        )),
+    }
+}
+
+/// The connection after a successful probe.
+pub(super) fn connected(
+    ctx: Arc<LinkContext>,
+    client: reqwest::Client,
+    url: Url,
+    discover: DiscoverResult,
+) -> Connected {
+    let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
+    let inbound = Inbound::new(ctx.notifier.clone(), None, None);
+    let link = ModernLink(Arc::new(Inner {
+        ctx,
+        client,
+        url,
+        last_id: AtomicI64::new(0),
+        inbound,
+    }));
+    Connected {
+        link: Link::Modern(link),
+        description: Arc::new(description),
+        verdict: Verdict::Modern,
+        // Nothing to lose: there is no connection between requests.
+        lifeline: Lifeline::default(),
+    }
+}
+
+impl ModernLink {
+    /// One request, answered by `deadline`. Dropping the future drops the response stream, which a modern
+    /// backend takes as the cancellation.
+    pub(crate) async fn call(
+        &self,
+        mut request: BackendRequest,
+        deadline: Instant,
+    ) -> Result<Box<RawValue>, Failure> {
+        let inner = &*self.0;
+        let ctx = &*inner.ctx;
+        let params = ctx.params_for(MODERN, &mut request)?;
+        let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
+        let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let body = wire::request(id, request.method.as_str(), params.as_deref());
+        let method = request.method;
+        let exchange = async {
+            let response = inner
+                .client
+                .post(inner.url.clone())
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| ctx.unavailable(format!("the request failed: {e}")))?;
+            let status = response.status();
+            if status != StatusCode::OK {
+                return Err(status_failure(ctx, MODERN, method, response).await);
+            }
+            match read_reply(response, id, &inner.inbound).await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => Err(ctx.backend_error(MODERN, method, error)),
+                Err(e) => Err(e.into_failure(ctx)),
+            }
+        };
+        match tokio::time::timeout_at(deadline, exchange).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(ctx.timeout()),
+        }
+    }
+}
+
+/// The 2026-07-28 headers of a request: protocol version, method, name and parameter headers.
+fn routing_headers(request: &BackendRequest) -> Result<HeaderMap, String> {
+    let mut headers = json_headers();
+    headers.insert(names::PROTOCOL_VERSION, version_header(MODERN));
+    headers.insert(
+        names::METHOD,
+        HeaderValue::from_static(request.method.as_str()),
+    );
+    if let Some(name) = &request.name {
+        let value = HeaderValue::from_str(&encode_value(name))
+            .map_err(|e| format!("cannot send Mcp-Name {name:?}: {e}"))?;
+        headers.insert(names::NAME, value);
+    }
+    for (param, value) in &request.param_headers {
+        let header = format!("{}{param}", names::PARAM_PREFIX);
+        let name = HeaderName::from_bytes(header.as_bytes())
+            .map_err(|e| format!("cannot send header {header:?}: {e}"))?;
+        let value = HeaderValue::from_str(value)
+            .map_err(|e| format!("cannot send header {header:?}: {e}"))?;
+        headers.insert(name, value);
+    }
+    Ok(headers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::method::Method;
+
+    #[test]
+    fn routing_headers_are_encoded() {
+        let request = BackendRequest {
+            method: Method::ToolsCall,
+            params: None,
+            client_capabilities: None,
+            name: Some("météo".into()),
+            param_headers: vec![("Region".into(), "eu-west".into())],
+        };
+        let h = routing_headers(&request).unwrap();
+        assert_eq!(h["mcp-protocol-version"], "2026-07-28");
+        assert_eq!(h["mcp-method"], "tools/call");
+        assert_eq!(h["mcp-name"], "=?base64?bcOpdMOpbw==?=");
+        assert_eq!(h["mcp-param-region"], "eu-west");
+        let bad = BackendRequest {
+            param_headers: vec![("Bad Name".into(), "x".into())],
+            ..request
+        };
+        assert!(routing_headers(&bad).is_err());
+    }
+}

@@ -1,0 +1,119 @@
+//! What a backend sends on its own: routing responses to their callers, answering its requests and passing
+//! its notifications on. Shared by every transport that reads a stream of messages (stdio stdout, the
+//! HTTP+SSE event stream, SSE response streams, the legacy GET stream).
+
+use std::sync::Arc;
+
+use protocol::message::{self, Parsed};
+use protocol::{Message, Request, Response};
+use tracing::{debug, warn};
+
+use crate::events::Notifier;
+use crate::outbox::Outbox;
+use crate::pending::Pending;
+use crate::wire;
+
+/// How many bytes of an unreadable line are shown in a log.
+const SHOWN: usize = 200;
+
+/// Where a stream's messages go.
+#[derive(Clone)]
+pub(crate) struct Inbound {
+    notifier: Notifier,
+    /// The id table responses are routed to, for multiplexed connections.
+    pending: Option<Arc<Pending>>,
+    /// Where answers to the backend's requests go; `None` where the backend may not send requests (modern
+    /// HTTP): they are then logged and ignored.
+    outbox: Option<Arc<dyn Outbox>>,
+}
+
+impl Inbound {
+    /// Dispatches into `pending` and answers through `outbox`, when given.
+    pub(crate) fn new(
+        notifier: Notifier,
+        pending: Option<Arc<Pending>>,
+        outbox: Option<Arc<dyn Outbox>>,
+    ) -> Inbound {
+        Inbound {
+            notifier,
+            pending,
+            outbox,
+        }
+    }
+
+    /// One line or event of text. Anything that is not JSON-RPC is logged and skipped, never fatal.
+    pub(crate) fn text(&self, bytes: &[u8]) {
+        let bytes = bytes.trim_ascii();
+        if bytes.is_empty() {
+            return;
+        }
+        match message::parse(bytes) {
+            Ok(Parsed::Single(m)) => self.message(m),
+            Ok(Parsed::Batch(entries)) => {
+                for entry in entries {
+                    match entry {
+                        Ok(m) => self.message(m),
+                        Err(e) => self.garbage(bytes, &e.error.to_string()),
+                    }
+                }
+            }
+            Err(e) => self.garbage(bytes, &e.error.to_string()),
+        }
+    }
+
+    fn garbage(&self, bytes: &[u8], why: &str) {
+        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN)]);
+        warn!(backend = %self.notifier.backend(), %why, line = %shown,
+            "skipping output that is not JSON-RPC");
+    }
+
+    /// One message.
+    pub(crate) fn message(&self, message: Message) {
+        match message {
+            Message::Response(r) => self.response(r),
+            Message::Request(r) => self.server_request(&r),
+            Message::Notification(n) => self.notifier.notification(n),
+        }
+    }
+
+    fn response(&self, response: Response) {
+        let backend = self.notifier.backend();
+        let Some(pending) = &self.pending else {
+            debug!(%backend, "ignoring a response outside a request's stream");
+            return;
+        };
+        let Some(id) = response.id.as_ref().and_then(protocol::RequestId::as_i64) else {
+            warn!(%backend, id = ?response.id, body = ?response.body.as_ref().err(),
+                "ignoring a response whose id mcpgw never sent");
+            return;
+        };
+        if !pending.resolve(id, response.body) {
+            debug!(%backend, id, "ignoring a late or unknown response");
+        }
+    }
+
+    fn server_request(&self, request: &Request) {
+        let backend = self.notifier.backend();
+        match &self.outbox {
+            Some(outbox) => {
+                debug!(%backend, method = %request.method, "answering a backend request");
+                if !outbox.deliver(wire::answer_server_request(request)) {
+                    warn!(%backend, method = %request.method,
+                        "could not answer a backend request: queue full");
+                }
+            }
+            None => {
+                warn!(%backend, method = %request.method,
+                    "ignoring a request from a modern backend (servers must not send requests)");
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Inbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inbound")
+            .field("backend", &self.notifier.backend())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,314 @@
+//! A connection to a backend as the actor holds it ([`Link`]), what every transport shares
+//! ([`LinkContext`]: name, configuration, events, the `_meta` stamp, how failures read), and how a
+//! connection is made ([`connect`]): the transport's handshake, which finds the backend's era.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures_util::future::LocalBoxFuture;
+use protocol::method::Method;
+use protocol::shape::Failure;
+use protocol::{Error, ErrorCode, Generation};
+use serde_json::value::RawValue;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{BackendConfig, Transport};
+use crate::description::ServerDescription;
+use crate::events::Notifier;
+use crate::handle::BackendRequest;
+use crate::handshake::{self, MODERN};
+use crate::http::{LegacyLink, ModernLink, SseLink};
+use crate::meta::{self, ModernMeta};
+use crate::pending::Lost;
+use crate::stdio::{self, StdioLink};
+
+/// The longest a stdio `server/discover` probe may go unanswered before the backend counts as legacy.
+const STDIO_PROBE_LIMIT: Duration = Duration::from_secs(5);
+
+/// What every connection of one backend shares.
+#[derive(Debug)]
+pub(crate) struct LinkContext {
+    pub(crate) config: BackendConfig,
+    pub(crate) notifier: Notifier,
+    client_info: Box<RawValue>,
+    modern_version: Box<RawValue>,
+    empty_object: Box<RawValue>,
+}
+
+impl LinkContext {
+    pub(crate) fn new(config: BackendConfig, notifier: Notifier) -> Arc<LinkContext> {
+        let raw = |text: String| {
+            RawValue::from_string(text).unwrap_or_else(|_| unreachable!("serialized JSON is valid"))
+        };
+        let client_info = serde_json::to_string(&config.client_info)
+            .unwrap_or_else(|_| r#"{"name":"mcpgw","version":"0"}"#.to_owned());
+        Arc::new(LinkContext {
+            config,
+            notifier,
+            client_info: raw(client_info),
+            modern_version: raw(format!("\"{}\"", MODERN.as_str())),
+            empty_object: raw("{}".to_owned()),
+        })
+    }
+
+    /// The backend's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// How long a stdio era probe may take.
+    pub(crate) fn stdio_probe_timeout(&self) -> Duration {
+        self.config.connect_timeout.min(STDIO_PROBE_LIMIT)
+    }
+
+    fn modern_meta<'a>(&'a self, capabilities: &'a RawValue) -> ModernMeta<'a> {
+        ModernMeta {
+            protocol_version: &self.modern_version,
+            client_capabilities: capabilities,
+            client_info: &self.client_info,
+        }
+    }
+
+    /// `server/discover` params: only the modern `_meta`, with no client capabilities.
+    pub(crate) fn discover_params(&self) -> Box<RawValue> {
+        meta::for_modern(None, self.modern_meta(&self.empty_object))
+            .unwrap_or_else(|_| unreachable!("absent params always take _meta"))
+    }
+
+    /// `initialize` params.
+    pub(crate) fn initialize_params(&self) -> Box<RawValue> {
+        handshake::initialize_params(&self.client_info)
+    }
+
+    /// The request's params with `_meta` as a backend of `generation` wants it.
+    pub(crate) fn params_for(
+        &self,
+        generation: Generation,
+        request: &mut BackendRequest,
+    ) -> Result<Option<Box<RawValue>>, Failure> {
+        let params = request.params.take();
+        let edited = if generation.is_modern() {
+            let capabilities = match &request.client_capabilities {
+                None => None,
+                Some(c) if c.is_object() => serde_json::value::to_raw_value(c).ok(),
+                Some(_) => {
+                    return Err(Failure::Internal {
+                        reason: "client capabilities must be a json object".to_owned(),
+                    });
+                }
+            };
+            let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
+            meta::for_modern(params.as_deref(), self.modern_meta(capabilities)).map(Some)
+        } else {
+            meta::for_legacy(params)
+        };
+        edited.map_err(|e| Failure::Internal {
+            reason: format!(
+                "cannot send {} to backend {}: {e}",
+                request.method,
+                self.name()
+            ),
+        })
+    }
+
+    /// A JSON-RPC error the backend answered, its code named for the backend's generation and the method.
+    pub(crate) fn backend_error(
+        &self,
+        generation: Generation,
+        method: Method,
+        error: Error,
+    ) -> Failure {
+        let (code, message, data) = error.into_parts();
+        let mut error = Error::new(
+            ErrorCode::from_peer(code.code(), generation, Some(method)),
+            message,
+        );
+        if let Some(data) = data {
+            error = error.with_data(data);
+        }
+        Failure::Backend {
+            backend: self.name().to_owned(),
+            error,
+        }
+    }
+
+    /// The request passed its deadline.
+    pub(crate) fn timeout(&self) -> Failure {
+        Failure::Timeout {
+            backend: self.name().to_owned(),
+            after_ms: u64::try_from(self.config.request_timeout.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
+    /// The backend cannot be reached.
+    pub(crate) fn unavailable(&self, reason: impl Into<String>) -> Failure {
+        Failure::Unavailable {
+            backend: self.name().to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Why a request got no answer, as a failure.
+    pub(crate) fn unanswered(&self, u: Unanswered) -> Failure {
+        match u {
+            Unanswered::Timeout => self.timeout(),
+            Unanswered::Overloaded => Failure::Overloaded {
+                backend: self.name().to_owned(),
+            },
+            Unanswered::Lost(lost) => lost.into_failure(self.name()),
+            Unanswered::Failed(reason) => self.unavailable(reason),
+        }
+    }
+}
+
+/// Why a request sent on a multiplexed connection got no answer.
+#[derive(Debug)]
+pub(crate) enum Unanswered {
+    /// Its deadline passed.
+    Timeout,
+    /// The connection's write queue is full.
+    Overloaded,
+    /// The connection died or was closed.
+    Lost(Lost),
+    /// It could not be sent (an HTTP POST failed).
+    Failed(String),
+}
+
+/// A backend's era, as found by its probe and remembered across reconnects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// 2026-07-28: `server/discover`, `_meta` on every request.
+    Modern,
+    /// `initialize` handshake (stdio or Streamable HTTP).
+    Legacy,
+    /// `initialize` over the 2024-11-05 HTTP+SSE transport.
+    LegacySse,
+}
+
+/// What a failed connect taught about the era.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VerdictUpdate {
+    /// Nothing (an outage).
+    Keep,
+    /// The backend is of this era.
+    Learned(Verdict),
+    /// The remembered era proved wrong: probe again next time.
+    Forget,
+}
+
+/// Why a connect attempt failed, and what it taught.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConnectFailure {
+    pub(crate) reason: String,
+    pub(crate) verdict: VerdictUpdate,
+}
+
+impl ConnectFailure {
+    pub(crate) fn new(reason: impl Into<String>, verdict: VerdictUpdate) -> ConnectFailure {
+        ConnectFailure {
+            reason: reason.into(),
+            verdict,
+        }
+    }
+
+    /// An outage: nothing learned about the era.
+    pub(crate) fn outage(reason: impl Into<String>) -> ConnectFailure {
+        ConnectFailure::new(reason, VerdictUpdate::Keep)
+    }
+}
+
+/// A finished handshake.
+#[derive(Debug)]
+pub(crate) struct Connected {
+    pub(crate) link: Link,
+    pub(crate) description: Arc<ServerDescription>,
+    pub(crate) verdict: Verdict,
+    /// Cut when the connection is gone for good (stdio exit, event stream end).
+    pub(crate) lifeline: Lifeline,
+}
+
+/// Cut once when a connection dies, with why.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Lifeline {
+    token: CancellationToken,
+    reason: Arc<OnceLock<String>>,
+}
+
+impl Lifeline {
+    /// The connection is gone; the first reason counts.
+    pub(crate) fn cut(&self, reason: impl Into<String>) {
+        let _ = self.reason.set(reason.into());
+        self.token.cancel();
+    }
+
+    /// Waits until it is cut; why.
+    pub(crate) async fn wait(&self) -> String {
+        self.token.cancelled().await;
+        self.reason.get().cloned().unwrap_or_default()
+    }
+
+    /// The token cancelled with it.
+    pub(crate) fn token(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+/// Asks the actor to replace an expired legacy session (given the session id that expired); however many
+/// requests saw it expire, one `initialize` is sent.
+pub(crate) type Renew =
+    Box<dyn FnOnce(Option<String>) -> LocalBoxFuture<'static, Result<(), Failure>>>;
+
+/// A live connection. Cheap to clone; requests run on clones outside the actor.
+#[derive(Debug, Clone)]
+pub(crate) enum Link {
+    Stdio(StdioLink),
+    Modern(ModernLink),
+    Legacy(LegacyLink),
+    Sse(SseLink),
+}
+
+impl Link {
+    /// Sends one request and returns the backend's result or a failure, by `deadline` at the latest.
+    pub(crate) async fn call(
+        &self,
+        request: BackendRequest,
+        deadline: Instant,
+        renew: Option<Renew>,
+    ) -> Result<Box<RawValue>, Failure> {
+        match self {
+            Link::Stdio(l) => l.call(request, deadline).await,
+            Link::Modern(l) => l.call(request, deadline).await,
+            Link::Legacy(l) => l.call(request, deadline, renew).await,
+            Link::Sse(l) => l.call(request, deadline).await,
+        }
+    }
+
+    /// Closes the connection on purpose: in-flight requests are answered, the child process is stopped, the
+    /// legacy session deleted (best effort).
+    pub(crate) fn close(&self) {
+        match self {
+            Link::Stdio(l) => l.close(),
+            Link::Modern(_) => {}
+            Link::Legacy(l) => l.close(),
+            Link::Sse(l) => l.close(),
+        }
+    }
+}
+
+/// Connects to the backend and finds its era (or uses the remembered one).
+pub(crate) async fn connect(
+    ctx: Arc<LinkContext>,
+    http: Option<reqwest::Client>,
+    remembered: Option<Verdict>,
+) -> Result<Connected, ConnectFailure> {
+    match (&ctx.config.transport, http) {
+        (Transport::Stdio { .. }, _) => stdio::connect(ctx, remembered).await,
+        (Transport::Http { .. }, Some(client)) => {
+            crate::http::connect(ctx, client, remembered).await
+        }
+        (Transport::Http { .. }, None) => {
+            Err(ConnectFailure::outage("the http client could not be built"))
+        }
+    }
+}

@@ -1,0 +1,96 @@
+//! Reading newline-delimited output with a bound on the length of a line: an over-long line is skipped
+//! (reported, never buffered whole), invalid UTF-8 is the caller's business (lines are bytes).
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// What [`next_line`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Line {
+    /// A line is in the buffer (without its `\n`; the last line may lack one).
+    Complete,
+    /// A line longer than the limit was skipped; this many bytes were dropped.
+    TooLong(usize),
+    /// End of input.
+    Eof,
+}
+
+/// Reads the next line into `buf` (cleared first), keeping at most `max` bytes of it.
+pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
+    buf.clear();
+    let mut dropped = 0usize;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (dropped, buf.is_empty()) {
+                (0, true) => Line::Eof,
+                (0, false) => Line::Complete,
+                (n, _) => Line::TooLong(n),
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        if dropped == 0 && buf.len() + chunk.len() <= max {
+            buf.extend_from_slice(chunk);
+        } else {
+            dropped += buf.len() + chunk.len();
+            buf.clear();
+        }
+        let consumed = newline.map_or(available.len(), |i| i + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            return Ok(if dropped == 0 {
+                Line::Complete
+            } else {
+                Line::TooLong(dropped)
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn all(input: &[u8], max: usize) -> Vec<(Line, String)> {
+        // A tiny buffer makes lines span several fills.
+        let mut reader = tokio::io::BufReader::with_capacity(3, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let line = next_line(&mut reader, &mut buf, max).await.unwrap();
+            out.push((line, String::from_utf8_lossy(&buf).into_owned()));
+            if line == Line::Eof {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_and_skips_long_ones() {
+        let got = all(b"ab\n\nabcdefgh\nxyz\nlast", 5).await;
+        assert_eq!(
+            got,
+            vec![
+                (Line::Complete, "ab".into()),
+                (Line::Complete, "".into()),
+                (Line::TooLong(8), "".into()),
+                (Line::Complete, "xyz".into()),
+                (Line::Complete, "last".into()),
+                (Line::Eof, "".into()),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn long_last_line_and_empty_input() {
+        assert_eq!(
+            all(b"abcdefgh", 4).await,
+            vec![(Line::TooLong(8), "".into()), (Line::Eof, "".into())]
+        );
+        assert_eq!(all(b"", 4).await, vec![(Line::Eof, "".into())]);
+    }
+}

@@ -1,0 +1,115 @@
+//! The JSON-RPC messages mcpgw itself writes towards a backend, as bytes: its requests (with its own integer
+//! ids), notifications, `notifications/cancelled`, and answers to the backend's own requests.
+
+use protocol::method::Method;
+use protocol::{Error, ErrorCode, Request, Response};
+use serde_json::value::RawValue;
+
+/// A request with a gateway-minted id.
+pub(crate) fn request(id: i64, method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    let params_len = params.map_or(0, |p| p.get().len());
+    let mut out = Vec::with_capacity(64 + method.len() + params_len);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.to_string().as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    push_string(&mut out, method);
+    if let Some(p) = params {
+        out.extend_from_slice(b",\"params\":");
+        out.extend_from_slice(p.get().as_bytes());
+    }
+    out.push(b'}');
+    out
+}
+
+/// A notification.
+pub(crate) fn notification(method: &str, params: Option<&RawValue>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + method.len());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":");
+    push_string(&mut out, method);
+    if let Some(p) = params {
+        out.extend_from_slice(b",\"params\":");
+        out.extend_from_slice(p.get().as_bytes());
+    }
+    out.push(b'}');
+    out
+}
+
+/// `notifications/cancelled` for a request mcpgw sent.
+pub(crate) fn cancelled(request_id: i64, reason: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + reason.len());
+    out.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{\"requestId\":",
+    );
+    out.extend_from_slice(request_id.to_string().as_bytes());
+    out.extend_from_slice(b",\"reason\":");
+    push_string(&mut out, reason);
+    out.extend_from_slice(b"}}");
+    out
+}
+
+/// The answer to a request the backend sent the gateway: `ping` gets `{}`; sampling, elicitation, roots and
+/// anything else get -32601 until those are bridged to clients.
+pub(crate) fn answer_server_request(request: &Request) -> Vec<u8> {
+    let response = if request.known_method() == Some(Method::Ping) {
+        let empty = RawValue::from_string("{}".to_owned())
+            .unwrap_or_else(|_| unreachable!("{{}} is valid JSON"));
+        Response::result(&request.id, empty)
+    } else {
+        let message = format!("mcpgw does not relay {} yet", request.method);
+        Response::error(&request.id, Error::new(ErrorCode::MethodNotFound, message))
+    };
+    serde_json::to_vec(&response).unwrap_or_default()
+}
+
+fn push_string(out: &mut Vec<u8>, s: &str) {
+    // Serializing a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::RequestId;
+    use serde_json::{Value, json};
+
+    fn parse(bytes: &[u8]) -> Value {
+        serde_json::from_slice(bytes).unwrap()
+    }
+
+    #[test]
+    fn messages() {
+        let p = RawValue::from_string(r#"{"a":1.50}"#.into()).unwrap();
+        let r = request(7, "tools/call", Some(&p));
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"a":1.50}}"#
+        );
+        assert_eq!(
+            parse(&notification("notifications/initialized", None)),
+            json!({"jsonrpc":"2.0","method":"notifications/initialized"})
+        );
+        assert_eq!(
+            parse(&cancelled(3, "request timed out")),
+            json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"request timed out"}})
+        );
+    }
+
+    #[test]
+    fn server_requests_are_answered() {
+        let id: RequestId = serde_json::from_str("123456789012345678901234567890").unwrap();
+        let ping = Request::new(id.clone(), "ping", None);
+        let bytes = answer_server_request(&ping);
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#
+        );
+        let sampling = Request::new(RequestId::string("s1"), "sampling/createMessage", None);
+        let v = parse(&answer_server_request(&sampling));
+        assert_eq!(v["id"], "s1");
+        assert_eq!(v["error"]["code"], -32601);
+        assert_eq!(
+            v["error"]["message"],
+            "mcpgw does not relay sampling/createMessage yet"
+        );
+    }
+}

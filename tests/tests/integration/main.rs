@@ -1,0 +1,11 @@
+//! The integration test binary: starts real `mcpgw` processes (and real backends) and talks to them over
+//! loopback only, on ports chosen at run time. Every wait is bounded.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod bad_input;
+mod eras;
+mod errors;
+mod interop;
+mod resilience;
+mod support;

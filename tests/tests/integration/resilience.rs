@@ -1,0 +1,114 @@
+//! A failing backend affects only the requests routed to it: crashes are answered and the backend restarted,
+//! timeouts answered as tool errors, garbage on a backend's stdout skipped, a backend that is down left out of
+//! the lists while the others serve.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn call(url: &str, tool: &str, args: Value) -> Value {
+    modern_request(
+        url,
+        "tools/call",
+        json!({"name": tool, "arguments": args}),
+        &[],
+    )
+    .json()
+}
+
+#[test]
+fn a_crashing_backend_is_answered_restarted_and_serves_again() {
+    let dir = TempDir::new("resilience-crash");
+    let config = format!(
+        "{}\n[[backend]]\nname = \"steady\"\nprefix = \"s\"\ncommand = {}\n",
+        one_stdio_mock(&["--crash-after", "12"]),
+        stdio_mock_command(&["--name", "steady"])
+    );
+    let gw = gateway(&config, &dir);
+    let mut saw_error = false;
+    let mut recovered = false;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut n = 0;
+    while Instant::now() < deadline && n < 200 {
+        n += 1;
+        let r = call(&gw.url, "m__echo", json!({"text": "x"}));
+        if r["result"]["isError"] == true {
+            saw_error = true;
+        } else if r["result"]["content"][0]["text"] == "x" {
+            if saw_error {
+                recovered = true;
+                break;
+            }
+        } else {
+            panic!("neither a result nor a tool error: {r}");
+        }
+        // the other backend is never affected
+        let s = call(&gw.url, "s__echo", json!({"text": "steady"}));
+        assert_eq!(s["result"]["content"][0]["text"], "steady", "{s}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        saw_error,
+        "calls to the crashed backend are answered as tool errors"
+    );
+    assert!(recovered, "the backend was restarted and serves again");
+}
+
+#[test]
+fn a_timeout_is_a_tool_error_within_the_deadline() {
+    let dir = TempDir::new("resilience-timeout");
+    let config = format!("{}timeout_ms = 500\n", one_stdio_mock(&[]));
+    let gw = gateway(&config, &dir);
+    let started = Instant::now();
+    let r = call(&gw.url, "m__sleep", json!({"ms": 10_000}));
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "answered near the 500 ms deadline"
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(r["result"]["_meta"]["io.mcpgw/error"]["kind"], "timeout");
+    let r = call(&gw.url, "m__echo", json!({"text": "after"}));
+    assert_eq!(r["result"]["content"][0]["text"], "after");
+}
+
+#[test]
+fn garbage_on_a_backends_stdout_is_skipped() {
+    let dir = TempDir::new("resilience-garbage");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/garbage_server.py");
+    let config = format!(
+        "[[backend]]\nname = \"noisy\"\nprefix = \"\"\ncommand = [\"python3\", {:?}]\n",
+        script.to_string_lossy()
+    );
+    let gw = gateway(&config, &dir);
+    for i in 0..5 {
+        let r = call(&gw.url, "shout", json!({"text": format!("t{i}")}));
+        assert_eq!(r["result"]["content"][0]["text"], format!("T{i}"), "{r}");
+    }
+}
+
+#[test]
+fn a_backend_that_is_down_is_left_out_while_the_others_serve() {
+    let dir = TempDir::new("resilience-down");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/mcp", closed.local_addr().unwrap());
+    drop(closed);
+    let config = format!(
+        "{}\n[[backend]]\nname = \"dead\"\nurl = \"{dead_url}\"\n",
+        one_stdio_mock(&[])
+    );
+    let gw = gateway(&config, &dir);
+    let list = modern_request(&gw.url, "tools/list", json!({}), &[]).json();
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"m__echo"), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("dead__")));
+    let r = call(&gw.url, "m__echo", json!({"text": "fine"}));
+    assert_eq!(r["result"]["content"][0]["text"], "fine");
+}

@@ -1,0 +1,300 @@
+//! Starting and talking to real processes: the `mcpgw` binary (built once on demand), its mock backend, and a
+//! small MCP client over HTTP for both eras.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// The `mcpgw` binary of this workspace, built once per test run.
+pub fn mcpgw() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "gateway", "--bin", "mcpgw"])
+            .current_dir(&root)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building mcpgw failed");
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.join("target"));
+        target.join("debug").join("mcpgw")
+    })
+    .clone()
+}
+
+/// A directory for one test's files, removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("mcpgw-it-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    pub fn file(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A running process that is killed on drop; `addr` is what it printed as its listen address.
+pub struct Running {
+    child: Child,
+    pub url: String,
+    pub log: mpsc::Receiver<String>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts a process and waits (bounded) for a stderr line containing `marker` followed by a URL.
+pub fn start(mut cmd: Command, marker: &str) -> Running {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("process starts");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                if let Some(pos) = line.find(marker) {
+                    let rest = &line[pos + marker.len()..];
+                    let url = rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    return Running {
+                        child,
+                        url,
+                        log: rx,
+                    };
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("process did not print {marker:?} within 60 s");
+            }
+        }
+    }
+}
+
+/// Starts `mcpgw serve` on a free loopback port with a TOML config.
+pub fn gateway(config_toml: &str, dir: &TempDir) -> Running {
+    let path = dir.file("mcpgw.toml", config_toml);
+    let mut cmd = Command::new(mcpgw());
+    cmd.args(["serve", "--config"])
+        .arg(path)
+        .args(["--listen", "127.0.0.1:0"]);
+    cmd.env("RUST_LOG", "info");
+    start(cmd, "mcpgw listening on ")
+}
+
+/// Starts `mcpgw mock-backend --listen` on a free loopback port.
+pub fn http_mock(args: &[&str]) -> Running {
+    let mut cmd = Command::new(mcpgw());
+    cmd.args(["mock-backend", "--listen", "127.0.0.1:0"])
+        .args(args);
+    start(cmd, "mock-backend listening on ")
+}
+
+/// The TOML `command` array that runs the stdio mock backend with `args`.
+pub fn stdio_mock_command(args: &[&str]) -> String {
+    let mut parts = vec![
+        mcpgw().to_string_lossy().into_owned(),
+        "mock-backend".into(),
+        "--stdio".into(),
+    ];
+    parts.extend(args.iter().map(|a| a.to_string()));
+    serde_json::to_string(&parts).unwrap()
+}
+
+/// An HTTP response as the tests look at it.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub text: String,
+}
+
+impl Reply {
+    /// The JSON body (a JSON body, or the first SSE `data:` line).
+    pub fn json(&self) -> Value {
+        let text = if self.text.starts_with("event:") || self.text.starts_with("data:") {
+            self.text
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or_default()
+                .to_owned()
+        } else {
+            self.text.clone()
+        };
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.text))
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+}
+
+/// A blocking HTTP client with a bounded timeout.
+pub fn client() -> reqwest::blocking::Client {
+    reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// POSTs raw bytes with the given headers.
+pub fn post_raw(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<reqwest::blocking::Body>,
+) -> Reply {
+    let mut req = client().post(url).body(body);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    into_reply(req.send().expect("request sent"))
+}
+
+pub fn into_reply(resp: reqwest::blocking::Response) -> Reply {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let text = resp.text().unwrap_or_default();
+    Reply {
+        status,
+        headers,
+        text,
+    }
+}
+
+const JSON_HEADERS: [(&str, &str); 2] = [
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+];
+
+/// A legacy client: initialize, initialized, then requests carrying the session id.
+pub struct LegacyClient {
+    pub url: String,
+    pub version: String,
+    pub session: String,
+    next_id: i64,
+}
+
+impl LegacyClient {
+    pub fn connect(url: &str, version: &str) -> LegacyClient {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+        let reply = post_raw(url, &JSON_HEADERS, body.to_string());
+        assert_eq!(reply.status, 200, "initialize: {reply:?}");
+        let session = reply.header("mcp-session-id").expect("session id");
+        assert_eq!(reply.json()["result"]["protocolVersion"], version);
+        let mut c = LegacyClient {
+            url: url.to_owned(),
+            version: version.to_owned(),
+            session,
+            next_id: 1,
+        };
+        let r = c.post(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(r.status, 202, "initialized: {r:?}");
+        c
+    }
+
+    pub fn post(&mut self, body: &Value) -> Reply {
+        let mut headers = JSON_HEADERS.to_vec();
+        headers.push(("Mcp-Session-Id", &self.session));
+        if self.version.as_str() >= "2025-06-18" {
+            headers.push(("MCP-Protocol-Version", &self.version));
+        }
+        post_raw(&self.url, &headers, body.to_string())
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Reply {
+        self.next_id += 1;
+        self.post(
+            &json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}),
+        )
+    }
+}
+
+/// A 2026-07-28 client: every request self-describing, with the mirrored headers.
+pub fn modern_request(
+    url: &str,
+    method: &str,
+    mut params: Value,
+    extra_headers: &[(&str, &str)],
+) -> Reply {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+    });
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut headers: Vec<(&str, &str)> = JSON_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", "2026-07-28"));
+    headers.push(("Mcp-Method", method));
+    let encoded = name
+        .as_deref()
+        .map(|n| protocol::headers::encode_value(n).into_owned());
+    if let Some(n) = &encoded {
+        if matches!(method, "tools/call" | "prompts/get" | "resources/read") {
+            headers.push(("Mcp-Name", n));
+        }
+    }
+    headers.extend_from_slice(extra_headers);
+    post_raw(url, &headers, body.to_string())
+}
+
+/// A standard config with the stdio mock backend named `mock` (prefix `m`).
+pub fn one_stdio_mock(args: &[&str]) -> String {
+    format!(
+        "[[backend]]\nname = \"mock\"\nprefix = \"m\"\ncommand = {}\n",
+        stdio_mock_command(args)
+    )
+}
+
+/// Flushes a child's stdin line.
+pub fn write_line(w: &mut impl Write, v: &Value) {
+    w.write_all(v.to_string().as_bytes()).unwrap();
+    w.write_all(b"\n").unwrap();
+    w.flush().unwrap();
+}
