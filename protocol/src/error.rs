@@ -92,12 +92,22 @@ impl ErrorCode {
     }
 
     /// The code to put on the wire for a client of `generation`. Resource-not-found is -32602 on
-    /// 2026-07-28 and -32002 on older generations; every other code goes out as it is.
+    /// 2026-07-28 and -32002 on older generations. A missing client capability has no code before 2026-07-28:
+    /// legacy clients get -32602 (as the legacy spec answers an undeclared elicitation mode), with the same
+    /// `data`. Every other code goes out as it is.
     pub const fn wire_code(self, generation: Generation) -> i64 {
         match self {
             ErrorCode::ResourceNotFound => generation.resource_not_found_code(),
+            ErrorCode::MissingRequiredClientCapability if !generation.is_modern() => -32602,
             other => other.code(),
         }
+    }
+
+    /// Errors that are about the request itself rather than the handler's work: even on `tools/call` they
+    /// stay JSON-RPC errors instead of becoming tool errors (a client must see that it has to declare a
+    /// capability, not a model-readable failure).
+    pub const fn is_request_precondition(self) -> bool {
+        matches!(self, ErrorCode::MissingRequiredClientCapability)
     }
 
     /// Codes the 2026-07-28 HTTP transport answers with status 400 wherever they arise.
@@ -249,6 +259,16 @@ mod tests {
             (ErrorCode::RESOURCE_NOT_FOUND, V2025_11_25, -32002),
             (ErrorCode::RESOURCE_NOT_FOUND, V2026_07_28, -32602),
             (ErrorCode::InvalidParams, V2024_11_05, -32602),
+            (
+                ErrorCode::MissingRequiredClientCapability,
+                V2025_11_25,
+                -32602,
+            ),
+            (
+                ErrorCode::MissingRequiredClientCapability,
+                V2026_07_28,
+                -32021,
+            ),
             (ErrorCode::InvalidParams, V2026_07_28, -32602),
         ];
         for (code, g, wire) in table {

@@ -79,7 +79,8 @@ pub fn shape(
         },
         Err(f) => f.clone(),
     };
-    if kind == HandlerKind::Tool {
+    let precondition = matches!(&failure, Failure::Backend { error, .. } if error.code().is_request_precondition());
+    if kind == HandlerKind::Tool && !precondition {
         let body = tool_error(id, &failure, generation, stamp);
         return Shaped { status: 200, body };
     }

@@ -51,6 +51,12 @@ pub struct ServerConfig {
     pub workers: Option<usize>,
     /// Requests in flight per worker before the gateway answers "overloaded".
     pub max_in_flight_per_worker: usize,
+    /// `Host` names accepted (any port; `"*"` for any). Default: loopback names when listening on loopback,
+    /// anything otherwise. Other hosts get 403 (DNS-rebinding protection).
+    pub allowed_hosts: Option<Vec<String>>,
+    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any). Default:
+    /// loopback origins when listening on loopback, anything otherwise.
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// The code an unknown tool name gets.
@@ -77,6 +83,8 @@ impl Default for ServerConfig {
             unknown_tool_code: UnknownToolCode::default(),
             workers: None,
             max_in_flight_per_worker: 4096,
+            allowed_hosts: None,
+            allowed_origins: None,
         }
     }
 }

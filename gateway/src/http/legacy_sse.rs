@@ -22,7 +22,10 @@ use crate::session::SessionTransport;
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
 
-pub(super) async fn open(worker: web::Data<Worker>) -> HttpResponse {
+pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
+    if let Err(r) = worker.origin.check(&req) {
+        return rejection_response(&r);
+    }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let Some(id) = worker.gw.sse_connections.open(tx) else {
         return HttpResponse::ServiceUnavailable().body("too many open SSE connections");
@@ -49,6 +52,9 @@ pub(super) async fn post(
     payload: web::Payload,
     worker: web::Data<Worker>,
 ) -> HttpResponse {
+    if let Err(r) = worker.origin.check(&req) {
+        return rejection_response(&r);
+    }
     let gw = &worker.gw;
     let body = match read_body(req.headers(), payload, gw.config.server.max_body_bytes).await {
         Ok(b) => b,

@@ -31,6 +31,9 @@ pub(super) async fn post(
     payload: web::Payload,
     worker: web::Data<Worker>,
 ) -> HttpResponse {
+    if let Err(r) = worker.origin.check(&req) {
+        return rejection_response(&r);
+    }
     let body = match read_body(
         req.headers(),
         payload,
@@ -62,6 +65,9 @@ async fn handle(
     body: Bytes,
     worker: &Worker,
 ) -> HttpResponse {
+    if let Err(r) = worker.origin.check(req) {
+        return rejection_response(&r);
+    }
     let session = session_of(req, worker);
     let origin = Origin::Http(method, req.headers().clone());
     let routed = match worker.routing.route(origin, body, session.clone()).await {

@@ -5,7 +5,10 @@ mod body;
 mod health;
 mod legacy_sse;
 mod mcp;
+mod origin;
 mod stream;
+
+pub use origin::OriginPolicy;
 
 use std::sync::Arc;
 
@@ -38,6 +41,8 @@ pub struct Worker {
     pub routing: RoutingHandle,
     /// This worker's response actor.
     pub response: ResponseHandle,
+    /// Host and Origin checks.
+    pub origin: OriginPolicy,
 }
 
 impl Worker {
@@ -45,10 +50,12 @@ impl Worker {
     pub fn start(gw: Arc<Gateway>) -> Worker {
         let routing = RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker);
         let response = ResponseHandle::start(gw.clone());
+        let origin = OriginPolicy::from_config(&gw.config.server);
         Worker {
             gw,
             routing,
             response,
+            origin,
         }
     }
 }

@@ -455,3 +455,30 @@ fn huge_exponent_numbers_pass_through_shaping() {
         }
     }
 }
+
+#[test]
+fn a_backends_missing_capability_stays_a_json_rpc_error_even_for_tools() {
+    let f = Failure::Backend {
+        backend: "b".into(),
+        error: Error::new(ErrorCode::MissingRequiredClientCapability, "needs sampling")
+            .with_data(json!({"requiredCapabilities": {"sampling": {}}})),
+    };
+    for g in Generation::ALL {
+        let (status, v) = shaped(Method::ToolsCall, g, Err(&f));
+        assert!(v.get("result").is_none(), "{g}: {v}");
+        let (want_code, want_status) = if g.is_modern() {
+            (-32021, 400)
+        } else {
+            (-32602, 200)
+        };
+        assert_eq!(
+            (v["error"]["code"].as_i64(), status),
+            (Some(want_code), want_status),
+            "{g}"
+        );
+        assert_eq!(
+            v["error"]["data"]["requiredCapabilities"],
+            json!({"sampling": {}})
+        );
+    }
+}

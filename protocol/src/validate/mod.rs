@@ -29,7 +29,7 @@ pub use outcome::{Call, Rejection, Target, ValidKind, ValidRequest};
 use crate::error::{Error, ErrorCode};
 use crate::generation::Generation;
 use crate::id::RequestId;
-use crate::message::{self, Message, Parsed};
+use crate::message::{self, Message, Parsed, Request};
 use crate::meta::{ParamsView, RequestMeta, string_of};
 use http::{One, Scanned, is_json_content_type};
 
@@ -347,7 +347,11 @@ impl Facts {
 /// Which era a single message belongs to, decided from the body first.
 fn route_single(ctx: &Ctx<'_>, m: Message) -> Result<(Generation, ValidKind), Rejection> {
     let m = match m {
-        Message::Request(r) if r.method == "initialize" => return legacy::initialize(ctx, r),
+        // `initialize` starts a legacy session, unless the request claims the modern era (2026-07-28 removed
+        // the method: such a request gets the modern "method not found" below).
+        Message::Request(r) if r.method == "initialize" && !claims_modern(ctx, &r) => {
+            return legacy::initialize(ctx, r);
+        }
         m => m,
     };
     let id = match &m {
@@ -391,6 +395,21 @@ fn route_single(ctx: &Ctx<'_>, m: Message) -> Result<(Generation, ValidKind), Re
 
 #[cfg(test)]
 mod tests;
+
+/// Whether a request says it is 2026-07-28: a modern version in `_meta` or in `MCP-Protocol-Version`.
+fn claims_modern(ctx: &Ctx<'_>, r: &Request) -> bool {
+    let modern = |v: &str| Generation::parse(v).is_ok_and(Generation::is_modern);
+    let header = match ctx.headers.protocol_version {
+        One::Present(v) => std::str::from_utf8(v).is_ok_and(modern),
+        _ => false,
+    };
+    header
+        || ParamsView::read(r.params.as_deref())
+            .ok()
+            .and_then(|view| RequestMeta::read(view.meta).ok())
+            .and_then(|meta| meta.protocol_version)
+            .is_some_and(|v| modern(&v))
+}
 
 /// One entry of a 2025-03-26 batch, judged inside the session.
 fn batch_entry(

@@ -53,7 +53,7 @@ pub(super) fn target(
             }
             if let Some(required) = route.required_capabilities {
                 if let Some(missing) = missing_capabilities(required, declared) {
-                    return reject(malformed, missing_capability(g, &name, missing));
+                    return reject(malformed, missing_capability(&name, missing));
                 }
             }
             Ok(Some(Target::Tool(name)))
@@ -93,16 +93,11 @@ fn invalid(msg: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error::new(ErrorCode::InvalidParams, msg)
 }
 
-/// -32021 on 2026-07-28; legacy generations have no such code and get -32602 with the same data, as the
-/// legacy spec answers an undeclared elicitation mode.
-fn missing_capability(g: Generation, tool: &str, missing: Value) -> Error {
-    let code = if g.is_modern() {
-        ErrorCode::MissingRequiredClientCapability
-    } else {
-        ErrorCode::InvalidParams
-    };
+/// `MissingRequiredClientCapability`: -32021 on 2026-07-28; `wire_code` gives legacy generations, which have no
+/// such code, -32602 with the same data (as the legacy spec answers an undeclared elicitation mode).
+fn missing_capability(tool: &str, missing: Value) -> Error {
     Error::new(
-        code,
+        ErrorCode::MissingRequiredClientCapability,
         format!("tool {tool} needs client capabilities the client did not declare"),
     )
     .with_data(json!({ "requiredCapabilities": missing }))

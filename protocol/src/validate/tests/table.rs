@@ -226,6 +226,14 @@ fn design_error_table_per_generation() {
         want(404, -32601),
     ));
     rows.push((
+        "initialize is gone on 2026-07-28".into(),
+        Req::modern(
+            "initialize",
+            json!({"protocolVersion": "2026-07-28", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}),
+        ),
+        want(404, -32601),
+    ));
+    rows.push((
         "logging/setLevel is gone".into(),
         Req::modern("logging/setLevel", json!({"level": "info"})),
         want(404, -32601),
