@@ -287,8 +287,11 @@ impl Handler<Reinitialize> for BackendActor {
         AtomicResponse::new(Box::pin(renewal.into_actor(self).map(
             move |outcome, act, ctx| match outcome {
                 Ok(description) => {
+                    // A renewed session is a reconnect (the backend most likely restarted): the gateway
+                    // hears `Ready` again and re-lists what it serves.
                     if epoch == act.epoch {
-                        act.shared.set(State::Ready(description));
+                        act.shared.set(State::Ready(Arc::clone(&description)));
+                        act.ctx.notifier.ready(description);
                     }
                     Ok(())
                 }

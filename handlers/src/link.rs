@@ -27,13 +27,21 @@ use crate::stdio::{self, StdioLink};
 const STDIO_PROBE_LIMIT: Duration = Duration::from_secs(5);
 
 /// What every connection of one backend shares.
-#[derive(Debug)]
 pub(crate) struct LinkContext {
     pub(crate) config: BackendConfig,
     pub(crate) notifier: Notifier,
     client_info: Box<RawValue>,
     modern_version: Box<RawValue>,
     empty_object: Box<RawValue>,
+}
+
+impl std::fmt::Debug for LinkContext {
+    // The configuration may carry secrets (environment variables, URLs with tokens): only the name shows.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinkContext")
+            .field("backend", &self.name())
+            .finish_non_exhaustive()
+    }
 }
 
 impl LinkContext {
@@ -88,28 +96,28 @@ impl LinkContext {
         request: &mut BackendRequest,
     ) -> Result<Option<Box<RawValue>>, Failure> {
         let params = request.params.take();
-        let edited = if generation.is_modern() {
-            let capabilities = match &request.client_capabilities {
-                None => None,
-                Some(c) if c.is_object() => serde_json::value::to_raw_value(c).ok(),
-                Some(_) => {
-                    return Err(Failure::Internal {
-                        reason: "client capabilities must be a json object".to_owned(),
-                    });
-                }
-            };
-            let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
-            meta::for_modern(params.as_deref(), self.modern_meta(capabilities)).map(Some)
-        } else {
-            meta::for_legacy(params)
+        if !generation.is_modern() {
+            return Ok(meta::for_legacy(params));
+        }
+        let capabilities = match &request.client_capabilities {
+            None => None,
+            Some(c) if c.is_object() => serde_json::value::to_raw_value(c).ok(),
+            Some(_) => {
+                return Err(Failure::Internal {
+                    reason: "client capabilities must be a json object".to_owned(),
+                });
+            }
         };
-        edited.map_err(|e| Failure::Internal {
-            reason: format!(
-                "cannot send {} to backend {}: {e}",
-                request.method,
-                self.name()
-            ),
-        })
+        let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
+        meta::for_modern(params.as_deref(), self.modern_meta(capabilities))
+            .map(Some)
+            .map_err(|e| Failure::Internal {
+                reason: format!(
+                    "cannot send {} to backend {}: {e}",
+                    request.method,
+                    self.name()
+                ),
+            })
     }
 
     /// A JSON-RPC error the backend answered, its code named for the backend's generation and the method.
@@ -160,6 +168,12 @@ impl LinkContext {
             Unanswered::Failed(reason) => self.unavailable(reason),
         }
     }
+}
+
+/// A request that never went out because the connection was already gone: the backend is down (restarting),
+/// which is `Unavailable`; only requests in flight when it died are `Crashed`.
+pub(crate) fn not_sent(lost: Lost) -> Unanswered {
+    Unanswered::Failed(format!("the backend is down: {}", lost.reason()))
 }
 
 /// Why a request sent on a multiplexed connection got no answer.

@@ -3,25 +3,24 @@
 //! To a modern (2026-07-28) backend every request carries `_meta` with the protocol version, the client
 //! capabilities and the client info; to a legacy backend those keys are removed. In both, `progressToken`
 //! is removed (progress is not bridged yet) and every other `_meta` key is kept. Only the top level of
-//! `params` and of `_meta` is parsed, as ordered key → raw value pairs: argument values are copied byte for
-//! byte (big integers, number spellings, string escapes all survive). Keys are re-encoded as JSON strings.
-
-use std::fmt;
+//! `params` and of `_meta` is parsed ([`RawObject`], ordered key → raw value pairs): argument values are
+//! copied byte for byte (big integers, number spellings, string escapes all survive).
 
 use protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROGRESS_TOKEN, PROTOCOL_VERSION};
-use serde::Deserialize;
-use serde::de::{Deserializer, MapAccess, Visitor};
+use protocol::raw::RawObject;
 use serde_json::value::RawValue;
 
-/// The `_meta` keys that only a modern backend gets (and a legacy one must not).
-const MODERN_KEYS: [&str; 3] = [PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO];
+/// The `_meta` keys a legacy backend must not get: the modern ones, and the progress token (not bridged).
+const REMOVED_FOR_LEGACY: [&str; 4] = [
+    PROTOCOL_VERSION,
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    PROGRESS_TOKEN,
+];
 
 /// Why params cannot be edited.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ParamsError {
-    /// Params are not valid JSON (cannot happen for params that came through `protocol::message`).
-    #[error("params are not valid json: {0}")]
-    Invalid(String),
     /// A modern backend needs `_meta`, which only an object can carry.
     #[error("params must be a json object to carry _meta")]
     NotObject,
@@ -38,189 +37,67 @@ pub(crate) struct ModernMeta<'a> {
     pub client_info: &'a RawValue,
 }
 
-impl ModernMeta<'_> {
-    fn entries(&self) -> [(&'static str, &RawValue); 3] {
-        [
-            (PROTOCOL_VERSION, self.protocol_version),
-            (CLIENT_CAPABILITIES, self.client_capabilities),
-            (CLIENT_INFO, self.client_info),
-        ]
-    }
-}
-
 /// Params for a modern backend: `_meta` gets the three modern keys (replacing any the client sent), loses
-/// `progressToken`, and keeps everything else; absent params become `{"_meta":{...}}`.
+/// `progressToken`, and keeps everything else; absent params become `{"_meta":{...}}`. A `_meta` that is
+/// not an object is replaced.
 pub(crate) fn for_modern(
     params: Option<&RawValue>,
-    meta: ModernMeta<'_>,
+    stamp: ModernMeta<'_>,
 ) -> Result<Box<RawValue>, ParamsError> {
-    let object = match params {
-        None => RawObject::default(),
-        Some(p) if p.get().trim_start().starts_with('{') => RawObject::read(p)?,
-        Some(_) => return Err(ParamsError::NotObject),
+    let mut object = RawObject::parse_or_empty(params).ok_or(ParamsError::NotObject)?;
+    let meta = {
+        let mut meta = object
+            .get("_meta")
+            .and_then(RawObject::parse)
+            .unwrap_or_default();
+        for key in REMOVED_FOR_LEGACY {
+            meta.remove(key);
+        }
+        meta.set(PROTOCOL_VERSION, stamp.protocol_version.to_owned());
+        meta.set(CLIENT_CAPABILITIES, stamp.client_capabilities.to_owned());
+        meta.set(CLIENT_INFO, stamp.client_info.to_owned());
+        meta.to_raw()
     };
-    let extra = object.capacity_hint() + 512;
-    Ok(rewrite(&object, Some(meta), extra))
+    set_meta(&mut object, Some(meta));
+    Ok(object.to_raw())
 }
 
 /// Params for a legacy backend: `_meta` loses the modern keys and `progressToken` (and disappears when
-/// nothing is left in it); everything else is kept. Params that need no change are returned as they are.
-pub(crate) fn for_legacy(
-    params: Option<Box<RawValue>>,
-) -> Result<Option<Box<RawValue>>, ParamsError> {
-    let Some(params) = params else {
-        return Ok(None);
+/// nothing is left in it); everything else is kept. Params that need no change (no `_meta`, a `_meta`
+/// without those keys or that is not an object, array params) are returned as they are.
+pub(crate) fn for_legacy(params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
+    let params = params?;
+    let edited = {
+        let Some(mut object) = RawObject::parse(&params) else {
+            return Some(params);
+        };
+        let Some(mut meta) = object.get("_meta").and_then(RawObject::parse) else {
+            return Some(params);
+        };
+        let mut removed = false;
+        for key in REMOVED_FOR_LEGACY {
+            removed |= meta.remove(key);
+        }
+        if !removed {
+            return Some(params);
+        }
+        let meta = (!meta.is_empty()).then(|| meta.to_raw());
+        set_meta(&mut object, meta);
+        object.to_raw()
     };
-    if !params.get().trim_start().starts_with('{') {
-        // Array params: legal JSON-RPC, never MCP; nothing to edit.
-        return Ok(Some(params));
-    }
-    let object = RawObject::read(&params)?;
-    let needs_edit = object.meta().is_some_and(|meta| {
-        RawObject::read(meta).is_ok_and(|m| {
-            m.0.iter()
-                .any(|(k, _)| MODERN_KEYS.contains(&k.as_str()) || k == PROGRESS_TOKEN)
-        })
-    });
-    if !needs_edit {
-        return Ok(Some(params));
-    }
-    Ok(Some(rewrite(&object, None, object.capacity_hint())))
+    Some(edited)
 }
 
-/// Writes `object` with its `_meta` edited (stamped with `modern` when given).
-fn rewrite(
-    object: &RawObject<'_>,
-    modern: Option<ModernMeta<'_>>,
-    capacity: usize,
-) -> Box<RawValue> {
-    let mut out = ObjectWriter::with_capacity(capacity);
-    let mut meta_written = false;
-    for (key, value) in &object.0 {
-        if key != "_meta" {
-            out.entry(key, value.get());
-            continue;
-        }
-        // With duplicate `_meta` keys the last one counts (as for every JSON parser); it is written once.
-        if !meta_written {
-            meta_written = true;
-            if let Some(meta) = edited_meta(object.meta(), modern) {
-                out.entry(key, &meta);
-            }
-        }
+/// Sets (in place) or removes `_meta`. Validated params never repeat a key; should they, every copy goes
+/// and the edited one is appended, so no unedited copy reaches the backend.
+fn set_meta(object: &mut RawObject<'_>, meta: Option<Box<RawValue>>) {
+    let copies = object.iter().filter(|(k, _)| *k == "_meta").count();
+    if copies > 1 || meta.is_none() {
+        object.remove("_meta");
     }
-    if !meta_written {
-        if let Some(meta) = edited_meta(None, modern) {
-            out.entry("_meta", &meta);
-        }
+    if let Some(meta) = meta {
+        object.set("_meta", meta);
     }
-    out.finish()
-}
-
-/// The edited `_meta` object, or `None` when it would be empty on a legacy backend. A `_meta` that is not
-/// an object is kept as it is for a legacy backend and replaced for a modern one.
-fn edited_meta(meta: Option<&RawValue>, modern: Option<ModernMeta<'_>>) -> Option<String> {
-    let kept = match meta.map(RawObject::read) {
-        Some(Ok(object)) => object,
-        Some(Err(_)) if modern.is_none() => return meta.map(|m| m.get().to_owned()),
-        _ => RawObject::default(),
-    };
-    let mut out = ObjectWriter::with_capacity(meta.map_or(0, |m| m.get().len()) + 256);
-    for (key, value) in &kept.0 {
-        if !MODERN_KEYS.contains(&key.as_str()) && key != PROGRESS_TOKEN {
-            out.entry(key, value.get());
-        }
-    }
-    if let Some(modern) = modern {
-        for (key, value) in modern.entries() {
-            out.entry(key, value.get());
-        }
-    }
-    (!out.is_empty() || modern.is_some()).then(|| out.finish().get().to_owned())
-}
-
-/// A JSON object read one level deep: keys in order (duplicates kept), values raw.
-#[derive(Debug, Default)]
-struct RawObject<'a>(Vec<(String, &'a RawValue)>);
-
-impl<'a> RawObject<'a> {
-    fn read(raw: &'a RawValue) -> Result<RawObject<'a>, ParamsError> {
-        serde_json::from_str(raw.get()).map_err(|e| ParamsError::Invalid(e.to_string()))
-    }
-
-    /// The last `_meta` value.
-    fn meta(&self) -> Option<&'a RawValue> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "_meta")
-            .map(|(_, v)| *v)
-    }
-
-    fn capacity_hint(&self) -> usize {
-        self.0
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .sum()
-    }
-}
-
-impl<'de> Deserialize<'de> for RawObject<'de> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = RawObject<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
-                    entries.push(entry);
-                }
-                Ok(RawObject(entries))
-            }
-        }
-        d.deserialize_map(V)
-    }
-}
-
-/// Writes a JSON object from keys and raw values.
-struct ObjectWriter {
-    out: String,
-}
-
-impl ObjectWriter {
-    fn with_capacity(n: usize) -> ObjectWriter {
-        let mut out = String::with_capacity(n + 2);
-        out.push('{');
-        ObjectWriter { out }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.out.len() == 1
-    }
-
-    fn entry(&mut self, key: &str, raw_value: &str) {
-        if !self.is_empty() {
-            self.out.push(',');
-        }
-        // Writing a string into a String cannot fail.
-        self.out
-            .push_str(&serde_json::to_string(key).unwrap_or_else(|_| String::from("\"\"")));
-        self.out.push(':');
-        self.out.push_str(raw_value);
-    }
-
-    fn finish(mut self) -> Box<RawValue> {
-        self.out.push('}');
-        // Keys are encoded by serde_json and values were valid raw JSON: the object is valid.
-        RawValue::from_string(self.out).unwrap_or_else(|_| empty_object())
-    }
-}
-
-fn empty_object() -> Box<RawValue> {
-    RawValue::from_string("{}".to_owned()).unwrap_or_else(|_| unreachable!("{{}} is valid JSON"))
 }
 
 #[cfg(test)]
@@ -246,9 +123,7 @@ mod tests {
     }
 
     fn legacy(params: Option<&str>) -> Option<String> {
-        for_legacy(params.map(raw))
-            .unwrap()
-            .map(|r| r.get().to_owned())
+        for_legacy(params.map(raw)).map(|r| r.get().to_owned())
     }
 
     const STAMP: &str = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"mcpgw","version":"1"}"#;
@@ -322,9 +197,9 @@ mod tests {
             legacy(Some(r#"{"_meta":"x","a":1}"#)).as_deref(),
             Some(r#"{"_meta":"x","a":1}"#)
         );
-        // duplicate _meta: the last counts, written once at the first position
+        // duplicate _meta: one edited copy is left
         let got = modern(Some(r#"{"_meta":{"a":1},"x":0,"_meta":{"b":2}}"#));
-        assert_eq!(got, format!("{{\"_meta\":{{\"b\":2,{STAMP}}},\"x\":0}}"));
+        assert_eq!(got, format!("{{\"x\":0,\"_meta\":{{\"a\":1,{STAMP}}}}}"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use protocol::shape::Failure;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use serde_json::value::RawValue;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
@@ -45,7 +46,7 @@ struct Inner {
     client: reqwest::Client,
     url: Url,
     session: RwLock<Session>,
-    last_id: Arc<AtomicI64>,
+    last_id: AtomicI64,
     poster: Poster,
     /// Cancellations and answers to the backend's requests, posted with the current session's headers.
     outbox: Arc<dyn Outbox>,
@@ -53,6 +54,8 @@ struct Inner {
     inbound: Inbound,
     /// Stops the GET stream.
     listening: CancellationToken,
+    /// Woken when the session is renewed, so that the GET stream follows it.
+    renewed: Arc<Notify>,
 }
 
 impl Drop for Inner {
@@ -84,7 +87,7 @@ pub(super) async fn connect(
     client: &reqwest::Client,
     url: &Url,
 ) -> Result<Connected, Refused> {
-    let last_id = Arc::new(AtomicI64::new(0));
+    let last_id = AtomicI64::new(0);
     let (session, init) = initialize(ctx, client, url, &last_id).await?;
     info!(backend = %ctx.name(), generation = %session.generation, session = ?session.id,
         "legacy streamable http session initialized");
@@ -106,9 +109,14 @@ pub(super) async fn connect(
             inbound: Inbound::new(ctx.notifier.clone(), None, Some(Arc::clone(&outbox))),
             outbox,
             listening: CancellationToken::new(),
+            renewed: Arc::new(Notify::new()),
         }
     });
-    actix_rt::spawn(listen(Arc::downgrade(&inner), inner.listening.clone()));
+    actix_rt::spawn(listen(
+        Arc::downgrade(&inner),
+        inner.listening.clone(),
+        Arc::clone(&inner.renewed),
+    ));
     Ok(Connected {
         link: Link::Legacy(LegacyLink(inner)),
         description,
@@ -331,6 +339,7 @@ impl LegacyLink {
             .session
             .write()
             .unwrap_or_else(PoisonError::into_inner) = session;
+        inner.renewed.notify_waiters();
         Ok(Arc::new(ServerDescription::from_initialize(
             init,
             generation,
@@ -377,7 +386,7 @@ impl Outbox for SessionOutbox {
 
 /// Keeps the session's GET stream open for unsolicited notifications and requests; reconnects with backoff,
 /// gives up on 405 (the backend offers none).
-async fn listen(link: Weak<Inner>, stop: CancellationToken) {
+async fn listen(link: Weak<Inner>, stop: CancellationToken, renewed: Arc<Notify>) {
     let mut backoff = Backoff::new(
         Duration::from_secs(1),
         Duration::from_secs(30),
@@ -396,6 +405,7 @@ async fn listen(link: Weak<Inner>, stop: CancellationToken) {
         let started = Instant::now();
         let streamed = tokio::select! {
             () = stop.cancelled() => return,
+            () = renewed.notified() => continue,
             r = stream_once(request, &inbound) => r,
         };
         match streamed {

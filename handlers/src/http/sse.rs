@@ -20,7 +20,7 @@ use crate::description::{ServerDescription, TransportKind};
 use crate::handle::BackendRequest;
 use crate::handshake;
 use crate::inbound::Inbound;
-use crate::link::{Connected, Lifeline, Link, LinkContext, Unanswered, Verdict};
+use crate::link::{Connected, Lifeline, Link, LinkContext, Unanswered, Verdict, not_sent};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::pending::{Lost, Pending, Reply};
 use crate::wire;
@@ -237,7 +237,7 @@ impl SseLink {
         deadline: Instant,
         cancellable: bool,
     ) -> Result<Reply, Unanswered> {
-        let mut waiter = self.0.pending.register().map_err(Unanswered::Lost)?;
+        let mut waiter = self.0.pending.register().map_err(not_sent)?;
         let id = waiter.id();
         let mut guard = CancelGuard::new(&*self.0.outbox, id, cancellable);
         let exchange = async {

@@ -22,7 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::lines::{Line, next_line};
 use crate::inbound::Inbound;
-use crate::link::{Lifeline, LinkContext, Unanswered};
+use crate::link::{Lifeline, LinkContext, Unanswered, not_sent};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::pending::{Lost, Pending, Reply};
 use crate::wire;
@@ -172,12 +172,12 @@ impl StdioProcess {
         deadline: Instant,
         cancellable: bool,
     ) -> Result<Reply, Unanswered> {
-        let mut waiter = self.pending.register().map_err(Unanswered::Lost)?;
+        let mut waiter = self.pending.register().map_err(not_sent)?;
         let id = waiter.id();
         match self.stdin.send(wire::request(id, method, params)) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => return Err(Unanswered::Overloaded),
-            Err(TrySendError::Closed(_)) => return Err(Unanswered::Lost(self.stdin_closed())),
+            Err(TrySendError::Closed(_)) => return Err(not_sent(self.stdin_closed())),
         }
         let mut guard = CancelGuard::new(&*self.stdin, id, cancellable);
         match tokio::time::timeout_at(deadline, waiter.answer()).await {

@@ -171,6 +171,13 @@ async fn an_expired_legacy_session_is_renewed_once_and_the_request_retried() {
         retried.last().unwrap().headers["mcp-session-id"],
         "session-2"
     );
+    // the renewal is a reconnect: Ready again, and the GET stream follows the new session
+    events.ready().await;
+    let on_session_2 = |r: &fake_http::Received| {
+        r.http_method == "GET"
+            && r.headers.get("mcp-session-id").map(String::as_str) == Some("session-2")
+    };
+    server.fake.wait_for(on_session_2).await;
     backend.shutdown();
 }
 

@@ -397,3 +397,32 @@ async fn a_command_that_cannot_start_is_down_and_unavailable() {
     );
     backend.shutdown();
 }
+
+#[actix_rt::test]
+async fn a_child_ignoring_stdin_and_sigterm_is_killed() {
+    let log = TempLog::new("stubborn");
+    let args = ["--era", "modern", "--linger", "--ignore-term"];
+    let (backend, mut events) = start(stdio_config("stubborn", &args, Some(&log)));
+    events.ready().await;
+    let start_line = log.wait_for(|l| l.starts_with("START")).await;
+    let pid = start_line.trim_start_matches("START ").to_owned();
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc_dir.exists());
+    let started = Instant::now();
+    backend.shutdown();
+    log.wait_for(|l| l == "EOF").await;
+    log.wait_for(|l| l == "TERM").await;
+    // stdin closed, 2 s grace, SIGTERM, 2 s grace, SIGKILL (and reaped)
+    while proc_dir.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "the child outlived SIGKILL"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(3500),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -156,41 +156,7 @@ fn validate_scanned(
             ),
         ));
     }
-    let kind = match message::parse(req.body)? {
-        Parsed::Batch(entries) => {
-            let s = ctx.require_session(None)?;
-            if !s.generation.allows_batching() {
-                return Err(Rejection::new(
-                    200,
-                    None,
-                    Error::new(
-                        ErrorCode::InvalidRequest,
-                        format!(
-                            "invalid request: JSON-RPC batches are not part of {}",
-                            s.generation
-                        ),
-                    ),
-                )
-                .for_generation(s.generation));
-            }
-            let items = entries
-                .into_iter()
-                .map(|entry| batch_entry(&ctx, s, entry))
-                .collect();
-            return Ok(ValidRequest {
-                generation: s.generation,
-                accepts,
-                kind: ValidKind::Batch(items),
-            });
-        }
-        Parsed::Single(m) => m,
-    };
-    let (generation, kind) = route_single(&ctx, kind)?;
-    Ok(ValidRequest {
-        generation,
-        accepts,
-        kind,
-    })
+    judge(&ctx, message::parse(req.body)?, accepts)
 }
 
 /// Validates one message read from a stdio transport (newline-delimited JSON-RPC). There is no header
@@ -214,11 +180,17 @@ pub fn validate_stdio(
         json: true,
         sse: false,
     };
-    let kind = match message::parse(line).map_err(|e| {
+    let parsed = message::parse(line).map_err(|e| {
         let mut r = Rejection::from(e);
         r.generation = session.map(|s| s.generation);
         r
-    })? {
+    })?;
+    judge(&ctx, parsed, accepts)
+}
+
+/// A parsed body judged: a batch inside a 2025-03-26 session, entry by entry, or one message by its era.
+fn judge(ctx: &Ctx<'_>, parsed: Parsed, accepts: Accepts) -> Result<ValidRequest, Rejection> {
+    let m = match parsed {
         Parsed::Batch(entries) => {
             let s = ctx.require_session(None)?;
             if !s.generation.allows_batching() {
@@ -237,7 +209,7 @@ pub fn validate_stdio(
             }
             let items = entries
                 .into_iter()
-                .map(|entry| batch_entry(&ctx, s, entry))
+                .map(|entry| batch_entry(ctx, s, entry))
                 .collect();
             return Ok(ValidRequest {
                 generation: s.generation,
@@ -247,7 +219,7 @@ pub fn validate_stdio(
         }
         Parsed::Single(m) => m,
     };
-    let (generation, kind) = route_single(&ctx, kind)?;
+    let (generation, kind) = route_single(ctx, m)?;
     Ok(ValidRequest {
         generation,
         accepts,
