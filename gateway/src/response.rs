@@ -106,12 +106,25 @@ impl ResponseHandle {
 
     /// Shapes an outcome for the client. The actor's mailbox is bounded by the routing permits of this worker
     /// (every request holds one from validation to its answer); the deadline bounds the wait.
-    pub async fn shape(&self, id: RequestId, method: Method, generation: Generation, outcome: Outcome) -> Shaped {
-        let msg = Shape { id: id.clone(), method, generation, outcome };
+    pub async fn shape(
+        &self,
+        id: RequestId,
+        method: Method,
+        generation: Generation,
+        outcome: Outcome,
+    ) -> Shaped {
+        let msg = Shape {
+            id: id.clone(),
+            method,
+            generation,
+            outcome,
+        };
         match tokio::time::timeout(SHAPE_DEADLINE, self.addr.send(msg)).await {
             Ok(Ok(shaped)) => shaped,
             Ok(Err(_)) | Err(_) => {
-                let failure = Failure::Internal { reason: "the response could not be shaped in time".into() };
+                let failure = Failure::Internal {
+                    reason: "the response could not be shaped in time".into(),
+                };
                 shape_outcome(&self.gw, &id, method, generation, Outcome::Failed(failure))
             }
         }
