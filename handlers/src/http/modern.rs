@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use protocol::ErrorCode;
 use protocol::headers::{encode_value, names};
 use protocol::payload::DiscoverResult;
 use protocol::shape::Failure;
@@ -33,6 +34,9 @@ struct Inner {
     last_id: AtomicI64,
     /// Notifications on response streams go to the events; requests are not allowed from modern servers.
     inbound: Inbound,
+    /// Cut when an answer shows the backend is not (or no longer) the modern server it was probed as: the
+    /// actor then reconnects, which probes the era again.
+    lifeline: Lifeline,
 }
 
 /// What the probe found.
@@ -93,19 +97,21 @@ pub(super) fn connected(
 ) -> Connected {
     let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
     let inbound = Inbound::new(ctx.notifier.clone(), None, None);
+    let lifeline = Lifeline::default();
     let link = ModernLink(Arc::new(Inner {
         ctx,
         client,
         url,
         last_id: AtomicI64::new(0),
         inbound,
+        lifeline: lifeline.clone(),
     }));
     Connected {
         link: Link::Modern(link),
         description: Arc::new(description),
         verdict: Verdict::Modern,
-        // Nothing to lose: there is no connection between requests.
-        lifeline: Lifeline::default(),
+        // No connection between requests to lose; cut only when the era assumption fails.
+        lifeline,
     }
 }
 
@@ -135,7 +141,11 @@ impl ModernLink {
                 .map_err(|e| ctx.unavailable(format!("the request failed: {e}")))?;
             let status = response.status();
             if status != StatusCode::OK {
-                return Err(status_failure(ctx, MODERN, method, response).await);
+                let failure = status_failure(ctx, MODERN, method, response).await;
+                if let Some(why) = era_assumption_failed(status, &failure) {
+                    inner.lifeline.cut(why);
+                }
+                return Err(failure);
             }
             match read_reply(response, id, &inner.inbound).await {
                 Ok(Ok(result)) => Ok(result),
@@ -147,6 +157,31 @@ impl ModernLink {
             Ok(outcome) => outcome,
             Err(_) => Err(ctx.timeout()),
         }
+    }
+}
+
+/// Whether a refused request shows that the backend no longer serves 2026-07-28 as probed: it declines the
+/// version (-32022), or it refuses a modern request at the HTTP level without any modern error (a legacy
+/// server answering 400/404/405). Header mismatches and missing capabilities are ordinary modern answers.
+fn era_assumption_failed(status: StatusCode, failure: &Failure) -> Option<String> {
+    match failure {
+        Failure::Backend { error, .. } if error.code() == ErrorCode::UnsupportedProtocolVersion => {
+            Some(format!(
+                "the backend declined protocol version 2026-07-28 ({}); probing its era again",
+                error.message()
+            ))
+        }
+        Failure::Unavailable { .. }
+            if matches!(
+                status,
+                StatusCode::BAD_REQUEST | StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED
+            ) =>
+        {
+            Some(format!(
+                "the backend refused a 2026-07-28 request with HTTP {status}; probing its era again"
+            ))
+        }
+        _ => None,
     }
 }
 

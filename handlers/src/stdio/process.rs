@@ -361,18 +361,16 @@ async fn terminate(child: &mut Child, pid: Option<u32>, backend: &str) {
     }
 }
 
-/// Sends SIGTERM. This crate forbids unsafe code (so no `libc::kill`): the system's `kill` utility sends
-/// it. The child has not been reaped yet (its `wait` did not return), so the pid is still its own.
+/// Sends SIGTERM (through rustix's safe `kill`). The child has not been reaped yet (its `wait` did not
+/// return), so the pid is still its own.
 async fn sigterm(pid: u32) {
-    let status = Command::new("kill")
-        .arg("-TERM")
-        .arg(pid.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .await;
-    if let Err(e) = status {
-        debug!(pid, error = %e, "could not run kill -TERM");
+    let Some(pid) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
+        return;
+    };
+    if let Err(e) = rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
+        debug!(pid = pid.as_raw_nonzero().get(), error = %e, "could not send SIGTERM");
     }
 }

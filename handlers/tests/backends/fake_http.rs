@@ -42,7 +42,7 @@ impl Received {
 
 /// A fake server's state.
 pub struct Fake {
-    kind: Kind,
+    kind: Mutex<Kind>,
     received: Mutex<Vec<Received>>,
     sessions: Mutex<HashSet<String>>,
     next_session: AtomicUsize,
@@ -55,6 +55,11 @@ pub struct Fake {
 }
 
 impl Fake {
+    /// Makes the server play another kind from now on (an upgrade or downgrade behind the same URL).
+    pub fn become_kind(&self, kind: Kind) {
+        *self.kind.lock().unwrap() = kind;
+    }
+
     /// What it received so far.
     pub fn received(&self) -> Vec<Received> {
         self.received.lock().unwrap().clone()
@@ -112,7 +117,7 @@ pub fn start_expiring(n: usize) -> Server {
 /// Starts a fake server of `kind` on `port` (0: any).
 pub fn start_on(kind: Kind, port: u16, expire_on_call: Option<usize>) -> Server {
     let fake = Arc::new(Fake {
-        kind,
+        kind: Mutex::new(kind),
         received: Mutex::new(Vec::new()),
         sessions: Mutex::new(HashSet::new()),
         next_session: AtomicUsize::new(0),
@@ -155,7 +160,8 @@ async fn serve(req: HttpRequest, body: Bytes, fake: web::Data<Fake>) -> HttpResp
         body: String::from_utf8_lossy(&body).into_owned(),
     };
     fake.received.lock().unwrap().push(received.clone());
-    match (fake.kind, req.method().as_str(), req.path()) {
+    let kind = *fake.kind.lock().unwrap();
+    match (kind, req.method().as_str(), req.path()) {
         (Kind::Modern, "POST", "/mcp") => modern(&received).await,
         (Kind::Modern, _, _) => HttpResponse::MethodNotAllowed().finish(),
         (Kind::Legacy, "POST", "/mcp") => legacy(&fake, &received).await,

@@ -260,3 +260,26 @@ async fn an_unreachable_backend_is_down_until_it_comes_up() {
     assert_eq!(kind(&backend.call(call("echo", "{}")).await), "ok");
     backend.shutdown();
 }
+
+#[actix_rt::test]
+async fn a_modern_backend_that_turns_legacy_is_probed_again() {
+    let server = fake_http::start(Kind::Modern);
+    let (backend, mut events) = start(http_config("web", &server.url));
+    assert_eq!(events.ready().await.generation, Generation::V2026_07_28);
+    server.fake.become_kind(Kind::Legacy);
+    // the request that meets the legacy server fails; the era assumption is dropped and probed again
+    assert!(
+        backend
+            .call(tool_call("echo", r#"{"name":"echo","arguments":{}}"#))
+            .await
+            .is_err()
+    );
+    let again = events.ready().await;
+    assert_eq!(again.generation, Generation::V2025_06_18);
+    assert_eq!(again.transport, TransportKind::StreamableHttp);
+    assert_eq!(
+        kind(&backend.call(call("echo", r#"{"text":"hi"}"#)).await),
+        "ok"
+    );
+    backend.shutdown();
+}
