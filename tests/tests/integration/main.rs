@@ -7,5 +7,6 @@ mod bad_input;
 mod eras;
 mod errors;
 mod interop;
+mod operations;
 mod resilience;
 mod support;
