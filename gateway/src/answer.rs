@@ -13,6 +13,7 @@ use tracing::Instrument;
 
 use crate::catalog::CatalogSnapshot;
 use crate::dispatch::{Dispatch, raw_value};
+use crate::request_stream::{self, Streamed};
 use crate::response::{Outcome, ResponseHandle};
 use crate::session::Session;
 use crate::state::Gateway;
@@ -40,6 +41,8 @@ pub enum Answer {
     },
     /// A batch's responses (a JSON array body), in request order.
     Batch(Vec<Vec<u8>>),
+    /// A request answered as a stream: its notifications, then its response (one JSON-RPC message each).
+    Stream(tokio::sync::mpsc::Receiver<Vec<u8>>),
     /// A GET: open the session's stream.
     OpenStream,
     /// A DELETE: end the session.
@@ -55,11 +58,14 @@ pub struct Answering<'a> {
     pub response: &'a ResponseHandle,
     /// The legacy session, if any.
     pub session: Option<&'a Arc<Session>>,
+    /// Whether the transport can carry a request's notifications before its response (an SSE response,
+    /// the HTTP+SSE stream, stdio).
+    pub can_stream: bool,
 }
 
 impl Answering<'_> {
     /// Answers a valid request.
-    pub async fn answer(&self, valid: ValidRequest, snapshot: &CatalogSnapshot) -> Answer {
+    pub async fn answer(&self, valid: ValidRequest, snapshot: &Arc<CatalogSnapshot>) -> Answer {
         let generation = valid.generation();
         match valid.into_kind() {
             ValidKind::Initialize { id, params } => {
@@ -88,6 +94,22 @@ impl Answering<'_> {
                 Answer::Accepted
             }
             ValidKind::Call(call) => {
+                let session = self.session.map(|s| s.as_ref());
+                if let Some(wants) =
+                    request_stream::wants(&call, generation, session, self.can_stream)
+                {
+                    let span = self.span(&call, generation);
+                    return Answer::Stream(request_stream::start(Streamed {
+                        gw: self.gw.clone(),
+                        response: self.response.clone(),
+                        snapshot: snapshot.clone(),
+                        session: self.session.cloned(),
+                        call,
+                        generation,
+                        wants,
+                        span,
+                    }));
+                }
                 let (status, body) = self.call(call, generation, snapshot).await;
                 Answer::Message { status, body }
             }
@@ -143,25 +165,31 @@ impl Answering<'_> {
         }
     }
 
-    async fn call(
-        &self,
-        call: Call,
-        generation: Generation,
-        snapshot: &CatalogSnapshot,
-    ) -> (u16, Vec<u8>) {
-        let span = tracing::info_span!(
+    /// The request's span: session, request id, method, backend (recorded at dispatch), generation.
+    fn span(&self, call: &Call, generation: Generation) -> tracing::Span {
+        tracing::info_span!(
             "request",
             session = self.session.map(|s| s.id.as_str()),
             id = %call.request.id,
             method = %call.method,
             backend = tracing::field::Empty,
             generation = %generation,
-        );
+        )
+    }
+
+    async fn call(
+        &self,
+        call: Call,
+        generation: Generation,
+        snapshot: &CatalogSnapshot,
+    ) -> (u16, Vec<u8>) {
+        let span = self.span(&call, generation);
         let dispatch = Dispatch {
             gw: self.gw,
             snapshot,
             generation,
             session: self.session.map(|s| s.as_ref()),
+            related: None,
         };
         async {
             let outcome = dispatch.run(&call).await;

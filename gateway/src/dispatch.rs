@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use handlers::BackendRequest;
+use handlers::{BackendRequest, RelatedSink};
 use protocol::headers::{argument_at, value_for};
-use protocol::meta::RequestMeta;
+use protocol::meta::{LOG_LEVEL, RequestMeta};
 use protocol::payload::LoggingLevel;
 use protocol::raw::RawObject;
 use protocol::shape::Failure;
@@ -32,6 +32,8 @@ pub struct Dispatch<'a> {
     pub generation: Generation,
     /// The legacy session, if any.
     pub session: Option<&'a Session>,
+    /// Where the request's own notifications (progress, logging) go, when the client can receive them.
+    pub related: Option<RelatedSink>,
 }
 
 impl Dispatch<'_> {
@@ -122,6 +124,16 @@ impl Dispatch<'_> {
             )
         })?;
         let capabilities = self.client_capabilities(&call.meta);
+        if let (Some(level), Some(_)) = (self.session.and_then(Session::log_level), &self.related) {
+            // A legacy client chose its level with logging/setLevel; a 2026-07-28 backend learns it per request.
+            let mut meta = obj
+                .get("_meta")
+                .and_then(RawObject::parse)
+                .unwrap_or_default();
+            meta.set_value(LOG_LEVEL, &level);
+            let meta = meta.to_raw();
+            obj.set("_meta", meta);
+        }
         let (backend, name, param_headers) = match (&call.target, call.method) {
             (Some(Target::Tool(exposed)), _) => {
                 let entry = self
@@ -207,6 +219,7 @@ impl Dispatch<'_> {
             client_capabilities: Some(capabilities),
             name,
             param_headers,
+            related: self.related.clone(),
         };
         Ok((backend, request))
     }

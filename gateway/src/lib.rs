@@ -14,6 +14,7 @@ pub mod dispatch;
 pub mod http;
 pub mod listing;
 pub mod mock_backend;
+pub mod request_stream;
 pub mod response;
 pub mod routing;
 pub mod serve;

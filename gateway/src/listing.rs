@@ -108,6 +108,7 @@ async fn list_all(
             client_capabilities: None,
             name: None,
             param_headers: Vec::new(),
+            related: None,
         };
         let raw: Box<RawValue> = handle.call(request).await.map_err(|f| f.to_string())?;
         let mut page: serde_json::Map<String, Value> =

@@ -83,6 +83,7 @@ where
                 gw: &gw,
                 response: &worker.response,
                 session: None,
+                can_stream: true,
             };
             if let Answer::Initialize {
                 generation,
@@ -118,10 +119,18 @@ where
                 gw: &gw,
                 response: &worker.response,
                 session: session.as_ref(),
+                can_stream: true,
             };
             match answering.answer(routed.valid, &routed.snapshot).await {
                 Answer::Message { body, .. } => {
                     let _ = out_tx.send(body).await;
+                }
+                Answer::Stream(mut rx) => {
+                    while let Some(message) = rx.recv().await {
+                        if out_tx.send(message).await.is_err() {
+                            break;
+                        }
+                    }
                 }
                 Answer::Batch(bodies) => {
                     let mut out = b"[".to_vec();

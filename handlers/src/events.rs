@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use protocol::Notification;
 use tokio::sync::mpsc;
+
+use crate::related::ProgressRoutes;
 use tracing::warn;
 
 use crate::description::ServerDescription;
@@ -47,6 +49,8 @@ const LIFECYCLE_QUEUE: usize = 32;
 #[derive(Debug, Clone)]
 pub(crate) struct Notifier {
     backend: Arc<str>,
+    /// Progress tokens of requests in flight, routed back to their callers.
+    progress: Arc<ProgressRoutes>,
     events: mpsc::Sender<BackendEvent>,
     lifecycle: mpsc::Sender<BackendEvent>,
 }
@@ -66,6 +70,7 @@ impl Notifier {
         });
         Notifier {
             backend: Arc::from(backend),
+            progress: Arc::default(),
             events,
             lifecycle,
         }
@@ -76,8 +81,17 @@ impl Notifier {
         &self.backend
     }
 
-    /// Passes on a backend notification, or drops it when the gateway's channel is full.
+    /// The progress routes of this backend's requests in flight.
+    pub(crate) fn progress(&self) -> &Arc<ProgressRoutes> {
+        &self.progress
+    }
+
+    /// Passes on a backend notification: progress for a request in flight to that request's caller, anything
+    /// else to the gateway (dropped when its channel is full).
     pub(crate) fn notification(&self, notification: Notification) {
+        let Err(notification) = self.progress.deliver(notification) else {
+            return;
+        };
         let event = BackendEvent::Notification {
             backend: self.backend.to_string(),
             notification,

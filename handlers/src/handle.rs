@@ -17,6 +17,7 @@ use crate::actor::{BackendActor, Call};
 use crate::config::BackendConfig;
 use crate::description::ServerDescription;
 use crate::events::{BackendEvent, Notifier};
+use crate::related::{ProgressRoutes, RelatedSink};
 
 /// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
 /// deadline answers first; this only guards against an actor that cannot run.
@@ -35,6 +36,9 @@ pub struct BackendRequest {
     pub name: Option<String>,
     /// Ready-made `("Region", encoded value)` pairs, sent as `Mcp-Param-Region` headers.
     pub param_headers: Vec<(String, String)>,
+    /// Where this request's own notifications go (its progress, and on HTTP what the backend sends on the
+    /// request's response stream). `None`: they are not wanted, and a client progress token is removed.
+    pub related: Option<RelatedSink>,
 }
 
 impl BackendRequest {
@@ -46,6 +50,7 @@ impl BackendRequest {
             client_capabilities: None,
             name: None,
             param_headers: Vec::new(),
+            related: None,
         }
     }
 }
@@ -104,6 +109,7 @@ impl Shared {
 #[derive(Clone)]
 pub struct BackendHandle {
     addr: Addr<BackendActor>,
+    progress: Arc<ProgressRoutes>,
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
 }
@@ -131,9 +137,11 @@ impl BackendHandle {
         });
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let notifier = Notifier::start(&config.name, events);
+        let progress = Arc::clone(notifier.progress());
         let addr = BackendActor::new(config, Arc::clone(&shared), notifier).start();
         BackendHandle {
             addr,
+            progress,
             shared,
             permits,
         }
@@ -156,7 +164,7 @@ impl BackendHandle {
     /// `Unavailable` at once while the backend is down, and otherwise returns the backend's raw `result` or
     /// a failure within the request timeout. Dropping the future abandons the request: the backend is told
     /// (`notifications/cancelled`, or the response stream is dropped).
-    pub async fn call(&self, request: BackendRequest) -> Result<Box<RawValue>, Failure> {
+    pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {
         let Ok(_permit) = self.permits.try_acquire() else {
             return Err(Failure::Overloaded {
                 backend: self.shared.name.clone(),
@@ -165,6 +173,11 @@ impl BackendHandle {
         if let Some(failure) = self.shared.refusal() {
             return Err(failure);
         }
+        // The client's progress token becomes one unique to this backend, routed back while the call lives.
+        let (params, _progress_route) = self
+            .progress
+            .rewrite(request.params.take(), request.related.as_ref());
+        request.params = params;
         let deadline = Instant::now() + self.shared.request_timeout;
         let cancel = CancellationToken::new();
         let _abandon_on_drop = cancel.clone().drop_guard();

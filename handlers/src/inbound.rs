@@ -11,6 +11,7 @@ use tracing::{debug, warn};
 use crate::events::Notifier;
 use crate::outbox::Outbox;
 use crate::pending::Pending;
+use crate::related::RelatedSink;
 use crate::wire;
 
 /// How many bytes of an unreadable line are shown in a log.
@@ -25,6 +26,8 @@ pub(crate) struct Inbound {
     /// Where answers to the backend's requests go; `None` where the backend may not send requests (modern
     /// HTTP): they are then logged and ignored.
     outbox: Option<Arc<dyn Outbox>>,
+    /// On one request's own response stream: where that request's notifications go.
+    related: Option<RelatedSink>,
 }
 
 impl Inbound {
@@ -38,6 +41,16 @@ impl Inbound {
             notifier,
             pending,
             outbox,
+            related: None,
+        }
+    }
+
+    /// The same dispatch for one request's response stream: its notifications go to `related` (progress
+    /// is routed by token either way).
+    pub(crate) fn with_related(&self, related: Option<RelatedSink>) -> Inbound {
+        Inbound {
+            related,
+            ..self.clone()
         }
     }
 
@@ -72,7 +85,14 @@ impl Inbound {
         match message {
             Message::Response(r) => self.response(r),
             Message::Request(r) => self.server_request(&r),
-            Message::Notification(n) => self.notifier.notification(n),
+            Message::Notification(n) => match &self.related {
+                Some(sink) if n.method != "notifications/progress" => {
+                    if sink.try_send(n).is_err() {
+                        debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
+                    }
+                }
+                _ => self.notifier.notification(n),
+            },
         }
     }
 

@@ -29,6 +29,7 @@ mod link;
 mod meta;
 mod outbox;
 mod pending;
+mod related;
 mod stdio;
 mod wire;
 
@@ -37,3 +38,4 @@ pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest};
 pub use protocol::Generation;
+pub use related::RelatedSink;

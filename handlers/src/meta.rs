@@ -1,22 +1,17 @@
 //! `params._meta` as each backend era wants it, edited one level deep so that nothing else is reformatted.
 //!
 //! To a modern (2026-07-28) backend every request carries `_meta` with the protocol version, the client
-//! capabilities and the client info; to a legacy backend those keys are removed. In both, `progressToken`
-//! is removed (progress is not bridged yet) and every other `_meta` key is kept. Only the top level of
+//! capabilities and the client info; to a legacy backend those keys are removed. Every other `_meta` key is
+//! kept (`progressToken` was already rewritten to a backend-unique token, or removed, by the handle). Only the top level of
 //! `params` and of `_meta` is parsed ([`RawObject`], ordered key → raw value pairs): argument values are
 //! copied byte for byte (big integers, number spellings, string escapes all survive).
 
-use protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROGRESS_TOKEN, PROTOCOL_VERSION};
+use protocol::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, PROTOCOL_VERSION};
 use protocol::raw::RawObject;
 use serde_json::value::RawValue;
 
-/// The `_meta` keys a legacy backend must not get: the modern ones, and the progress token (not bridged).
-const REMOVED_FOR_LEGACY: [&str; 4] = [
-    PROTOCOL_VERSION,
-    CLIENT_CAPABILITIES,
-    CLIENT_INFO,
-    PROGRESS_TOKEN,
-];
+/// The `_meta` keys a legacy backend must not get: the modern ones.
+const REMOVED_FOR_LEGACY: [&str; 3] = [PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO];
 
 /// Why params cannot be edited.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,7 +33,7 @@ pub(crate) struct ModernMeta<'a> {
 }
 
 /// Params for a modern backend: `_meta` gets the three modern keys (replacing any the client sent), loses
-/// `progressToken`, and keeps everything else; absent params become `{"_meta":{...}}`. A `_meta` that is
+/// and keeps everything else; absent params become `{"_meta":{...}}`. A `_meta` that is
 /// not an object is replaced.
 pub(crate) fn for_modern(
     params: Option<&RawValue>,
@@ -62,7 +57,7 @@ pub(crate) fn for_modern(
     Ok(object.to_raw())
 }
 
-/// Params for a legacy backend: `_meta` loses the modern keys and `progressToken` (and disappears when
+/// Params for a legacy backend: `_meta` loses the modern keys (and disappears when
 /// nothing is left in it); everything else is kept. Params that need no change (no `_meta`, a `_meta`
 /// without those keys or that is not an object, array params) are returned as they are.
 pub(crate) fn for_legacy(params: Option<Box<RawValue>>) -> Option<Box<RawValue>> {
@@ -144,7 +139,9 @@ mod tests {
         ));
         assert_eq!(
             got,
-            format!("{{\"_meta\":{{\"x.y/z\":[1, 2],{STAMP}}},\"name\":\"t\"}}")
+            format!(
+                "{{\"_meta\":{{\"progressToken\":7,\"x.y/z\":[1, 2],{STAMP}}},\"name\":\"t\"}}"
+            )
         );
     }
 
@@ -154,21 +151,27 @@ mod tests {
         let text = format!(r#"{{"name":"t","arguments":{args}}}"#);
         let got = modern(Some(&text));
         assert!(got.contains(args), "{got}");
-        let with_meta =
-            format!(r#"{{"name":"t","arguments":{args},"_meta":{{"progressToken":"p","k":1}}}}"#);
+        let with_meta = format!(
+            r#"{{"name":"t","arguments":{args},"_meta":{{"progressToken":"p","k":1,{STAMP}}}}}"#
+        );
         let got = legacy(Some(&with_meta)).unwrap();
         assert_eq!(
             got,
-            format!(r#"{{"name":"t","arguments":{args},"_meta":{{"k":1}}}}"#)
+            format!(r#"{{"name":"t","arguments":{args},"_meta":{{"progressToken":"p","k":1}}}}"#)
         );
     }
 
     #[test]
-    fn legacy_removes_modern_keys_and_progress_token() {
-        let got = legacy(Some(&format!(
-            r#"{{"_meta":{{{STAMP},"progressToken":1}},"a":1}}"#
-        )));
+    fn legacy_removes_modern_keys() {
+        let got = legacy(Some(&format!(r#"{{"_meta":{{{STAMP}}},"a":1}}"#)));
         assert_eq!(got.as_deref(), Some(r#"{"a":1}"#));
+        let got = legacy(Some(&format!(
+            r#"{{"_meta":{{{STAMP},"progressToken":"mcpgw-1"}},"a":1}}"#
+        )));
+        assert_eq!(
+            got.as_deref(),
+            Some(r#"{"_meta":{"progressToken":"mcpgw-1"},"a":1}"#)
+        );
         let got = legacy(Some(&format!(
             r#"{{"a":1,"_meta":{{{STAMP},"keep":true}}}}"#
         )));

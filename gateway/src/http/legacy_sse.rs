@@ -111,6 +111,7 @@ pub(super) async fn post(
         gw,
         response: &worker.response,
         session: session.as_ref(),
+        can_stream: true,
     };
     match answering.answer(routed.valid, &routed.snapshot).await {
         Answer::Initialize {
@@ -141,6 +142,19 @@ pub(super) async fn post(
         }
         Answer::Message { body, .. } => {
             deliver(body);
+            HttpResponse::Accepted().finish()
+        }
+        Answer::Stream(mut rx) => {
+            // Every message of the request travels on the session's stream, in order.
+            if let Some(s) = session.clone() {
+                actix_rt::spawn(async move {
+                    while let Some(message) = rx.recv().await {
+                        if s.handle.push(sse_event(&message)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
             HttpResponse::Accepted().finish()
         }
         Answer::Batch(bodies) => {

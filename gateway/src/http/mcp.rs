@@ -11,7 +11,7 @@ use protocol::{Error, ErrorCode};
 use tokio::sync::mpsc;
 
 use super::body::read_body;
-use super::stream::{KEEP_ALIVE, sse_body};
+use super::stream::{KEEP_ALIVE, messages_body, sse_body};
 use super::{Worker, message_response, rejection_response};
 use crate::answer::{Answer, Answering};
 use crate::routing::Origin;
@@ -79,11 +79,17 @@ async fn handle(
         gw: &worker.gw,
         response: &worker.response,
         session: session.as_ref(),
+        can_stream: accepts.sse,
     };
     match answering.answer(routed.valid, &routed.snapshot).await {
         Answer::Accepted => HttpResponse::Accepted().finish(),
         Answer::Message { status, body } => message_response(status, body, accepts),
         Answer::Batch(bodies) => batch_response(bodies, accepts),
+        Answer::Stream(rx) => HttpResponse::Ok()
+            .content_type("text/event-stream")
+            .insert_header(("Cache-Control", "no-cache"))
+            .insert_header(("X-Accel-Buffering", "no"))
+            .streaming(messages_body(rx)),
         Answer::Initialize {
             generation,
             params,

@@ -35,3 +35,14 @@ pub(super) fn sse_body(
         },
     )
 }
+
+/// A stream of SSE `message` events, one per JSON-RPC message from `rx`; ends when `rx` closes. Dropping
+/// the body (the client went away) closes `rx`, which the sender takes as cancellation.
+pub(super) fn messages_body(
+    rx: mpsc::Receiver<Vec<u8>>,
+) -> impl Stream<Item = Result<Bytes, actix_web::Error>> + 'static {
+    futures_util::stream::unfold(rx, |mut rx| async move {
+        let message = rx.recv().await?;
+        Some((Ok(crate::response::sse_event(&message)), rx))
+    })
+}

@@ -254,7 +254,10 @@ impl LegacyLink {
         let ctx = &*self.0.ctx;
         let params = ctx.params_for(self.session().generation, &mut request)?;
         let method = request.method;
-        let first = self.attempt(method, params.as_deref(), deadline).await;
+        let inbound = self.0.inbound.with_related(request.related.take());
+        let first = self
+            .attempt(method, params.as_deref(), deadline, &inbound)
+            .await;
         let stale = match first {
             Attempt::Done(outcome) => return outcome,
             Attempt::Expired(stale) => stale,
@@ -268,7 +271,10 @@ impl LegacyLink {
             Ok(Err(failure)) => return Err(failure),
             Err(_) => return Err(ctx.timeout()),
         }
-        match self.attempt(method, params.as_deref(), deadline).await {
+        match self
+            .attempt(method, params.as_deref(), deadline, &inbound)
+            .await
+        {
             Attempt::Done(outcome) => outcome,
             Attempt::Expired(_) => Err(ctx.unavailable("the backend session expired again")),
         }
@@ -279,6 +285,7 @@ impl LegacyLink {
         method: protocol::Method,
         params: Option<&RawValue>,
         deadline: Instant,
+        inbound: &Inbound,
     ) -> Attempt {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
@@ -307,7 +314,7 @@ impl LegacyLink {
                 let failure = status_failure(ctx, session.generation, method, response).await;
                 return Attempt::Done(Err(failure));
             }
-            Attempt::Done(match read_reply(response, id, &inner.inbound).await {
+            Attempt::Done(match read_reply(response, id, inbound).await {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(error)) => Err(ctx.backend_error(session.generation, method, error)),
                 Err(e) => Err(e.into_failure(ctx)),

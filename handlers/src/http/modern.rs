@@ -126,6 +126,7 @@ impl ModernLink {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
         let params = ctx.params_for(MODERN, &mut request)?;
+        let inbound = inner.inbound.with_related(request.related.take());
         let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, request.method.as_str(), params.as_deref());
@@ -147,7 +148,7 @@ impl ModernLink {
                 }
                 return Err(failure);
             }
-            match read_reply(response, id, &inner.inbound).await {
+            match read_reply(response, id, &inbound).await {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(error)) => Err(ctx.backend_error(MODERN, method, error)),
                 Err(e) => Err(e.into_failure(ctx)),
@@ -222,6 +223,7 @@ mod tests {
             client_capabilities: None,
             name: Some("météo".into()),
             param_headers: vec![("Region".into(), "eu-west".into())],
+            related: None,
         };
         let h = routing_headers(&request).unwrap();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");

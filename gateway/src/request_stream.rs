@@ -1,0 +1,173 @@
+//! Requests answered as a stream: when a client asked for progress (`_meta.progressToken`) or logging (a
+//! `_meta` log level on 2026-07-28, `logging/setLevel` on a legacy session) and can receive a stream, the
+//! request's own notifications go to it as they happen — progress, and log messages at or above the
+//! client's level — followed by the response. Nobody else sees them. A client that goes away (closes the
+//! stream) cancels the backend request: the dispatch is dropped, which abandons the backend call.
+
+use std::sync::Arc;
+
+use protocol::payload::LoggingLevel;
+use protocol::raw::RawObject;
+use protocol::validate::Call;
+use protocol::{Generation, Message, Notification};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::catalog::CatalogSnapshot;
+use crate::dispatch::Dispatch;
+use crate::response::ResponseHandle;
+use crate::session::Session;
+use crate::state::Gateway;
+
+/// Messages buffered for a slow client before its notifications are dropped (the response never is).
+const BUFFER: usize = 64;
+
+/// What a streamed request wants to hear besides its response.
+#[derive(Debug, Clone, Copy)]
+pub struct Wants {
+    /// Log messages at or above this level.
+    pub log_level: Option<LoggingLevel>,
+}
+
+/// Whether a call should be streamed, and what it wants: only when the client can receive a stream and
+/// asked for progress or logging.
+pub fn wants(
+    call: &Call,
+    generation: Generation,
+    session: Option<&Session>,
+    can_stream: bool,
+) -> Option<Wants> {
+    if !can_stream {
+        return None;
+    }
+    let log_level = if generation.is_modern() {
+        call.meta.log_level
+    } else {
+        session.and_then(Session::log_level)
+    };
+    (call.meta.progress_token.is_some() || log_level.is_some()).then_some(Wants { log_level })
+}
+
+/// Everything the streamed request owns.
+#[derive(Debug)]
+pub struct Streamed {
+    /// The gateway.
+    pub gw: Arc<Gateway>,
+    /// The worker's response actor.
+    pub response: ResponseHandle,
+    /// The snapshot the call was validated against.
+    pub snapshot: Arc<CatalogSnapshot>,
+    /// The legacy session, if any.
+    pub session: Option<Arc<Session>>,
+    /// The call.
+    pub call: Call,
+    /// The client's generation.
+    pub generation: Generation,
+    /// What it wants to hear.
+    pub wants: Wants,
+    /// The request's tracing span.
+    pub span: tracing::Span,
+}
+
+/// Starts the request on the current arbiter; its messages (notifications, then the response) arrive on the
+/// returned channel, which closes after the response.
+pub fn start(s: Streamed) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel(BUFFER);
+    let span = s.span.clone();
+    actix_rt::spawn(run(s, tx).instrument(span));
+    rx
+}
+
+async fn run(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
+    let (sink, mut related) = mpsc::channel::<Notification>(BUFFER);
+    let dispatch = Dispatch {
+        gw: &s.gw,
+        snapshot: &s.snapshot,
+        generation: s.generation,
+        session: s.session.as_deref(),
+        related: Some(sink),
+    };
+    let run = dispatch.run(&s.call);
+    tokio::pin!(run);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut run => break outcome,
+            Some(n) = related.recv() => forward(&tx, n, s.wants),
+            () = tx.closed() => {
+                tracing::debug!("the client closed the request's stream: cancelling it");
+                return;
+            }
+        }
+    };
+    while let Ok(n) = related.try_recv() {
+        forward(&tx, n, s.wants);
+    }
+    let shaped = s
+        .response
+        .shape(
+            s.call.request.id.clone(),
+            s.call.method,
+            s.generation,
+            outcome,
+        )
+        .await;
+    let _ = tx.send(shaped.body).await;
+}
+
+/// Passes a notification on if the client wants it; a full stream drops notifications, never blocks.
+fn forward(tx: &mpsc::Sender<Vec<u8>>, n: Notification, wants: Wants) {
+    if n.method == "notifications/message" && !level_passes(&n, wants.log_level) {
+        return;
+    }
+    if tx.try_send(Message::Notification(n).to_bytes()).is_err() {
+        tracing::debug!("dropping a notification: the client's stream is full");
+    }
+}
+
+/// A log message passes when the client asked for logging and its level is at least the client's.
+fn level_passes(n: &Notification, wanted: Option<LoggingLevel>) -> bool {
+    let Some(wanted) = wanted else {
+        return false;
+    };
+    let level = n
+        .params
+        .as_deref()
+        .and_then(RawObject::parse)
+        .and_then(|p| {
+            p.get("level")
+                .and_then(|l| serde_json::from_str::<LoggingLevel>(l.get()).ok())
+        });
+    level.is_some_and(|l| l >= wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn log_messages_pass_at_or_above_the_level() {
+        let msg = |level: &str| {
+            Notification::new(
+                "notifications/message",
+                Some(&json!({"level": level, "data": "x"})),
+            )
+        };
+        // (message level, wanted, passes)
+        let table = [
+            ("error", Some(LoggingLevel::Warning), true),
+            ("warning", Some(LoggingLevel::Warning), true),
+            ("info", Some(LoggingLevel::Warning), false),
+            ("debug", Some(LoggingLevel::Debug), true),
+            ("error", None, false),
+            ("loud", Some(LoggingLevel::Debug), false),
+        ];
+        for (level, wanted, passes) in table {
+            assert_eq!(
+                level_passes(&msg(level), wanted),
+                passes,
+                "{level} {wanted:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! Request-scoped notifications: what a backend says about one request in flight (`notifications/progress`
+//! for its progress token, and on HTTP the notifications on that request's response stream) goes back to the
+//! caller of that request only, through the request's own bounded sink.
+//!
+//! Progress tokens are rewritten: one backend serves every client session, so the client's token is replaced
+//! by a token minted here (unique per backend) and restored on the way back.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use protocol::Notification;
+use protocol::meta::PROGRESS_TOKEN;
+use protocol::raw::RawObject;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+use tracing::debug;
+
+/// Where a request's related notifications go: a bounded channel the caller reads while it waits.
+pub type RelatedSink = mpsc::Sender<Notification>;
+
+/// The progress tokens of one backend's requests in flight: minted token → the client's token and the sink.
+#[derive(Debug, Default)]
+pub(crate) struct ProgressRoutes {
+    next: AtomicU64,
+    routes: Mutex<HashMap<String, (Box<RawValue>, RelatedSink)>>,
+}
+
+/// Removes a route when the request it belongs to ends.
+#[derive(Debug)]
+pub(crate) struct ProgressRoute {
+    routes: Arc<ProgressRoutes>,
+    token: String,
+}
+
+impl Drop for ProgressRoute {
+    fn drop(&mut self) {
+        if let Ok(mut routes) = self.routes.routes.lock() {
+            routes.remove(&self.token);
+        }
+    }
+}
+
+impl ProgressRoutes {
+    /// Rewrites the progress token in `params._meta`: with a sink, to a minted token routed to it (the route
+    /// lives as long as the returned guard); without one, the token is removed (nobody would hear progress).
+    pub(crate) fn rewrite(
+        self: &Arc<Self>,
+        params: Option<Box<RawValue>>,
+        sink: Option<&RelatedSink>,
+    ) -> (Option<Box<RawValue>>, Option<ProgressRoute>) {
+        let Some(params) = params else {
+            return (None, None);
+        };
+        let (edited, route) = {
+            let Some(mut object) = RawObject::parse(&params) else {
+                return (Some(params), None);
+            };
+            let Some(mut meta) = object.get("_meta").and_then(RawObject::parse) else {
+                return (Some(params), None);
+            };
+            let Some(client_token) = meta.get(PROGRESS_TOKEN).map(RawValue::to_owned) else {
+                return (Some(params), None);
+            };
+            let route = match sink {
+                Some(sink) => {
+                    let token = format!("mcpgw-{}", self.next.fetch_add(1, Ordering::Relaxed));
+                    meta.set_value(PROGRESS_TOKEN, &token);
+                    if let Ok(mut routes) = self.routes.lock() {
+                        routes.insert(token.clone(), (client_token, sink.clone()));
+                    }
+                    Some(ProgressRoute {
+                        routes: Arc::clone(self),
+                        token,
+                    })
+                }
+                None => {
+                    meta.remove(PROGRESS_TOKEN);
+                    None
+                }
+            };
+            object.set("_meta", meta.to_raw());
+            (object.to_raw(), route)
+        };
+        (Some(edited), route)
+    }
+
+    /// A `notifications/progress` for a routed token goes to its request's sink with the client's token back
+    /// in place; `Err` gives back any other notification.
+    pub(crate) fn deliver(&self, notification: Notification) -> Result<(), Notification> {
+        if notification.method != "notifications/progress" {
+            return Err(notification);
+        }
+        let Some(token) = notification
+            .params
+            .as_deref()
+            .and_then(RawObject::parse)
+            .and_then(|p| {
+                p.get(PROGRESS_TOKEN)
+                    .and_then(|t| serde_json::from_str::<String>(t.get()).ok())
+            })
+        else {
+            return Err(notification);
+        };
+        let route = match self.routes.lock() {
+            Ok(routes) => routes
+                .get(&token)
+                .map(|(client, sink)| (client.clone(), sink.clone())),
+            Err(_) => None,
+        };
+        let Some((client_token, sink)) = route else {
+            // A late notification of a request that already ended: nobody is listening.
+            debug!(%token, "dropping progress for a request no longer in flight");
+            return Ok(());
+        };
+        let params = notification
+            .params
+            .as_deref()
+            .and_then(RawObject::parse)
+            .map(|mut p| {
+                p.set(PROGRESS_TOKEN, client_token);
+                p.to_raw()
+            });
+        let restored = Notification {
+            method: notification.method,
+            params,
+        };
+        if sink.try_send(restored).is_err() {
+            debug!(%token, "dropping progress: the caller's stream is full or gone");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn tokens_are_minted_routed_and_restored() {
+        let routes = Arc::new(ProgressRoutes::default());
+        let (tx, mut rx) = mpsc::channel(4);
+        let params = raw(r#"{"name":"t","_meta":{"progressToken":123456789012345678901,"k":1}}"#);
+        let (edited, guard) = routes.rewrite(Some(params), Some(&tx));
+        let edited = edited.unwrap();
+        assert!(
+            edited.get().contains(r#""progressToken":"mcpgw-0""#),
+            "{}",
+            edited.get()
+        );
+        assert!(edited.get().contains(r#""k":1"#));
+        let from_backend = Notification::new(
+            "notifications/progress",
+            Some(&serde_json::json!({"progressToken": "mcpgw-0", "progress": 1, "total": 2})),
+        );
+        assert!(routes.deliver(from_backend).is_ok());
+        let got = rx.try_recv().unwrap();
+        assert!(
+            got.params
+                .unwrap()
+                .get()
+                .contains(r#""progressToken":123456789012345678901"#)
+        );
+        drop(guard);
+        let late = Notification::new(
+            "notifications/progress",
+            Some(&serde_json::json!({"progressToken": "mcpgw-0", "progress": 2})),
+        );
+        assert!(routes.deliver(late).is_ok());
+        assert!(rx.try_recv().is_err(), "no route after the request ended");
+        let other = Notification::new("notifications/message", None);
+        assert!(routes.deliver(other).is_err());
+    }
+
+    #[test]
+    fn without_a_sink_the_token_is_removed() {
+        let routes = Arc::new(ProgressRoutes::default());
+        let (edited, guard) =
+            routes.rewrite(Some(raw(r#"{"_meta":{"progressToken":"p","k":1}}"#)), None);
+        assert!(guard.is_none());
+        assert_eq!(edited.unwrap().get(), r#"{"_meta":{"k":1}}"#);
+    }
+}
