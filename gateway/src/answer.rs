@@ -90,9 +90,13 @@ impl Answering<'_> {
                 Answer::Accepted
             }
             ValidKind::ClientResponse(r) => {
-                tracing::debug!(id = ?r.id, "client response dropped: no server-to-client request is pending");
+                let routed = self.session.is_some_and(|s| s.asks().answer(r.clone()));
+                if !routed {
+                    tracing::debug!(id = ?r.id, "client response dropped: no question with that id is open");
+                }
                 Answer::Accepted
             }
+
             ValidKind::Call(call) => {
                 let session = self.session.map(|s| s.as_ref());
                 if let Some(wants) =

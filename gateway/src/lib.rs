@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod config;
 pub mod dispatch;
 pub mod http;
+pub mod input;
 pub mod listing;
 pub mod mock_backend;
 pub mod request_stream;

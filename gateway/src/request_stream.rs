@@ -3,11 +3,18 @@
 //! request's own notifications go to it as they happen — progress, and log messages at or above the
 //! client's level — followed by the response. Nobody else sees them. A client that goes away (closes the
 //! stream) cancels the backend request: the dispatch is dropped, which abandons the backend call.
+//!
+//! A legacy client that declared sampling, elicitation or roots is streamed too on the methods that may need
+//! input: when a 2026-07-28 backend answers `input_required`, the gateway asks the client the real
+//! server-to-client requests on this stream, waits for its answers (they arrive as separate POSTs, matched by
+//! the session), and retries the backend request with `inputResponses` and the backend's `requestState` —
+//! bounded in rounds and time.
 
 use std::sync::Arc;
 
 use protocol::payload::LoggingLevel;
 use protocol::raw::RawObject;
+use protocol::shape::Failure;
 use protocol::validate::Call;
 use protocol::{Generation, Message, Notification};
 use tokio::sync::mpsc;
@@ -15,7 +22,8 @@ use tracing::Instrument;
 
 use crate::catalog::CatalogSnapshot;
 use crate::dispatch::Dispatch;
-use crate::response::ResponseHandle;
+use crate::input;
+use crate::response::{Outcome, ResponseHandle};
 use crate::session::Session;
 use crate::state::Gateway;
 
@@ -45,7 +53,15 @@ pub fn wants(
     } else {
         session.and_then(Session::log_level)
     };
-    (call.meta.progress_token.is_some() || log_level.is_some()).then_some(Wants { log_level })
+    let may_ask = !generation.is_modern()
+        && call.method.may_require_input()
+        && session.is_some_and(|s| {
+            ["sampling", "elicitation", "roots"]
+                .iter()
+                .any(|c| s.client_capabilities.get(c).is_some())
+        });
+    (call.meta.progress_token.is_some() || log_level.is_some() || may_ask)
+        .then_some(Wants { log_level })
 }
 
 /// Everything the streamed request owns.
@@ -79,39 +95,87 @@ pub fn start(s: Streamed) -> mpsc::Receiver<Vec<u8>> {
 }
 
 async fn run(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
+    let mut call = s.call;
+    let mut round = 0;
+    let outcome = loop {
+        let Some(outcome) = dispatch_once(
+            &s.gw,
+            &s.snapshot,
+            s.generation,
+            s.session.as_deref(),
+            &call,
+            &tx,
+            s.wants,
+        )
+        .await
+        else {
+            tracing::debug!("the client closed the request's stream: cancelling it");
+            return;
+        };
+        let (Some(session), Some(question)) = (&s.session, input_required(&outcome, s.generation))
+        else {
+            break outcome;
+        };
+        round += 1;
+        if round > input::MAX_ROUNDS {
+            break Outcome::Failed(Failure::Internal {
+                reason: format!(
+                    "the backend still needed client input after {} rounds",
+                    input::MAX_ROUNDS
+                ),
+            });
+        }
+        match input::ask(session, &tx, question.requests).await {
+            Ok(responses) => call = input::retry(&call, responses, question.request_state),
+            Err(reason) => break Outcome::Failed(Failure::Internal { reason }),
+        }
+    };
+    let shaped = s
+        .response
+        .shape(call.request.id.clone(), call.method, s.generation, outcome)
+        .await;
+    let _ = tx.send(shaped.body).await;
+}
+
+/// One dispatch of the call, passing its notifications on; `None` when the client went away meanwhile.
+async fn dispatch_once(
+    gw: &Arc<Gateway>,
+    snapshot: &CatalogSnapshot,
+    generation: Generation,
+    session: Option<&Session>,
+    call: &Call,
+    tx: &mpsc::Sender<Vec<u8>>,
+    wants: Wants,
+) -> Option<Outcome> {
     let (sink, mut related) = mpsc::channel::<Notification>(BUFFER);
     let dispatch = Dispatch {
-        gw: &s.gw,
-        snapshot: &s.snapshot,
-        generation: s.generation,
-        session: s.session.as_deref(),
+        gw,
+        snapshot,
+        generation,
+        session,
         related: Some(sink),
     };
-    let run = dispatch.run(&s.call);
+    let run = dispatch.run(call);
     tokio::pin!(run);
     let outcome = loop {
         tokio::select! {
             outcome = &mut run => break outcome,
-            Some(n) = related.recv() => forward(&tx, n, s.wants),
-            () = tx.closed() => {
-                tracing::debug!("the client closed the request's stream: cancelling it");
-                return;
-            }
+            Some(n) = related.recv() => forward(tx, n, wants),
+            () = tx.closed() => return None,
         }
     };
     while let Ok(n) = related.try_recv() {
-        forward(&tx, n, s.wants);
+        forward(tx, n, wants);
     }
-    let shaped = s
-        .response
-        .shape(
-            s.call.request.id.clone(),
-            s.call.method,
-            s.generation,
-            outcome,
-        )
-        .await;
-    let _ = tx.send(shaped.body).await;
+    Some(outcome)
+}
+
+/// A 2026-07-28 backend's `input_required` answer that a legacy client must be asked about.
+fn input_required(outcome: &Outcome, generation: Generation) -> Option<input::Question> {
+    match outcome {
+        Outcome::Result(raw) if !generation.is_modern() => input::Question::read(raw),
+        _ => None,
+    }
 }
 
 /// Passes a notification on if the client wants it; a full stream drops notifications, never blocks.

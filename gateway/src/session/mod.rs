@@ -3,6 +3,7 @@
 //! the idle timer and the session's server-to-client stream.
 
 mod actor;
+mod asks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -14,6 +15,7 @@ use protocol::payload::{Implementation, InitializeRequestParams, LoggingLevel};
 use serde_json::Value;
 
 pub use actor::{SessionHandle, StreamClosed};
+pub use asks::{AskError, ClientAsks};
 
 /// How a legacy session reaches its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +45,8 @@ pub struct Session {
     pub handle: SessionHandle,
     last_seen_ms: AtomicU64,
     initialized: AtomicBool,
+    /// Requests the gateway sent to the client (sampling, elicitation, roots) awaiting its answer.
+    asks: ClientAsks,
     log_level: AtomicU8,
     epoch: Instant,
 }
@@ -92,6 +96,11 @@ impl Session {
     /// Records `logging/setLevel`.
     pub fn set_log_level(&self, level: LoggingLevel) {
         self.log_level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// The requests this session's client has been asked and not answered yet.
+    pub fn asks(&self) -> &ClientAsks {
+        &self.asks
     }
 
     /// The view validation needs.
@@ -149,6 +158,7 @@ impl SessionStore {
             handle,
             last_seen_ms: AtomicU64::new(0),
             initialized: AtomicBool::new(false),
+            asks: ClientAsks::default(),
             log_level: AtomicU8::new(NO_LEVEL),
             epoch: Instant::now(),
         });

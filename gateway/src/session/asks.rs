@@ -1,0 +1,118 @@
+//! Requests the gateway sends a legacy client (sampling, elicitation, roots) on behalf of a backend, and the
+//! client's answers, which arrive as separate POSTs: the session matches them by the id the gateway minted.
+//! Bounded: a session has at most [`MAX_OUTSTANDING`] questions open; waiting is bounded by the caller.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use protocol::{Error, RequestId, Response};
+use serde_json::value::RawValue;
+use tokio::sync::oneshot;
+
+/// A client's answer: its result, or the error it answered with.
+pub type Answer = Result<Box<RawValue>, Error>;
+
+/// Questions one session may have open at once.
+pub const MAX_OUTSTANDING: usize = 64;
+
+/// Why a question cannot be asked.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// Too many questions are open.
+    #[error("the client has {MAX_OUTSTANDING} questions open already")]
+    TooMany,
+}
+
+/// The open questions of one session.
+#[derive(Debug, Default)]
+pub struct ClientAsks {
+    next: AtomicU64,
+    open: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+}
+
+/// One open question: its id (to put in the request) and where the answer arrives. Dropping it withdraws
+/// the question.
+#[derive(Debug)]
+pub struct Ask<'a> {
+    /// The id minted for the request to the client.
+    pub id: RequestId,
+    /// The client's answer.
+    pub answer: oneshot::Receiver<Answer>,
+    asks: &'a ClientAsks,
+    key: String,
+}
+
+impl Drop for Ask<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.asks.open.lock() {
+            open.remove(&self.key);
+        }
+    }
+}
+
+impl ClientAsks {
+    /// Opens a question.
+    pub fn open(&self) -> Result<Ask<'_>, AskError> {
+        let key = format!("mcpgw-ask-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        let mut open = self.open.lock().map_err(|_| AskError::TooMany)?;
+        if open.len() >= MAX_OUTSTANDING {
+            return Err(AskError::TooMany);
+        }
+        open.insert(key.clone(), tx);
+        Ok(Ask {
+            id: RequestId::string(&key),
+            answer: rx,
+            asks: self,
+            key,
+        })
+    }
+
+    /// Routes a client's response to its question; `false` when no such question is open.
+    pub fn answer(&self, response: Response) -> bool {
+        let Some(key) = response.id.as_ref().and_then(RequestId::as_string) else {
+            return false;
+        };
+        let tx = match self.open.lock() {
+            Ok(mut open) => open.remove(&key),
+            Err(_) => None,
+        };
+        match tx {
+            Some(tx) => tx.send(response.body).is_ok(),
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_reach_their_question_once() {
+        let asks = ClientAsks::default();
+        let mut ask = asks.open().unwrap();
+        let result = RawValue::from_string("{\"ok\":true}".into()).unwrap();
+        assert!(asks.answer(Response::result(ask.id.clone(), result)));
+        assert!(ask.answer.try_recv().unwrap().is_ok());
+        let again = RawValue::from_string("{}".into()).unwrap();
+        assert!(
+            !asks.answer(Response::result(ask.id.clone(), again)),
+            "answered once"
+        );
+        assert!(!asks.answer(Response::result(
+            RequestId::string("other"),
+            RawValue::from_string("{}".into()).unwrap()
+        )));
+    }
+
+    #[test]
+    fn questions_are_bounded_and_withdrawn_on_drop() {
+        let asks = ClientAsks::default();
+        let held: Vec<_> = (0..MAX_OUTSTANDING).map(|_| asks.open().unwrap()).collect();
+        assert!(matches!(asks.open(), Err(AskError::TooMany)));
+        drop(held);
+        assert!(asks.open().is_ok());
+    }
+}
