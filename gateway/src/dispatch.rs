@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::{CatalogSnapshot, ListKind};
 use crate::response::Outcome;
+use crate::sealed_state::StateError;
 use crate::session::Session;
 use crate::state::Gateway;
 
@@ -53,7 +54,10 @@ impl Dispatch<'_> {
             | Method::PromptsGet
             | Method::ResourcesRead
             | Method::CompletionComplete => match self.backend_request(call) {
-                Ok((backend, request)) => self.forward(backend, request).await,
+                Ok((backend, request)) => {
+                    let outcome = self.forward(backend.clone(), request).await;
+                    self.seal_state(call, &backend, outcome)
+                }
                 Err(e) => Outcome::Error(e),
             },
             other => Outcome::Error(Error::new(
@@ -213,6 +217,9 @@ impl Dispatch<'_> {
             }
         };
         tracing::Span::current().record("backend", backend.as_str());
+        if self.generation.is_modern() {
+            self.open_state(call, &backend, &mut obj)?;
+        }
         let request = BackendRequest {
             method: call.method,
             params: Some(obj.to_raw()),
@@ -222,6 +229,63 @@ impl Dispatch<'_> {
             related: self.related.clone(),
         };
         Ok((backend, request))
+    }
+
+    /// A 2026-07-28 retry carries the state the gateway sealed: it must open (this gateway's, unaltered, not
+    /// expired, not used before, for this method, params and backend) and is replaced by the backend's own.
+    fn open_state(&self, call: &Call, backend: &str, obj: &mut RawObject<'_>) -> Result<(), Error> {
+        let Some(sealed) = obj.get("requestState") else {
+            return Ok(());
+        };
+        let invalid = |why: String| {
+            Error::new(
+                ErrorCode::InvalidParams,
+                format!("invalid requestState: {why}"),
+            )
+        };
+        let sealed: String = serde_json::from_str(sealed.get())
+            .map_err(|_| invalid("it must be a string".into()))?;
+        let opened = self
+            .gw
+            .sealer
+            .open(
+                call.method.as_str(),
+                call.request.params.as_deref(),
+                &sealed,
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+        if opened.backend != backend {
+            return Err(invalid(StateError::Mismatch.to_string()));
+        }
+        obj.set("requestState", opened.state);
+        Ok(())
+    }
+
+    /// An `input_required` result for a 2026-07-28 client: its `requestState` is sealed by the gateway.
+    fn seal_state(&self, call: &Call, backend: &str, outcome: Outcome) -> Outcome {
+        let Outcome::Result(raw) = &outcome else {
+            return outcome;
+        };
+        if !self.generation.is_modern() || !call.method.may_require_input() {
+            return outcome;
+        }
+        let Some(mut result) = RawObject::parse(raw) else {
+            return outcome;
+        };
+        let Some(state) = result.get("requestState").map(RawValue::to_owned) else {
+            return outcome;
+        };
+        if result.get("resultType").map(RawValue::get) != Some("\"input_required\"") {
+            return outcome;
+        }
+        let sealed = self.gw.sealer.seal(
+            backend,
+            call.method.as_str(),
+            call.request.params.as_deref(),
+            &state,
+        );
+        result.set_value("requestState", &sealed);
+        Outcome::Result(result.to_raw())
     }
 
     /// The capabilities the client declared: per request on 2026-07-28, at `initialize` before.

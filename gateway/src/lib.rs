@@ -18,6 +18,7 @@ pub mod mock_backend;
 pub mod request_stream;
 pub mod response;
 pub mod routing;
+pub mod sealed_state;
 pub mod serve;
 pub mod session;
 pub mod state;

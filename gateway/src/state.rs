@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::CatalogSnapshot;
 use crate::config::{Config, UnknownToolCode};
+use crate::sealed_state::StateSealer;
 use crate::session::{PendingStreams, SessionStore};
 
 /// Everything a request may need, shared by all workers.
@@ -33,6 +34,8 @@ pub struct Gateway {
     pub stamp: Stamp,
     /// The gateway's own `Implementation`.
     pub server_info: Implementation,
+    /// Seals and opens the `requestState` of `input_required` results.
+    pub sealer: Arc<StateSealer>,
 }
 
 impl Gateway {
@@ -61,6 +64,7 @@ impl Gateway {
             sse_connections,
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
             server_info,
+            sealer: StateSealer::random(),
             config,
         }
     }

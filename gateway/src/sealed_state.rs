@@ -1,0 +1,292 @@
+//! The gateway's sealed `requestState`. A backend's `input_required` result reaches a 2026-07-28 client with
+//! its `requestState` wrapped in an envelope only this gateway can open (ChaCha20-Poly1305, a key id for
+//! rotation): bound to the backend, the method and a digest of the request's params, with an expiry and a
+//! single-use id. The client's retry is checked before anything is routed; a tampered, expired, replayed or
+//! foreign state is refused, and the backend gets back exactly the state it issued.
+//!
+//! `requestState` is attacker-controlled (the spec's words): nothing in it is trusted before it opens.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use dashmap::DashMap;
+use protocol::raw::RawObject;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use sha2::{Digest, Sha256};
+
+/// What an envelope is bound to, besides its contents.
+const AAD: &[u8] = b"mcpgw/request-state/v1";
+/// How long a sealed state stays valid.
+const LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// Single-use ids remembered (until their state expires); beyond it the oldest are swept.
+const REMEMBERED: usize = 100_000;
+
+/// Why a client's `requestState` is refused.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StateError {
+    /// Not an envelope of this gateway, or altered.
+    #[error("requestState was not issued by this gateway or was altered")]
+    Forged,
+    /// Past its expiry.
+    #[error("requestState has expired")]
+    Expired,
+    /// Issued for another method or other params.
+    #[error("requestState belongs to a different request")]
+    Mismatch,
+    /// Already used once.
+    #[error("requestState was already used")]
+    Replayed,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Envelope {
+    /// The backend's own state, as the raw JSON it sent.
+    s: Box<RawValue>,
+    /// The backend it came from.
+    b: String,
+    /// The method.
+    m: String,
+    /// Hex SHA-256 of the request's params without `_meta`, `inputResponses` and `requestState`.
+    d: String,
+    /// Expiry, milliseconds since the Unix epoch.
+    e: u64,
+    /// Single-use id.
+    j: String,
+}
+
+/// Seals and opens request states. One per gateway; cheap to share.
+pub struct StateSealer {
+    key_id: u8,
+    cipher: ChaCha20Poly1305,
+    used: DashMap<String, u64>,
+}
+
+impl std::fmt::Debug for StateSealer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateSealer")
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A state that opened: the backend it belongs to and the state to give back to it.
+#[derive(Debug)]
+pub struct Opened {
+    /// The backend that issued it.
+    pub backend: String,
+    /// Its own `requestState`, byte for byte.
+    pub state: Box<RawValue>,
+}
+
+impl StateSealer {
+    /// A sealer with a fresh random key (states do not survive a restart and are not shared by replicas;
+    /// a configured shared key comes with the horizontal-deployment work).
+    pub fn random() -> Arc<StateSealer> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key)
+            .expect("the operating system's random number generator is available");
+        Arc::new(StateSealer::with_key(0, &key))
+    }
+
+    /// A sealer with a given key and key id.
+    pub fn with_key(key_id: u8, key: &[u8; 32]) -> StateSealer {
+        StateSealer {
+            key_id,
+            cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
+            used: DashMap::new(),
+        }
+    }
+
+    /// Seals a backend's state for the request `params` of `method`.
+    pub fn seal(
+        &self,
+        backend: &str,
+        method: &str,
+        params: Option<&RawValue>,
+        state: &RawValue,
+    ) -> String {
+        let mut jti = [0u8; 12];
+        let mut nonce = [0u8; 12];
+        let _ = getrandom::fill(&mut jti);
+        let _ = getrandom::fill(&mut nonce);
+        let envelope = Envelope {
+            s: state.to_owned(),
+            b: backend.to_owned(),
+            m: method.to_owned(),
+            d: digest(params),
+            e: now_ms() + LIFETIME.as_millis() as u64,
+            j: URL_SAFE_NO_PAD.encode(jti),
+        };
+        let plain = serde_json::to_vec(&envelope).unwrap_or_default();
+        let sealed = self
+            .cipher
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: &plain,
+                    aad: AAD,
+                },
+            )
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(1 + nonce.len() + sealed.len());
+        out.push(self.key_id);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(out)
+    }
+
+    /// Opens a client's state for the request `params` of `method`, once.
+    pub fn open(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        sealed: &str,
+    ) -> Result<Opened, StateError> {
+        let bytes = URL_SAFE_NO_PAD
+            .decode(sealed)
+            .map_err(|_| StateError::Forged)?;
+        if bytes.len() < 1 + 12 + 16 || bytes[0] != self.key_id {
+            return Err(StateError::Forged);
+        }
+        let (nonce, sealed) = bytes[1..].split_at(12);
+        let plain = self
+            .cipher
+            .decrypt(
+                Nonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: AAD,
+                },
+            )
+            .map_err(|_| StateError::Forged)?;
+        let envelope: Envelope = serde_json::from_slice(&plain).map_err(|_| StateError::Forged)?;
+        let now = now_ms();
+        if envelope.e < now {
+            return Err(StateError::Expired);
+        }
+        if envelope.m != method || envelope.d != digest(params) {
+            return Err(StateError::Mismatch);
+        }
+        if self.used.len() >= REMEMBERED {
+            self.used.retain(|_, expiry| *expiry >= now);
+        }
+        if self.used.insert(envelope.j, envelope.e).is_some() {
+            return Err(StateError::Replayed);
+        }
+        Ok(Opened {
+            backend: envelope.b,
+            state: envelope.s,
+        })
+    }
+}
+
+/// The digest binding a state to its request: the params without the keys that change between rounds,
+/// canonicalised (keys sorted, compact) so a client may re-serialise them.
+fn digest(params: Option<&RawValue>) -> String {
+    let mut object = RawObject::parse_or_empty(params).unwrap_or_default();
+    for key in ["_meta", "inputResponses", "requestState"] {
+        object.remove(key);
+    }
+    let canonical: Value = serde_json::from_str(object.to_raw().get()).unwrap_or(Value::Null);
+    let hash = Sha256::digest(canonical.to_string().as_bytes());
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn a_state_opens_once_for_its_own_request() {
+        let sealer = StateSealer::with_key(1, &[7; 32]);
+        let params = raw(r#"{"name":"t","arguments":{"a":1,"b":2}}"#);
+        let sealed = sealer.seal(
+            "web",
+            "tools/call",
+            Some(&params),
+            &raw(r#""backend-state""#),
+        );
+        // the retry re-serialises the params differently and adds the round's keys: still the same request
+        let retry = raw(
+            r#"{"arguments":{"b":2,"a":1},"name":"t","inputResponses":{},"requestState":"x","_meta":{}}"#,
+        );
+        let opened = sealer.open("tools/call", Some(&retry), &sealed).unwrap();
+        assert_eq!(opened.backend, "web");
+        assert_eq!(opened.state.get(), r#""backend-state""#);
+        assert_eq!(
+            sealer
+                .open("tools/call", Some(&retry), &sealed)
+                .unwrap_err(),
+            StateError::Replayed
+        );
+    }
+
+    #[test]
+    fn tampering_and_mismatches_are_refused() {
+        let sealer = StateSealer::with_key(1, &[7; 32]);
+        let params = raw(r#"{"name":"t"}"#);
+        let sealed = sealer.seal("web", "tools/call", Some(&params), &raw("1"));
+        let mut bytes = URL_SAFE_NO_PAD.decode(&sealed).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        let tampered = URL_SAFE_NO_PAD.encode(bytes);
+        // (method, params, state, error)
+        let table = [
+            (
+                "tools/call",
+                r#"{"name":"t"}"#,
+                tampered.as_str(),
+                StateError::Forged,
+            ),
+            (
+                "tools/call",
+                r#"{"name":"t"}"#,
+                "not-base64!",
+                StateError::Forged,
+            ),
+            ("tools/call", r#"{"name":"t"}"#, "", StateError::Forged),
+            (
+                "prompts/get",
+                r#"{"name":"t"}"#,
+                sealed.as_str(),
+                StateError::Mismatch,
+            ),
+            (
+                "tools/call",
+                r#"{"name":"u"}"#,
+                sealed.as_str(),
+                StateError::Mismatch,
+            ),
+        ];
+        for (method, p, state, want) in table {
+            assert_eq!(
+                sealer.open(method, Some(&raw(p)), state).unwrap_err(),
+                want,
+                "{method} {p}"
+            );
+        }
+        let other_key = StateSealer::with_key(1, &[8; 32]);
+        assert_eq!(
+            other_key
+                .open("tools/call", Some(&params), &sealed)
+                .unwrap_err(),
+            StateError::Forged
+        );
+    }
+}
