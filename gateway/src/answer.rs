@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use protocol::payload::InitializeRequestParams;
+use protocol::shape::response_bytes;
 use protocol::validate::{Call, Rejection, ValidKind, ValidRequest};
-use protocol::{Generation, Method, Notification};
+use protocol::{Error, ErrorCode, Generation, Method, Notification, Response};
 use serde_json::json;
 use tracing::Instrument;
 
 use crate::catalog::CatalogSnapshot;
 use crate::dispatch::{Dispatch, raw_value};
+use crate::listen;
 use crate::request_stream::{self, Streamed};
 use crate::response::{Outcome, ResponseHandle};
 use crate::session::Session;
@@ -97,6 +99,25 @@ impl Answering<'_> {
                 Answer::Accepted
             }
 
+            ValidKind::Call(call) if call.method == Method::SubscriptionsListen => {
+                if !self.can_stream {
+                    let e = Error::new(
+                        ErrorCode::InvalidRequest,
+                        "not acceptable: subscriptions/listen answers with a stream (Accept: text/event-stream)",
+                    );
+                    let body = response_bytes(&Response::error(&call.request.id, e), generation);
+                    return Answer::Message { status: 406, body };
+                }
+                match listen::open(self.gw, &call) {
+                    Ok(rx) => Answer::Stream(rx),
+                    Err(e) => {
+                        let status = if generation.is_modern() { 400 } else { 200 };
+                        let body =
+                            response_bytes(&Response::error(&call.request.id, e), generation);
+                        Answer::Message { status, body }
+                    }
+                }
+            }
             ValidKind::Call(call) => {
                 let session = self.session.map(|s| s.as_ref());
                 if let Some(wants) =

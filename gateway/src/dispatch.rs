@@ -50,6 +50,8 @@ impl Dispatch<'_> {
                 self.page(call, ListKind::ResourceTemplates, "resourceTemplates")
             }
             Method::LoggingSetLevel => self.set_level(call),
+            Method::ResourcesSubscribe => self.subscribe(call, true),
+            Method::ResourcesUnsubscribe => self.subscribe(call, false),
             Method::ToolsCall
             | Method::PromptsGet
             | Method::ResourcesRead
@@ -101,6 +103,34 @@ impl Dispatch<'_> {
             }
             Err(e) => Outcome::Error(Error::new(ErrorCode::InvalidParams, e.to_string())),
         }
+    }
+
+    /// A legacy session's `resources/subscribe` (or `unsubscribe`): recorded for the session, and the
+    /// owning backend's subscription brought in line.
+    fn subscribe(&self, call: &Call, on: bool) -> Outcome {
+        let (Some(session), Some(Target::Resource(uri))) = (self.session, &call.target) else {
+            return Outcome::Error(Error::new(
+                ErrorCode::InvalidParams,
+                "invalid params: resources/subscribe needs a session and a uri",
+            ));
+        };
+        let Some(route) = self.snapshot.resource(uri) else {
+            return Outcome::Error(Error::resource_not_found(uri));
+        };
+        let backend = route.backend.to_owned();
+        tracing::Span::current().record("backend", backend.as_str());
+        if on {
+            if let Err(e) = self.gw.subscriptions.subscribe(&session.id, uri, &backend) {
+                return Outcome::Error(Error::new(
+                    ErrorCode::InvalidParams,
+                    format!("invalid params: {e}"),
+                ));
+            }
+        } else {
+            self.gw.subscriptions.unsubscribe(&session.id, uri);
+        }
+        crate::changes::sync_backend(self.gw, &backend);
+        raw(&json!({}))
     }
 
     fn set_level(&self, call: &Call) -> Outcome {

@@ -9,10 +9,12 @@
 
 pub mod answer;
 pub mod catalog;
+pub mod changes;
 pub mod config;
 pub mod dispatch;
 pub mod http;
 pub mod input;
+pub mod listen;
 pub mod listing;
 pub mod mock_backend;
 pub mod request_stream;
@@ -23,3 +25,4 @@ pub mod serve;
 pub mod session;
 pub mod state;
 pub mod stdio_server;
+pub mod subscriptions;

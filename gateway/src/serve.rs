@@ -9,20 +9,17 @@ use std::time::Duration;
 use actix_web::{App, HttpServer};
 use futures_util::future::join_all;
 use handlers::{BackendConfig, BackendEvent, BackendHandle, Transport};
-use protocol::Method;
 use tokio::sync::mpsc;
 
 use crate::catalog::CatalogError;
 use crate::config::{BackendTransport, Config};
-use crate::listing::{build_catalog, refresh};
+use crate::listing::build_catalog;
 use crate::state::{Gateway, server_info};
 
 /// How long start-up waits for backends to connect before serving without the slow ones.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
-/// Catalog refreshes triggered close together are merged into one.
-const REFRESH_DEBOUNCE: Duration = Duration::from_millis(250);
 
 /// Why serving stopped or could not start.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +49,10 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
         "catalog built"
     );
     gw.catalog.replace(Arc::new(snapshot));
-    actix_rt::spawn(watch_backends(gw.clone(), events_rx));
+    for name in gw.backends.keys() {
+        crate::changes::sync_backend(&gw, name);
+    }
+    actix_rt::spawn(crate::changes::watch(gw.clone(), events_rx));
     let result = if stdio {
         crate::stdio_server::run(gw.clone()).await
     } else {
@@ -86,40 +86,6 @@ fn start_backends(
             (entry.name.clone(), BackendHandle::start(bc, events.clone()))
         })
         .collect()
-}
-
-/// Rebuilds the catalog when a backend (re)connects or says its lists changed, merging bursts.
-async fn watch_backends(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
-    while let Some(event) = events.recv().await {
-        if !needs_refresh(&event) {
-            if let BackendEvent::Down { backend, reason } = &event {
-                tracing::warn!(%backend, %reason, "backend down");
-            }
-            continue;
-        }
-        tokio::time::sleep(REFRESH_DEBOUNCE).await;
-        while let Ok(more) = events.try_recv() {
-            if let BackendEvent::Down { backend, reason } = &more {
-                tracing::warn!(%backend, %reason, "backend down");
-            }
-        }
-        refresh(&gw).await;
-    }
-}
-
-fn needs_refresh(event: &BackendEvent) -> bool {
-    match event {
-        BackendEvent::Ready { .. } => true,
-        BackendEvent::Down { .. } => false,
-        BackendEvent::Notification { notification, .. } => matches!(
-            notification.known_method(),
-            Some(
-                Method::NotificationsToolsListChanged
-                    | Method::NotificationsPromptsListChanged
-                    | Method::NotificationsResourcesListChanged
-            )
-        ),
-    }
 }
 
 async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {

@@ -14,6 +14,7 @@ use crate::catalog::CatalogSnapshot;
 use crate::config::{Config, UnknownToolCode};
 use crate::sealed_state::StateSealer;
 use crate::session::{PendingStreams, SessionStore};
+use crate::subscriptions::Subscriptions;
 
 /// Everything a request may need, shared by all workers.
 #[derive(Debug)]
@@ -36,6 +37,8 @@ pub struct Gateway {
     pub server_info: Implementation,
     /// Seals and opens the `requestState` of `input_required` results.
     pub sealer: Arc<StateSealer>,
+    /// Resource subscriptions and listen streams.
+    pub subscriptions: Subscriptions,
 }
 
 impl Gateway {
@@ -65,17 +68,19 @@ impl Gateway {
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
             server_info,
             sealer: StateSealer::random(),
+            subscriptions: Subscriptions::default(),
             config,
         }
     }
 
     /// The capabilities the gateway declares, to legacy clients at `initialize` and to modern ones in
-    /// `server/discover`: what it serves for every client (tools, prompts, resources, completions).
+    /// `server/discover`: what it serves for every client (tools, prompts, resources with subscriptions,
+    /// completions, and list changes, which it relays from its backends and its own catalog refreshes).
     pub fn capabilities(&self) -> Value {
         json!({
-            "tools": { "listChanged": false },
-            "prompts": { "listChanged": false },
-            "resources": { "subscribe": false, "listChanged": false },
+            "tools": { "listChanged": true },
+            "prompts": { "listChanged": true },
+            "resources": { "subscribe": true, "listChanged": true },
             "completions": {},
         })
     }

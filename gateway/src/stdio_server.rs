@@ -127,6 +127,9 @@ where
                 }
                 Answer::Stream(mut rx) => {
                     while let Some(message) = rx.recv().await {
+                        if message.is_empty() {
+                            continue;
+                        }
                         if out_tx.send(message).await.is_err() {
                             break;
                         }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{
     Actor, ActorContext, AsyncContext, AtomicResponse, Context, Handler, Message, ResponseFuture,
-    Running, WeakAddr,
+    Running, SpawnHandle, WeakAddr,
 };
 use protocol::shape::Failure;
 use serde_json::value::RawValue;
@@ -19,11 +19,13 @@ use tracing::{Instrument, Span, debug, info, info_span, warn};
 
 use crate::backoff::Backoff;
 use crate::config::{BackendConfig, Transport};
+use crate::description::ServerDescription;
 use crate::events::Notifier;
 use crate::handle::{BackendRequest, Shared, State};
 use crate::link::{
     self, ConnectFailure, Connected, Link, LinkContext, Renew, Verdict, VerdictUpdate,
 };
+use crate::listen::{self, RenewFactory};
 
 /// Mailbox room beyond the permits (actix does not bound `send` by it; the permits do).
 const MAILBOX_SLACK: usize = 16;
@@ -57,6 +59,8 @@ pub(crate) struct BackendActor {
     epoch: u64,
     backoff: Backoff,
     up_since: Option<Instant>,
+    /// The subscription of the current connection (see [`crate::BackendHandle::listen`]).
+    subscription: Option<SpawnHandle>,
     span: Span,
 }
 
@@ -92,6 +96,7 @@ impl BackendActor {
             epoch: 0,
             backoff: Backoff::default(),
             up_since: None,
+            subscription: None,
             span,
         }
     }
@@ -135,6 +140,7 @@ impl BackendActor {
                 self.link = Some(link);
                 self.up_since = Some(Instant::now());
                 self.shared.set(State::Ready(Arc::clone(&description)));
+                self.listen(Arc::clone(&description), ctx);
                 self.ctx.notifier.ready(description);
                 ctx.spawn(
                     async move { lifeline.wait().await }
@@ -159,6 +165,7 @@ impl BackendActor {
         if epoch != self.epoch || self.link.take().is_none() {
             return;
         }
+        self.stop_listening(ctx);
         if let Some(since) = self.up_since.take() {
             self.backoff.connection_lost_after(since.elapsed());
         }
@@ -174,6 +181,37 @@ impl BackendActor {
         if !was_down {
             self.ctx.notifier.down(reason);
         }
+    }
+
+    /// (Re)starts the subscription on the current connection: it follows the gateway's filter and dies
+    /// with the connection (or the actor), so every new connection or session subscribes afresh.
+    fn listen(&mut self, description: Arc<ServerDescription>, ctx: &mut Context<Self>) {
+        self.stop_listening(ctx);
+        let Some(link) = self.link.clone() else {
+            return;
+        };
+        let renew = matches!(link, Link::Legacy(_)).then(|| {
+            let addr = ctx.address().downgrade();
+            let backend = self.ctx.name().to_owned();
+            Box::new(move || renewer(addr.clone(), backend.clone())) as RenewFactory
+        });
+        let driver = listen::drive(
+            link,
+            Arc::clone(&self.ctx),
+            description,
+            Arc::clone(&self.shared),
+            renew,
+        )
+        .instrument(info_span!(parent: &self.span, "subscription"));
+        self.subscription = Some(ctx.spawn(driver.into_actor(self)));
+    }
+
+    /// Ends the subscription of the connection that is gone.
+    fn stop_listening(&mut self, ctx: &mut Context<Self>) {
+        if let Some(handle) = self.subscription.take() {
+            ctx.cancel_future(handle);
+        }
+        self.shared.set_listening(None);
     }
 
     fn retry_later(&mut self, ctx: &mut Context<Self>) {
@@ -198,8 +236,9 @@ impl Actor for BackendActor {
         self.connect(ctx);
     }
 
-    fn stopping(&mut self, _ctx: &mut Context<Self>) -> Running {
+    fn stopping(&mut self, ctx: &mut Context<Self>) -> Running {
         self.epoch += 1;
+        self.stop_listening(ctx);
         self.shared.set(State::Stopped);
         if let Some(link) = self.link.take() {
             link.close();
@@ -288,9 +327,11 @@ impl Handler<Reinitialize> for BackendActor {
             move |outcome, act, ctx| match outcome {
                 Ok(description) => {
                     // A renewed session is a reconnect (the backend most likely restarted): the gateway
-                    // hears `Ready` again and re-lists what it serves.
+                    // hears `Ready` again and re-lists what it serves, and the new session subscribes
+                    // afresh.
                     if epoch == act.epoch {
                         act.shared.set(State::Ready(Arc::clone(&description)));
+                        act.listen(Arc::clone(&description), ctx);
                         act.ctx.notifier.ready(description);
                     }
                     Ok(())

@@ -17,6 +17,7 @@ use crate::actor::{BackendActor, Call};
 use crate::config::BackendConfig;
 use crate::description::ServerDescription;
 use crate::events::{BackendEvent, Notifier};
+use crate::listen::ListenFilter;
 use crate::related::{ProgressRoutes, RelatedSink};
 
 /// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
@@ -72,6 +73,10 @@ pub(crate) struct Shared {
     state: watch::Sender<State>,
     /// Cancelled by [`BackendHandle::shutdown`]; the actor stops when it is.
     pub(crate) stop: CancellationToken,
+    /// The filter the gateway wants ([`BackendHandle::listen`]); the latest one wins, nothing queues.
+    filter: watch::Sender<ListenFilter>,
+    /// What the backend honours of it ([`BackendHandle::listening`]), set by the actor's subscription.
+    honoured: watch::Sender<Option<ListenFilter>>,
 }
 
 impl Shared {
@@ -88,6 +93,20 @@ impl Shared {
 
     pub(crate) fn state(&self) -> State {
         self.state.borrow().clone()
+    }
+
+    /// Follows the filter the gateway wants.
+    pub(crate) fn desired_filter(&self) -> watch::Receiver<ListenFilter> {
+        self.filter.subscribe()
+    }
+
+    /// Records what the backend honours (`None`: no subscription in place).
+    pub(crate) fn set_listening(&self, honoured: Option<ListenFilter>) {
+        self.honoured.send_if_modified(|current| {
+            let changed = *current != honoured;
+            *current = honoured;
+            changed
+        });
     }
 
     /// Why a request cannot be sent now, if it cannot.
@@ -134,6 +153,8 @@ impl BackendHandle {
             request_timeout: config.request_timeout,
             state,
             stop: CancellationToken::new(),
+            filter: watch::Sender::new(ListenFilter::default()),
+            honoured: watch::Sender::new(None),
         });
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let notifier = Notifier::start(&config.name, events);
@@ -216,6 +237,33 @@ impl BackendHandle {
             },
             _ => None,
         }
+    }
+
+    /// Keeps one long-lived subscription to the backend with this filter, replacing the previous filter; an
+    /// empty filter ends it. Never blocks: the actor picks up the latest filter, now or once connected, and
+    /// re-establishes the subscription after every reconnect, restart or session renewal.
+    ///
+    /// Modern backends get a `subscriptions/listen` request with the parts of the filter their capabilities
+    /// support (HTTP: its SSE response stream kept open, dropped to end it; stdio: the request kept in
+    /// flight, ended with `notifications/cancelled`), sent again with backoff when it drops. Legacy backends
+    /// get `resources/subscribe` / `resources/unsubscribe` for the URIs added / removed; their list changes
+    /// come unsolicited. Whatever the subscription delivers (`notifications/resources/updated`,
+    /// `notifications/*/list_changed`) arrives as [`BackendEvent::Notification`], without the subscription
+    /// id in `_meta`; the acknowledgement is consumed here (see [`BackendHandle::listening`]).
+    pub fn listen(&self, filter: ListenFilter) {
+        let filter = filter.normalized();
+        self.shared.filter.send_if_modified(|current| {
+            let changed = *current != filter;
+            *current = filter;
+            changed
+        });
+    }
+
+    /// What the backend honours of the current filter: what it acknowledged (modern) or what it supports
+    /// and accepted (legacy: `listChanged` capabilities, URIs subscribed). `None` before the first
+    /// acknowledgement, while the backend is down or reconnecting, and when the filter is empty.
+    pub fn listening(&self) -> Option<ListenFilter> {
+        self.shared.honoured.borrow().clone()
     }
 
     /// Stops the actor: in-flight requests are answered, a stdio child gets stdin closed, then SIGTERM

@@ -9,6 +9,7 @@ use protocol::{Message, Request, Response};
 use tracing::{debug, warn};
 
 use crate::events::Notifier;
+use crate::listen::ListenRoute;
 use crate::outbox::Outbox;
 use crate::pending::Pending;
 use crate::related::RelatedSink;
@@ -28,6 +29,8 @@ pub(crate) struct Inbound {
     outbox: Option<Arc<dyn Outbox>>,
     /// On one request's own response stream: where that request's notifications go.
     related: Option<RelatedSink>,
+    /// Where subscriptions' notifications go, on streams that carry them.
+    listen: Option<ListenRoute>,
 }
 
 impl Inbound {
@@ -42,6 +45,15 @@ impl Inbound {
             pending,
             outbox,
             related: None,
+            listen: None,
+        }
+    }
+
+    /// The same dispatch, with the notifications of subscriptions (`subscriptions/listen`) taken by `route`.
+    pub(crate) fn with_listen(&self, route: ListenRoute) -> Inbound {
+        Inbound {
+            listen: Some(route),
+            ..self.clone()
         }
     }
 
@@ -85,14 +97,25 @@ impl Inbound {
         match message {
             Message::Response(r) => self.response(r),
             Message::Request(r) => self.server_request(&r),
-            Message::Notification(n) => match &self.related {
-                Some(sink) if n.method != "notifications/progress" => {
-                    if sink.try_send(n).is_err() {
-                        debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
-                    }
-                }
-                _ => self.notifier.notification(n),
+            Message::Notification(n) => self.notification(n),
+        }
+    }
+
+    fn notification(&self, n: protocol::Notification) {
+        let n = match &self.listen {
+            Some(route) => match route.deliver(n) {
+                Ok(()) => return,
+                Err(n) => n,
             },
+            None => n,
+        };
+        match &self.related {
+            Some(sink) if n.method != "notifications/progress" => {
+                if sink.try_send(n).is_err() {
+                    debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
+                }
+            }
+            _ => self.notifier.notification(n),
         }
     }
 

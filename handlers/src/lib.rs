@@ -6,7 +6,9 @@
 //! endpoint. Its era is found once by the spec's probe (`server/discover`, falling back to `initialize`)
 //! and remembered; each request's `_meta` is then stamped (modern) or cleaned (legacy) for it. The actor
 //! restarts a dead child or reconnects an unreachable server with exponential backoff, and reports `Ready`,
-//! `Down` and the backend's notifications as [`BackendEvent`]s.
+//! `Down` and the backend's notifications as [`BackendEvent`]s. It also keeps the backend subscribed to the
+//! resource updates and list changes the gateway asks for ([`BackendHandle::listen`]), re-subscribing
+//! after every reconnect.
 //!
 //! Guarantees: every request gets an answer (a result or a [`protocol::shape::Failure`]) within its
 //! deadline; nothing queues without bound (permits answer `Overloaded`, queues are bounded and `try_send`
@@ -26,6 +28,7 @@ mod handshake;
 mod http;
 mod inbound;
 mod link;
+mod listen;
 mod meta;
 mod outbox;
 mod pending;
@@ -37,5 +40,6 @@ pub use config::{BackendConfig, Transport};
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest};
+pub use listen::ListenFilter;
 pub use protocol::Generation;
 pub use related::RelatedSink;

@@ -16,3 +16,6 @@ mod fake_http;
 
 #[path = "backends/http.rs"]
 mod http;
+
+#[path = "backends/listen.rs"]
+mod listen;

@@ -149,6 +149,9 @@ pub(super) async fn post(
             if let Some(s) = session.clone() {
                 actix_rt::spawn(async move {
                     while let Some(message) = rx.recv().await {
+                        if message.is_empty() {
+                            continue;
+                        }
                         if s.handle.push(sse_event(&message)).is_err() {
                             break;
                         }

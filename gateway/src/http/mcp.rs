@@ -133,6 +133,10 @@ async fn handle(
         Answer::EndSession => match session {
             Some(s) => {
                 worker.gw.sessions.end(&s.id);
+                worker.gw.subscriptions.end_session(&s.id);
+                for name in worker.gw.backends.keys() {
+                    crate::changes::sync_backend(&worker.gw, name);
+                }
                 tracing::info!(session = %s.id, "session ended by the client");
                 HttpResponse::NoContent().finish()
             }

@@ -43,6 +43,10 @@ pub(super) fn messages_body(
 ) -> impl Stream<Item = Result<Bytes, actix_web::Error>> + 'static {
     futures_util::stream::unfold(rx, |mut rx| async move {
         let message = rx.recv().await?;
+        if message.is_empty() {
+            // An empty message is a keep-alive: an SSE comment.
+            return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), rx));
+        }
         Some((Ok(crate::response::sse_event(&message)), rx))
     })
 }

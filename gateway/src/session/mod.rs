@@ -173,6 +173,11 @@ impl SessionStore {
         Some(session)
     }
 
+    /// The live session with this id, without marking it used (deliveries must not keep a session alive).
+    pub fn peek(&self, id: &str) -> Option<Arc<Session>> {
+        self.map.get(id).map(|r| r.value().clone())
+    }
+
     /// Ends a session (DELETE, or expiry): removed from the store, its actor stopped, its stream closed.
     pub fn end(&self, id: &str) -> bool {
         match self.map.remove(id) {
@@ -182,6 +187,11 @@ impl SessionStore {
             }
             None => false,
         }
+    }
+
+    /// Every live session (cloned out: no map guard is held by the caller).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.map.iter().map(|r| r.value().clone()).collect()
     }
 
     /// Sessions held.

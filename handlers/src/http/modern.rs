@@ -1,6 +1,7 @@
 //! Modern (2026-07-28) Streamable HTTP backends: stateless POSTs carrying the routing headers
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) and the `_meta` stamp; the probe.
-//! Cancellation is dropping the response stream (the spec's rule for modern HTTP).
+//! Cancellation is dropping the response stream (the spec's rule for modern HTTP); a `subscriptions/listen`
+//! keeps its response stream open as the subscription ([`ModernLink::stream`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -123,41 +124,78 @@ impl ModernLink {
         mut request: BackendRequest,
         deadline: Instant,
     ) -> Result<Box<RawValue>, Failure> {
-        let inner = &*self.0;
-        let ctx = &*inner.ctx;
-        let params = ctx.params_for(MODERN, &mut request)?;
-        let inbound = inner.inbound.with_related(request.related.take());
-        let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
-        let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let body = wire::request(id, request.method.as_str(), params.as_deref());
+        let inbound = self.0.inbound.with_related(request.related.take());
         let method = request.method;
         let exchange = async {
-            let response = inner
-                .client
-                .post(inner.url.clone())
-                .headers(headers)
-                .body(body)
-                .send()
-                .await
-                .map_err(|e| ctx.unavailable(format!("the request failed: {e}")))?;
-            let status = response.status();
-            if status != StatusCode::OK {
-                let failure = status_failure(ctx, MODERN, method, response).await;
-                if let Some(why) = era_assumption_failed(status, &failure) {
-                    inner.lifeline.cut(why);
-                }
-                return Err(failure);
-            }
-            match read_reply(response, id, &inbound).await {
-                Ok(Ok(result)) => Ok(result),
-                Ok(Err(error)) => Err(ctx.backend_error(MODERN, method, error)),
-                Err(e) => Err(e.into_failure(ctx)),
-            }
+            let (id, response) = self.post(request).await?;
+            self.read(method, id, response, &inbound).await
         };
         match tokio::time::timeout_at(deadline, exchange).await {
             Ok(outcome) => outcome,
-            Err(_) => Err(ctx.timeout()),
+            Err(_) => Err(self.0.ctx.timeout()),
         }
+    }
+
+    /// A long-lived request (`subscriptions/listen`): its response stream is read until the backend ends it
+    /// with the final response, which is returned; the notifications before it go to `inbound`. Only the
+    /// response's head has a deadline. Dropping the future drops the stream, which ends the request.
+    pub(crate) async fn stream(
+        &self,
+        request: BackendRequest,
+        open_by: Instant,
+        inbound: &Inbound,
+    ) -> Result<Box<RawValue>, Failure> {
+        let ctx = &*self.0.ctx;
+        let method = request.method;
+        let (id, response) = match tokio::time::timeout_at(open_by, self.post(request)).await {
+            Ok(opened) => opened?,
+            Err(_) => return Err(ctx.timeout()),
+        };
+        self.read(method, id, response, inbound).await
+    }
+
+    /// Reads the answer to request `id` from its 200 response.
+    async fn read(
+        &self,
+        method: protocol::Method,
+        id: i64,
+        response: reqwest::Response,
+        inbound: &Inbound,
+    ) -> Result<Box<RawValue>, Failure> {
+        let ctx = &*self.0.ctx;
+        match read_reply(response, id, inbound).await {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(ctx.backend_error(MODERN, method, error)),
+            Err(e) => Err(e.into_failure(ctx)),
+        }
+    }
+
+    /// POSTs a request under a fresh id; its id and the 200 response (whose body the caller reads), or
+    /// the failure the answer means.
+    async fn post(&self, mut request: BackendRequest) -> Result<(i64, reqwest::Response), Failure> {
+        let inner = &*self.0;
+        let ctx = &*inner.ctx;
+        let params = ctx.params_for(MODERN, &mut request)?;
+        let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
+        let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let body = wire::request(id, request.method.as_str(), params.as_deref());
+        let response = inner
+            .client
+            .post(inner.url.clone())
+            .headers(headers)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| ctx.unavailable(format!("the request failed: {e}")))?;
+        let status = response.status();
+        if status != StatusCode::OK {
+            let failure = status_failure(ctx, MODERN, request.method, response).await;
+            if let Some(why) = era_assumption_failed(status, &failure) {
+                inner.lifeline.cut(why);
+            }
+            return Err(failure);
+        }
+        Ok((id, response))
     }
 }
 

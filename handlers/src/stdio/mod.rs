@@ -28,6 +28,7 @@ use crate::handshake::{self, Probe};
 use crate::link::{
     ConnectFailure, Connected, Link, LinkContext, Unanswered, Verdict, VerdictUpdate,
 };
+use crate::listen::Tap;
 use process::StdioProcess;
 
 /// A live stdio connection: the process and the generation its handshake settled.
@@ -49,6 +50,29 @@ impl StdioLink {
         let reply = self
             .process
             .request(request.method.as_str(), params.as_deref(), deadline, true)
+            .await;
+        match reply {
+            Ok(Ok(result)) => Ok(result),
+            Ok(Err(error)) => Err(ctx.backend_error(self.generation, request.method, error)),
+            Err(u) => Err(ctx.unanswered(u)),
+        }
+    }
+
+    /// A `subscriptions/listen` kept in flight until the backend ends it (its final answer is returned) or
+    /// the future is dropped (which sends `notifications/cancelled`); its notifications go to `tap`.
+    pub(crate) async fn listen(
+        &self,
+        mut request: BackendRequest,
+        tap: Arc<Tap>,
+    ) -> Result<Box<RawValue>, Failure> {
+        let ctx = &self.process.ctx;
+        let params = ctx.params_for(self.generation, &mut request)?;
+        let routes = &self.process.subscriptions;
+        let reply = self
+            .process
+            .long_request(request.method.as_str(), params.as_deref(), |id| {
+                routes.insert(id, tap)
+            })
             .await;
         match reply {
             Ok(Ok(result)) => Ok(result),

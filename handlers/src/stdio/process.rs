@@ -23,6 +23,7 @@ use tracing::{debug, info, warn};
 use super::lines::{Line, next_line};
 use crate::inbound::Inbound;
 use crate::link::{Lifeline, LinkContext, Unanswered, not_sent};
+use crate::listen::{ListenRoute, SubscriptionRoutes};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::pending::{Lost, Pending, Reply};
 use crate::wire;
@@ -88,6 +89,8 @@ pub(crate) struct StdioProcess {
     pub(crate) ctx: Arc<LinkContext>,
     stdin: Arc<StdinQueue>,
     pending: Arc<Pending>,
+    /// The `subscriptions/listen` requests in flight, whose notifications stdout routes by id.
+    pub(crate) subscriptions: Arc<SubscriptionRoutes>,
     lifeline: Lifeline,
     stop: CancellationToken,
 }
@@ -133,11 +136,13 @@ impl StdioProcess {
         let lifeline = Lifeline::default();
         let stop = CancellationToken::new();
         let stdout_closed = CancellationToken::new();
+        let subscriptions = Arc::new(SubscriptionRoutes::default());
         let inbound = Inbound::new(
             ctx.notifier.clone(),
             Some(Arc::clone(&pending)),
             Some(Arc::clone(&stdin_queue) as Arc<dyn Outbox>),
-        );
+        )
+        .with_listen(ListenRoute::Table(Arc::clone(&subscriptions)));
         actix_rt::spawn(write_stdin(
             stdin,
             rx,
@@ -158,6 +163,7 @@ impl StdioProcess {
             ctx: Arc::clone(ctx),
             stdin: stdin_queue,
             pending,
+            subscriptions,
             lifeline,
             stop,
         })
@@ -190,6 +196,30 @@ impl StdioProcess {
                 Err(Unanswered::Timeout)
             }
         }
+    }
+
+    /// Sends a long-lived request (`subscriptions/listen`) under a fresh id and waits, without deadline, for
+    /// its final answer. `before_send` gets the id before the request goes out (to route what arrives for
+    /// it) and what it returns is kept until the request ends. Dropping the future cancels the request with
+    /// `notifications/cancelled`.
+    pub(crate) async fn long_request<G>(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+        before_send: impl FnOnce(i64) -> G,
+    ) -> Result<Reply, Unanswered> {
+        let mut waiter = self.pending.register().map_err(not_sent)?;
+        let id = waiter.id();
+        let _kept = before_send(id);
+        match self.stdin.send(wire::request(id, method, params)) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Err(Unanswered::Overloaded),
+            Err(TrySendError::Closed(_)) => return Err(not_sent(self.stdin_closed())),
+        }
+        let mut guard = CancelGuard::new(&*self.stdin, id, true);
+        let answer = waiter.answer().await;
+        guard.disarm();
+        answer.map_err(Unanswered::Lost)
     }
 
     /// Sends a notification.

@@ -1,6 +1,8 @@
 //! Fake HTTP MCP backends, served in-process by actix-web on 127.0.0.1 (port chosen at run time): a modern
 //! (2026-07-28) server that validates the routing headers, a legacy Streamable HTTP server with sessions
 //! (that can expire a session once), and a 2024-11-05 HTTP+SSE server. Each records what it received.
+//! The modern server keeps `subscriptions/listen` streams open (acknowledgement first, then keep-alive
+//! comments) and sends `notifications/resources/updated` on them when a test asks ([`Fake::update`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -52,6 +54,14 @@ pub struct Fake {
     /// Legacy: the session expires (404) on this `tools/call`, once.
     expire_on_call: Option<usize>,
     streams: Mutex<HashMap<String, mpsc::Sender<Bytes>>>,
+    listeners: Mutex<Vec<Listener>>,
+}
+
+/// One open `subscriptions/listen` stream of the modern server.
+struct Listener {
+    id: Value,
+    filter: Value,
+    tx: mpsc::Sender<Bytes>,
 }
 
 impl Fake {
@@ -81,6 +91,38 @@ impl Fake {
         }
     }
 
+    /// Modern: sends `notifications/resources/updated` for `uri` on every open listen stream subscribed to
+    /// it; on how many.
+    pub fn update(&self, uri: &str) -> usize {
+        let listeners = self.listeners.lock().unwrap();
+        let mut sent = 0;
+        for l in listeners.iter().filter(|l| !l.tx.is_closed()) {
+            let subscribed = l.filter["resourceSubscriptions"]
+                .as_array()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri));
+            if subscribed {
+                let n = json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": {"uri": uri, "_meta": {"io.modelcontextprotocol/subscriptionId": l.id}}});
+                if l.tx.try_send(sse(&n)).is_ok() {
+                    sent += 1;
+                }
+            }
+        }
+        sent
+    }
+
+    /// Modern: how many listen streams the client still holds open.
+    pub fn open_listeners(&self) -> usize {
+        let mut listeners = self.listeners.lock().unwrap();
+        listeners.retain(|l| !l.tx.is_closed());
+        listeners.len()
+    }
+
+    /// Modern: ends every listen stream (as a server restarting its subscriptions would).
+    pub fn end_listeners(&self) {
+        self.listeners.lock().unwrap().clear();
+    }
+
     /// The received JSON-RPC requests and notifications with this method.
     pub fn with_method(&self, method: &str) -> Vec<Received> {
         self.received()
@@ -95,6 +137,13 @@ pub struct Server {
     pub url: String,
     pub fake: Arc<Fake>,
     handle: ServerHandle,
+}
+
+impl Server {
+    /// Stops the server and waits until it stopped (its port is free again).
+    pub async fn stop(&self) {
+        self.handle.stop(false).await;
+    }
 }
 
 impl Drop for Server {
@@ -125,6 +174,7 @@ pub fn start_on(kind: Kind, port: u16, expire_on_call: Option<usize>) -> Server 
         calls: AtomicUsize::new(0),
         expire_on_call,
         streams: Mutex::new(HashMap::new()),
+        listeners: Mutex::new(Vec::new()),
     });
     let data = web::Data::from(Arc::clone(&fake));
     let server = HttpServer::new(move || {
@@ -162,7 +212,7 @@ async fn serve(req: HttpRequest, body: Bytes, fake: web::Data<Fake>) -> HttpResp
     fake.received.lock().unwrap().push(received.clone());
     let kind = *fake.kind.lock().unwrap();
     match (kind, req.method().as_str(), req.path()) {
-        (Kind::Modern, "POST", "/mcp") => modern(&received).await,
+        (Kind::Modern, "POST", "/mcp") => modern(&fake, &received).await,
         (Kind::Modern, _, _) => HttpResponse::MethodNotAllowed().finish(),
         (Kind::Legacy, "POST", "/mcp") => legacy(&fake, &received).await,
         (Kind::Legacy, "GET", "/mcp") => legacy_stream(&fake, &received),
@@ -207,7 +257,7 @@ fn events(messages: &[Value]) -> HttpResponse {
         .body(body)
 }
 
-async fn modern(r: &Received) -> HttpResponse {
+async fn modern(fake: &Fake, r: &Received) -> HttpResponse {
     let msg = r.json();
     let id = &msg["id"];
     let method = msg["method"].as_str().unwrap_or("");
@@ -231,12 +281,13 @@ async fn modern(r: &Received) -> HttpResponse {
                 id,
                 json!({
                     "supportedVersions": ["2026-07-28"],
-                    "capabilities": {"tools": {}},
+                    "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true}},
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-http-modern", "version": "2"}},
                     "resultType": "complete", "ttlMs": 0, "cacheScope": "private"
                 }),
             ),
         ),
+        "subscriptions/listen" => listen(fake, id, &msg["params"]["notifications"]),
         "tools/call" => {
             let name = msg["params"]["name"].as_str().unwrap_or("");
             let header = r.headers.get("mcp-name").map(|v| {
@@ -277,6 +328,37 @@ async fn modern(r: &Received) -> HttpResponse {
     }
 }
 
+/// One SSE `message` event.
+fn sse(message: &Value) -> Bytes {
+    Bytes::from(format!("event: message\ndata: {message}\n\n"))
+}
+
+/// A listen stream: the acknowledgement (echoing the filter), then what [`Fake::update`] sends, with a
+/// keep-alive comment every 100 ms; it ends when the client drops it or [`Fake::end_listeners`] is called.
+fn listen(fake: &Fake, id: &Value, filter: &Value) -> HttpResponse {
+    let (tx, rx) = mpsc::channel::<Bytes>(16);
+    let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": filter, "_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+    tx.try_send(sse(&ack)).unwrap();
+    fake.listeners.lock().unwrap().push(Listener {
+        id: id.clone(),
+        filter: filter.clone(),
+        tx,
+    });
+    let ticks = tokio::time::interval(Duration::from_millis(100));
+    let body = futures_util::stream::unfold((rx, ticks), |(mut rx, mut ticks)| async move {
+        let chunk = tokio::select! {
+            m = rx.recv() => m?,
+            _ = ticks.tick() => Bytes::from_static(b":\n\n"),
+        };
+        Some((Ok::<_, actix_web::Error>(chunk), (rx, ticks)))
+    });
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("X-Accel-Buffering", "no"))
+        .streaming(body)
+}
+
 async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
     let msg = r.json();
     let id = &msg["id"];
@@ -294,7 +376,8 @@ async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
         fake.initializes.fetch_add(1, Ordering::SeqCst);
         let body = result(
             id,
-            json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            json!({"protocolVersion": "2025-06-18",
+                   "capabilities": {"tools": {}, "resources": {"subscribe": true}},
                    "serverInfo": {"name": "fake-http-legacy", "version": "1"}}),
         );
         return HttpResponse::Ok()
@@ -334,6 +417,9 @@ async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
                 ]),
                 _ => reply(StatusCode::OK, &result(id, text(&r.body))),
             }
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            reply(StatusCode::OK, &result(id, json!({})))
         }
         _ => reply(StatusCode::OK, &error(id, -32601, "method not found")),
     }

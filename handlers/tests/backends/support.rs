@@ -98,6 +98,21 @@ impl Events {
         .await
     }
 
+    /// The notifications up to and including the next one named `method` (skipping other events).
+    pub async fn notifications_until(&mut self, method: &str) -> Vec<Notification> {
+        let mut seen = Vec::new();
+        self.next_matching(|e| match e {
+            BackendEvent::Notification { notification, .. } => {
+                let found = notification.method == method;
+                seen.push(notification);
+                found.then_some(())
+            }
+            _ => None,
+        })
+        .await;
+        seen
+    }
+
     /// The next notification named `method` (skipping other events).
     pub async fn notification(&mut self, method: &str) -> Notification {
         self.next_matching(|e| match e {
@@ -107,6 +122,18 @@ impl Events {
             _ => None,
         })
         .await
+    }
+}
+
+/// Waits until `f` holds (polling), failing the test after [`WAIT`].
+pub async fn eventually(what: &str, f: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !f() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

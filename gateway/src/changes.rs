@@ -1,0 +1,118 @@
+//! What backends announce on their own, handled in one place: (re)connections and list changes rebuild the
+//! catalog (merged when they come in bursts) and re-establish each backend's subscription; list changes and
+//! resource updates then fan out to the clients that asked (see `subscriptions`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use handlers::{BackendEvent, ListenFilter};
+use protocol::{Message, Method, Notification};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::listing::refresh;
+use crate::response::sse_event;
+use crate::state::Gateway;
+
+/// Catalog refreshes triggered close together are merged into one.
+const REFRESH_DEBOUNCE: Duration = Duration::from_millis(250);
+
+/// Handles backend events until the channel closes.
+pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
+    let mut refresh_at: Option<Instant> = None;
+    let mut list_changes: Vec<Notification> = Vec::new();
+    loop {
+        let event = match refresh_at {
+            Some(at) => tokio::select! {
+                event = events.recv() => event,
+                () = tokio::time::sleep_until(at) => {
+                    refresh(&gw).await;
+                    for n in list_changes.drain(..) {
+                        deliver(&gw, &n);
+                    }
+                    refresh_at = None;
+                    continue;
+                }
+            },
+            None => events.recv().await,
+        };
+        let Some(event) = event else { break };
+        match event {
+            BackendEvent::Ready { backend, .. } => {
+                refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
+                sync_backend(&gw, &backend);
+            }
+            BackendEvent::Down { backend, reason } => {
+                tracing::warn!(%backend, %reason, "backend down")
+            }
+            BackendEvent::Notification {
+                backend,
+                notification,
+            } => match notification.known_method() {
+                Some(
+                    Method::NotificationsToolsListChanged
+                    | Method::NotificationsPromptsListChanged
+                    | Method::NotificationsResourcesListChanged,
+                ) => {
+                    refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
+                    if !list_changes.iter().any(|n| n.method == notification.method) {
+                        list_changes.push(notification);
+                    }
+                }
+                Some(Method::NotificationsResourcesUpdated) => deliver(&gw, &notification),
+                _ => {
+                    tracing::debug!(%backend, method = %notification.method, "backend notification not tied to a request: dropped")
+                }
+            },
+        }
+    }
+}
+
+/// Sends a notification to every client that asked for it; a session gone meanwhile loses its subscriptions.
+pub fn deliver(gw: &Gateway, n: &Notification) {
+    let recipients = gw.subscriptions.recipients(n);
+    if recipients.all_sessions {
+        let event = sse_event(&Message::Notification(n.clone()).to_bytes());
+        for session in gw.sessions.all() {
+            if session.handle.push(event.clone()).is_err() {
+                tracing::debug!(session = %session.id, "notification dropped: the session's mailbox is full");
+            }
+        }
+    }
+    if !recipients.sessions.is_empty() {
+        let event = sse_event(&Message::Notification(n.clone()).to_bytes());
+        for id in recipients.sessions {
+            match gw.sessions.peek(&id) {
+                Some(session) => {
+                    if session.handle.push(event.clone()).is_err() {
+                        tracing::debug!(session = %id, "notification dropped: the session's mailbox is full");
+                    }
+                }
+                None => gw.subscriptions.end_session(&id),
+            }
+        }
+    }
+    for (tx, message) in recipients.listens {
+        if tx.try_send(message).is_err() {
+            tracing::debug!("notification dropped: a subscription stream is full");
+        }
+    }
+}
+
+/// Makes `backend`'s own subscription cover what clients want from it now: every list change (the gateway
+/// refreshes its catalog on them) and the URIs subscribed through it.
+pub fn sync_backend(gw: &Gateway, backend: &str) {
+    let Some(handle) = gw.backends.get(backend) else {
+        return;
+    };
+    let snapshot = gw.catalog.snapshot();
+    let uris = gw.subscriptions.uris_of(backend, |uri| {
+        snapshot.resource(uri).map(|r| r.backend.to_owned())
+    });
+    handle.listen(ListenFilter {
+        tools_list_changed: true,
+        prompts_list_changed: true,
+        resources_list_changed: true,
+        resource_subscriptions: uris.into_iter().collect(),
+    });
+}
