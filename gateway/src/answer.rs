@@ -49,6 +49,8 @@ pub enum Answer {
     OpenStream,
     /// A DELETE: end the session.
     EndSession,
+    /// The client cancelled the request: no response (HTTP answers 202 with no body).
+    Cancelled,
 }
 
 /// What answering needs: the gateway, this worker's response actor, and the request's context.
@@ -135,15 +137,18 @@ impl Answering<'_> {
                         span,
                     }));
                 }
-                let (status, body) = self.call(call, generation, snapshot).await;
+                let Some((status, body)) = self.call(call, generation, snapshot).await else {
+                    return Answer::Cancelled;
+                };
                 Answer::Message { status, body }
             }
             ValidKind::Batch(items) => {
                 let futures = items.into_iter().map(|item| async move {
                     match item {
-                        Ok(ValidKind::Call(call)) => {
-                            Some(self.call(call, generation, snapshot).await.1)
-                        }
+                        Ok(ValidKind::Call(call)) => self
+                            .call(call, generation, snapshot)
+                            .await
+                            .map(|(_, body)| body),
                         Ok(ValidKind::Notification(n)) => {
                             self.notification(&n);
                             None
@@ -181,10 +186,15 @@ impl Answering<'_> {
     fn notification(&self, n: &Notification) {
         match (n.known_method(), self.session) {
             (Some(Method::NotificationsInitialized), Some(s)) => s.mark_initialized(),
-            (Some(Method::NotificationsCancelled), _) => {
-                tracing::debug!(
-                    "notifications/cancelled received; cancellation reaches backends with the bridging work"
-                );
+            (Some(Method::NotificationsCancelled), Some(s)) => {
+                #[derive(serde::Deserialize)]
+                struct Cancelled {
+                    #[serde(rename = "requestId")]
+                    request_id: Option<Box<serde_json::value::RawValue>>,
+                }
+                let id = n.params_as::<Cancelled>().ok().and_then(|c| c.request_id);
+                let cancelled = id.as_ref().is_some_and(|id| s.in_flight().cancel(id.get()));
+                tracing::debug!(?id, cancelled, "notifications/cancelled");
             }
             _ => tracing::debug!(method = %n.method, "notification accepted"),
         }
@@ -207,8 +217,13 @@ impl Answering<'_> {
         call: Call,
         generation: Generation,
         snapshot: &CatalogSnapshot,
-    ) -> (u16, Vec<u8>) {
+    ) -> Option<(u16, Vec<u8>)> {
         let span = self.span(&call, generation);
+        // A legacy client may cancel it (notifications/cancelled): its work is then dropped, which abandons
+        // the backend call, and no response is sent (the spec's SHOULD NOT respond).
+        let registered = self
+            .session
+            .and_then(|s| s.in_flight().register(&call.request.id));
         let dispatch = Dispatch {
             gw: self.gw,
             snapshot,
@@ -216,7 +231,7 @@ impl Answering<'_> {
             session: self.session.map(|s| s.as_ref()),
             related: None,
         };
-        async {
+        let work = async {
             let outcome = dispatch.run(&call).await;
             if let Outcome::Failed(f) = &outcome {
                 tracing::warn!(failure = %f, "request failed at its backend");
@@ -226,9 +241,20 @@ impl Answering<'_> {
                 .shape(call.request.id.clone(), call.method, generation, outcome)
                 .await;
             (shaped.status, shaped.body)
-        }
-        .instrument(span)
-        .await
+        };
+        let cancellable = async {
+            match &registered {
+                Some(r) => tokio::select! {
+                    answer = work => Some(answer),
+                    () = r.cancelled() => {
+                        tracing::info!("cancelled by the client");
+                        None
+                    }
+                },
+                None => Some(work.await),
+            }
+        };
+        cancellable.instrument(span).await
     }
 }
 

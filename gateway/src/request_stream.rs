@@ -95,6 +95,22 @@ pub fn start(s: Streamed) -> mpsc::Receiver<Vec<u8>> {
 }
 
 async fn run(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
+    let session = s.session.clone();
+    let registered = session
+        .as_ref()
+        .and_then(|sess| sess.in_flight().register(&s.call.request.id));
+    let work = run_rounds(s, tx);
+    match &registered {
+        // A legacy client's notifications/cancelled ends the stream without a response.
+        Some(r) => tokio::select! {
+            () = work => {}
+            () = r.cancelled() => tracing::info!("cancelled by the client"),
+        },
+        None => work.await,
+    }
+}
+
+async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let mut call = s.call;
     let mut round = 0;
     let outcome = loop {

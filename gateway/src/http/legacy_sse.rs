@@ -166,7 +166,7 @@ pub(super) async fn post(
             }
             HttpResponse::Accepted().finish()
         }
-        Answer::Accepted | Answer::OpenStream | Answer::EndSession => {
+        Answer::Accepted | Answer::Cancelled | Answer::OpenStream | Answer::EndSession => {
             if let (Some(tx), None) = (pending, &session) {
                 gw.sse_connections.put_back(id, tx);
             }

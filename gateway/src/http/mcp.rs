@@ -82,7 +82,7 @@ async fn handle(
         can_stream: accepts.sse,
     };
     match answering.answer(routed.valid, &routed.snapshot).await {
-        Answer::Accepted => HttpResponse::Accepted().finish(),
+        Answer::Accepted | Answer::Cancelled => HttpResponse::Accepted().finish(),
         Answer::Message { status, body } => message_response(status, body, accepts),
         Answer::Batch(bodies) => batch_response(bodies, accepts),
         Answer::Stream(rx) => HttpResponse::Ok()

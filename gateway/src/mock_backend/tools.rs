@@ -3,6 +3,8 @@
 //! does when called. Latency and error injection happen in the dispatcher, before a tool runs.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use protocol::headers::{ParamHeader, param_headers};
@@ -28,6 +30,7 @@ enum Kind {
     Echo,
     Add,
     Sleep,
+    Sleeping,
     Fail,
     JsonRpcError,
     Big,
@@ -58,6 +61,25 @@ pub(crate) struct ToolSet {
     payload_bytes: usize,
     /// The result of every synthetic tool when `--payload-bytes` > 0, serialized once.
     synthetic: Option<Box<RawValue>>,
+    /// `sleep` calls running now: what tests read (through the `sleeping` tool) to see that a cancelled
+    /// call's work really stopped.
+    sleeping: Arc<AtomicUsize>,
+}
+
+/// Counts a running `sleep` while it lives (a cancelled call is dropped, and so is this).
+struct Asleep(Arc<AtomicUsize>);
+
+impl Asleep {
+    fn new(count: &Arc<AtomicUsize>) -> Asleep {
+        count.fetch_add(1, Ordering::SeqCst);
+        Asleep(Arc::clone(count))
+    }
+}
+
+impl Drop for Asleep {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 fn tool(name: &str, title: &str, description: &str, input_schema: Value) -> Tool {
@@ -112,6 +134,15 @@ fn fixed_tools() -> Vec<(Tool, Kind)> {
                 json!({"type": "object", "properties": {"ms": {"type": "integer", "minimum": 0}}, "required": ["ms"]}),
             ),
             Kind::Sleep,
+        ),
+        (
+            tool(
+                "sleeping",
+                "Sleeping",
+                "How many sleep calls are running now (cancelled ones stop at once).",
+                json!({"type": "object"}),
+            ),
+            Kind::Sleeping,
         ),
         (
             tool(
@@ -189,6 +220,7 @@ impl ToolSet {
             by_name,
             payload_bytes,
             synthetic,
+            sleeping: Arc::default(),
         }
     }
 
@@ -233,11 +265,15 @@ impl ToolSet {
             Kind::Sleep => match args.and_then(|a| a.get("ms")).and_then(Value::as_u64) {
                 Some(ms) => {
                     let ms = ms.min(MAX_SLEEP_MS);
+                    let _asleep = Asleep::new(&self.sleeping);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     CallToolResponse::text(format!("slept {ms} ms"))
                 }
                 None => bad_args("sleep needs a non-negative integer argument \"ms\""),
             },
+            Kind::Sleeping => {
+                CallToolResponse::text(self.sleeping.load(Ordering::SeqCst).to_string())
+            }
             Kind::Fail => {
                 CallToolResponse::error(string_arg(args, "message").unwrap_or("failure requested"))
             }
@@ -425,7 +461,7 @@ mod tests {
     fn listing_follows_the_generation_and_the_annotations_are_valid() {
         let set = ToolSet::new(3, 0);
         let modern = set.list(Generation::V2026_07_28, None).unwrap();
-        assert_eq!(modern.tools.len(), 10);
+        assert_eq!(modern.tools.len(), 11);
         let add = modern.tools.iter().find(|t| t.name == "add").unwrap();
         assert!(add.output_schema.is_some() && add.title.is_some() && add.annotations.is_some());
         let old = set.list(Generation::V2024_11_05, None).unwrap();

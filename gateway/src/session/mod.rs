@@ -4,6 +4,7 @@
 
 mod actor;
 mod asks;
+mod in_flight;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 pub use actor::{SessionHandle, StreamClosed};
 pub use asks::{AskError, ClientAsks};
+pub use in_flight::{InFlight, Registered};
 
 /// How a legacy session reaches its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +49,8 @@ pub struct Session {
     initialized: AtomicBool,
     /// Requests the gateway sent to the client (sampling, elicitation, roots) awaiting its answer.
     asks: ClientAsks,
+    /// The client's requests in flight, cancellable by `notifications/cancelled`.
+    in_flight: InFlight,
     log_level: AtomicU8,
     epoch: Instant,
 }
@@ -101,6 +105,11 @@ impl Session {
     /// The requests this session's client has been asked and not answered yet.
     pub fn asks(&self) -> &ClientAsks {
         &self.asks
+    }
+
+    /// The client's requests in flight.
+    pub fn in_flight(&self) -> &InFlight {
+        &self.in_flight
     }
 
     /// The view validation needs.
@@ -159,6 +168,7 @@ impl SessionStore {
             last_seen_ms: AtomicU64::new(0),
             initialized: AtomicBool::new(false),
             asks: ClientAsks::default(),
+            in_flight: InFlight::default(),
             log_level: AtomicU8::new(NO_LEVEL),
             epoch: Instant::now(),
         });

@@ -116,3 +116,67 @@ fn a_backend_that_is_down_is_left_out_while_the_others_serve() {
     let r = call(&gw.url, "m__echo", json!({"text": "fine"}));
     assert_eq!(r["result"]["content"][0]["text"], "fine");
 }
+
+#[test]
+fn a_cancelled_call_releases_the_backends_work() {
+    let dir = TempDir::new("resilience-cancel");
+    let gw = gateway(&one_stdio_mock(&[]), &dir);
+    let mut c = LegacyClient::connect(&gw.url, "2025-06-18");
+    let sleeping = |c: &mut LegacyClient| -> String {
+        let r = c
+            .request(
+                "tools/call",
+                json!({"name": "m__sleeping", "arguments": {}}),
+            )
+            .json();
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert_eq!(sleeping(&mut c), "0");
+    let (url, session) = (c.url.clone(), c.session.clone());
+    let call = std::thread::spawn(move || {
+        let started = Instant::now();
+        let r = post_raw(
+            &url,
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json"),
+                ("Mcp-Session-Id", &session),
+                ("MCP-Protocol-Version", "2025-06-18"),
+            ],
+            json!({"jsonrpc": "2.0", "id": "long-1", "method": "tools/call", "params": {"name": "m__sleep", "arguments": {"ms": 30000}}})
+                .to_string(),
+        );
+        (r, started.elapsed())
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sleeping(&mut c) != "1" {
+        assert!(
+            Instant::now() < deadline,
+            "the backend never started sleeping"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r = c.post(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long-1", "reason": "user"}}));
+    assert_eq!(r.status, 202);
+    let (answer, took) = call.join().unwrap();
+    assert!(
+        took < Duration::from_secs(10),
+        "the cancelled call ended at once ({took:?})"
+    );
+    assert_eq!(
+        answer.status, 202,
+        "no response for a cancelled request: {answer:?}"
+    );
+    // the backend really stopped: its sleep is no longer running
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sleeping(&mut c) != "0" {
+        assert!(
+            Instant::now() < deadline,
+            "the backend's work was not released"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -53,7 +53,7 @@ async fn every_method_answers_on_every_generation() {
             assert_eq!(r["capabilities"]["completions"], json!({}));
         }),
         ("tools/list", json!({}), |r, _| {
-            assert_eq!(r["tools"].as_array().unwrap().len(), 10);
+            assert_eq!(r["tools"].as_array().unwrap().len(), 11);
             assert!(r.get("nextCursor").is_none());
         }),
         (
@@ -277,7 +277,7 @@ async fn tools_list_is_paginated_with_opaque_cursors() {
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names.len(), 127);
+    assert_eq!(names.len(), 128);
     assert_eq!(names[0], "echo");
     assert_eq!(names.last().map(String::as_str), Some("tool_119"));
 }
