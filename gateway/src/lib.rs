@@ -16,6 +16,7 @@ pub mod http;
 pub mod input;
 pub mod listen;
 pub mod listing;
+pub mod load;
 pub mod mock_backend;
 pub mod request_stream;
 pub mod response;

@@ -22,6 +22,8 @@ enum Command {
     Serve(ServeArgs),
     /// A synthetic MCP server for tests, demos and load tests.
     MockBackend(gateway::mock_backend::MockArgs),
+    /// Drive MCP sessions against a server and report latency and outcomes.
+    Load(gateway::load::LoadArgs),
 }
 
 #[derive(Debug, Args)]
@@ -47,6 +49,10 @@ fn main() -> ExitCode {
         Command::MockBackend(args) => {
             init_logging("warn");
             gateway::mock_backend::run(args).context("mock-backend")
+        }
+        Command::Load(args) => {
+            init_logging("warn");
+            gateway::load::run(args).map(drop).context("load")
         }
     };
     match result {

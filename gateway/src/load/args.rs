@@ -1,0 +1,377 @@
+//! The command line of `mcpgw load` ([`LoadArgs`]) and what it becomes once checked ([`Plan`]): the value
+//! parsers of durations (`10s`, `250ms`, `2m`), rates (`500/s`), the scenario mix and the tool arguments.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use protocol::Generation;
+use serde_json::{Map, Value};
+
+use super::LoadError;
+use super::stats::Op;
+
+/// With `--requests` and no `--duration`, a run still stops after this long.
+pub(crate) const REQUESTS_CAP: Duration = Duration::from_secs(600);
+/// The default length of a run (no `--duration`, no `--requests`).
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+/// Most sessions one run drives.
+const MAX_SESSIONS: usize = 100_000;
+/// Largest sum of `--mix` weights (the mix is a cycle of that length).
+const MAX_MIX_TOTAL: u32 = 10_000;
+
+/// Which protocol era the sessions speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// `initialize` + `notifications/initialized`, the calls with `Mcp-Session-Id`, `DELETE` at the end.
+    Legacy,
+    /// 2026-07-28: `server/discover`, then stateless calls with `_meta` and the routing headers.
+    Modern,
+    /// Even-numbered sessions legacy, odd-numbered modern.
+    Mixed,
+}
+
+impl Era {
+    /// Its name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+            Era::Mixed => "mixed",
+        }
+    }
+
+    /// Whether session `index` speaks the modern era.
+    pub(crate) fn session_is_modern(self, index: usize) -> bool {
+        match self {
+            Era::Legacy => false,
+            Era::Modern => true,
+            Era::Mixed => index % 2 == 1,
+        }
+    }
+
+    pub(crate) fn uses_modern(self) -> bool {
+        self != Era::Legacy
+    }
+
+    pub(crate) fn uses_legacy(self) -> bool {
+        self != Era::Modern
+    }
+}
+
+/// The command line of `mcpgw load`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LoadArgs {
+    /// The MCP endpoint to load, e.g. http://127.0.0.1:7800/mcp (loopback only without --allow-remote).
+    #[arg(long, required_unless_present = "self_test")]
+    pub url: Option<String>,
+    /// Protocol era of the sessions.
+    #[arg(long, value_enum, default_value = "modern")]
+    pub era: Era,
+    /// Concurrent sessions (clients).
+    #[arg(long, default_value_t = 16)]
+    pub sessions: usize,
+    /// How long to send requests: 10s, 500ms, 2m (default 10s; with --requests: at most 10m).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Stop after exactly N requests (or when --duration ends, if first).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Open loop: send R requests per second on a fixed schedule (500, 500/s or 3000/m), latency measured
+    /// from each request's scheduled time. Without it: closed loop (each session sends when answered).
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Open loop: most requests in flight at once; a request due beyond it is not sent and counts as
+    /// `overflow` (default: 4 × sessions, at least 256).
+    #[arg(long, requires = "rate")]
+    pub max_in_flight: Option<usize>,
+    /// Scenario mix as weights: tools/list=1,tools/call=8,resources/read=1,churn=0.
+    #[arg(long, default_value = "tools/call=1", value_parser = Mix::parse)]
+    pub mix: Mix,
+    /// Tool for tools/call (default: `echo` or `*__echo` if listed, else the first tool listed).
+    #[arg(long)]
+    pub tool: Option<String>,
+    /// Arguments of tools/call, a JSON object (default {"text":"mcpgw load"}).
+    #[arg(long, value_parser = parse_args_json)]
+    pub args: Option<Map<String, Value>>,
+    /// Resource for resources/read (default: the first one resources/list names).
+    #[arg(long)]
+    pub uri: Option<String>,
+    /// Also write the report as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Worker threads of the generator (default: the number of CPUs).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Deadline of one request.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Protocol version of legacy sessions.
+    #[arg(long, default_value = "2025-11-25", value_parser = parse_legacy_version)]
+    pub legacy_version: Generation,
+    /// Allow a target that is not on this machine (127.0.0.0/8, ::1, localhost).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Measure the generator's own ceiling: load an in-process mock backend (zero latency) instead of --url.
+    #[arg(long, conflicts_with = "url")]
+    pub self_test: bool,
+    /// No progress line on standard error (there is none anyway when it is not a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// A scenario mix: weights of the measured operations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mix {
+    weights: Vec<(Op, u32)>,
+}
+
+impl Mix {
+    /// Parses `op=weight,…` (ops: tools/list, tools/call, resources/read, churn); a bare op weighs 1.
+    pub fn parse(s: &str) -> Result<Mix, String> {
+        let mut weights: Vec<(Op, u32)> = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, weight) = match part.split_once('=') {
+                Some((n, w)) => {
+                    let w = w
+                        .trim()
+                        .parse::<u32>()
+                        .map_err(|_| format!("weight of {:?} is not a whole number", n.trim()))?;
+                    (n.trim(), w)
+                }
+                None => (part, 1),
+            };
+            let op = Op::ALL
+                .into_iter()
+                .filter(|op| op.measured())
+                .find(|op| op.name() == name)
+                .ok_or_else(|| {
+                    format!(
+                        "unknown operation {name:?} (known: tools/list, tools/call, resources/read, churn)"
+                    )
+                })?;
+            if weights.iter().any(|(o, _)| *o == op) {
+                return Err(format!("{name} is given twice"));
+            }
+            weights.push((op, weight));
+        }
+        let total: u64 = weights.iter().map(|(_, w)| u64::from(*w)).sum();
+        if total == 0 {
+            return Err("the mix needs at least one operation with a weight above 0".into());
+        }
+        if total > u64::from(MAX_MIX_TOTAL) {
+            return Err(format!(
+                "the weights add up to {total}; at most {MAX_MIX_TOTAL}"
+            ));
+        }
+        weights.retain(|(_, w)| *w > 0);
+        Ok(Mix { weights })
+    }
+
+    /// Whether `op` is part of the mix.
+    pub(crate) fn has(&self, op: Op) -> bool {
+        self.weights.iter().any(|(o, _)| *o == op)
+    }
+
+    /// The mix as a cycle of operations, spread evenly (smooth weighted round-robin): request `n` does
+    /// `cycle[n % len]`, so any window of the cycle's length holds each op exactly its weight times.
+    pub(crate) fn cycle(&self) -> Vec<Op> {
+        let total: i64 = self.weights.iter().map(|(_, w)| i64::from(*w)).sum();
+        let mut current = vec![0i64; self.weights.len()];
+        let mut out = Vec::with_capacity(usize::try_from(total).unwrap_or(0));
+        for _ in 0..total {
+            for (c, (_, w)) in current.iter_mut().zip(&self.weights) {
+                *c += i64::from(*w);
+            }
+            let best = (0..current.len())
+                .max_by_key(|&i| (current[i], std::cmp::Reverse(i)))
+                .unwrap_or(0);
+            current[best] -= total;
+            out.push(self.weights[best].0);
+        }
+        out
+    }
+
+    /// `op=weight,…` as given (zero weights dropped).
+    pub(crate) fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .weights
+            .iter()
+            .map(|(op, w)| format!("{}={w}", op.name()))
+            .collect();
+        parts.join(",")
+    }
+}
+
+/// `10s`, `250ms`, `1.5s`, `2m`, `1h`, `500us`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {s:?} (use us, ms, s, m or h)"
+            ));
+        }
+    };
+    if !seconds.is_finite() || seconds > 7.0 * 86_400.0 {
+        return Err(format!("{s:?} is too long"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// `500`, `500/s`, `3000/m`: requests per second.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let (number, per) = match s.split_once('/') {
+        Some((n, p)) => (n.trim(), p.trim()),
+        None => (s, "s"),
+    };
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{s:?} is not a rate (e.g. 500/s)"))?;
+    let rate = match per {
+        "s" | "sec" => value,
+        "m" | "min" => value / 60.0,
+        other => return Err(format!("unknown period {other:?} in {s:?} (use /s or /m)")),
+    };
+    if !(rate.is_finite() && rate > 0.0 && rate <= 10_000_000.0) {
+        return Err(format!(
+            "{s:?}: the rate must be above 0 and at most 10000000/s"
+        ));
+    }
+    Ok(rate)
+}
+
+fn parse_args_json(s: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err("--args must be a JSON object".into()),
+        Err(e) => Err(format!("--args is not JSON: {e}")),
+    }
+}
+
+fn parse_legacy_version(s: &str) -> Result<Generation, String> {
+    match Generation::parse(s) {
+        Ok(g) if !g.is_modern() => Ok(g),
+        Ok(g) => Err(format!("{} is not a legacy version", g.as_str())),
+        Err(_) => Err(format!(
+            "unknown version {s:?} (2024-11-05, 2025-03-26, 2025-06-18 or 2025-11-25)"
+        )),
+    }
+}
+
+/// When new requests stop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Limit {
+    /// Sending stops after this long.
+    pub(crate) duration: Duration,
+    /// … or after this many requests.
+    pub(crate) requests: Option<u64>,
+}
+
+/// Closed or open loop.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Mode {
+    /// Each session sends its next request when the previous one is answered.
+    Closed,
+    /// Requests on a fixed schedule, `rate` per second, at most `max_in_flight` at once.
+    Open { rate: f64, max_in_flight: usize },
+}
+
+/// The checked command line.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) era: Era,
+    pub(crate) sessions: usize,
+    pub(crate) limit: Limit,
+    pub(crate) mode: Mode,
+    pub(crate) mix: Mix,
+    pub(crate) tool: Option<String>,
+    pub(crate) args: Map<String, Value>,
+    pub(crate) uri: Option<String>,
+    pub(crate) threads: usize,
+    pub(crate) timeout: Duration,
+    pub(crate) legacy_version: Generation,
+    pub(crate) progress: bool,
+}
+
+impl Plan {
+    /// Checks the numbers of `args` (the target is checked apart, see `target`).
+    pub(crate) fn from_args(args: &LoadArgs) -> Result<Plan, LoadError> {
+        let bad = |msg: String| Err(LoadError::InvalidArgs(msg));
+        if args.sessions == 0 || args.sessions > MAX_SESSIONS {
+            return bad(format!("--sessions must be between 1 and {MAX_SESSIONS}"));
+        }
+        if args.requests == Some(0) {
+            return bad("--requests must be at least 1".into());
+        }
+        if args.duration.is_some_and(|d| d.is_zero()) {
+            return bad("--duration must be above 0".into());
+        }
+        if args.timeout.is_zero() || args.timeout > Duration::from_secs(600) {
+            return bad("--timeout must be above 0 and at most 10m".into());
+        }
+        let threads = match args.threads {
+            Some(0) => return bad("--threads must be at least 1".into()),
+            Some(n) if n > 1024 => return bad("--threads must be at most 1024".into()),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(2, |n| n.get()),
+        };
+        let duration = match (args.duration, args.requests) {
+            (Some(d), _) => d,
+            (None, Some(_)) => REQUESTS_CAP,
+            (None, None) => DEFAULT_DURATION,
+        };
+        let mode = match args.rate {
+            None => Mode::Closed,
+            Some(rate) => {
+                let max_in_flight = args
+                    .max_in_flight
+                    .unwrap_or_else(|| (args.sessions.saturating_mul(4)).max(256));
+                if max_in_flight == 0 {
+                    return bad("--max-in-flight must be at least 1".into());
+                }
+                Mode::Open {
+                    rate,
+                    max_in_flight,
+                }
+            }
+        };
+        let mut tool_args = args.args.clone().unwrap_or_default();
+        if args.args.is_none() {
+            tool_args.insert("text".into(), Value::from("mcpgw load"));
+        }
+        Ok(Plan {
+            era: args.era,
+            sessions: args.sessions,
+            limit: Limit {
+                duration,
+                requests: args.requests,
+            },
+            mode,
+            mix: args.mix.clone(),
+            tool: args.tool.clone(),
+            args: tool_args,
+            uri: args.uri.clone(),
+            threads,
+            timeout: args.timeout,
+            legacy_version: args.legacy_version,
+            progress: !args.no_progress,
+        })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

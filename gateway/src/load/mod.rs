@@ -1,0 +1,306 @@
+//! `mcpgw load --url URL`: a load generator that drives real MCP sessions, legacy (`initialize`,
+//! `notifications/initialized`, the calls, `DELETE`) and modern (2026-07-28: `server/discover`, then
+//! stateless calls with `_meta` and the mirrored headers), closed loop or open loop without coordinated
+//! omission, checks every answer, counts outcomes by HTTP status, JSON-RPC code and `isError`, and reports
+//! latency percentiles from HDR histograms as a table and as JSON.
+//!
+//! A run: the target is checked (loopback only unless `--allow-remote`), probed once (`probe`: does it
+//! answer, which tool, which resource), the sessions are set up (`session`), the load runs (`scheduler`)
+//! on a tokio multi-thread runtime of `--threads` workers with a progress line (`progress`), the sessions
+//! are ended, and the statistics (`stats`) become the [`Report`] (`report`). Every phase has its own
+//! deadline and the whole run a hard one (set-up + duration + grace + tear-down), so it always ends.
+//! `--self-test` (`selftest`) loads an in-process mock backend to show the generator's own ceiling.
+//!
+//! Files: `args` (command line, plan), `target` (loopback rule), `request` (request templates), `wire`
+//! (HTTP and answer checks), `session` (era drivers), `probe`, `scheduler` (closed/open loop), `stats`
+//! (histograms, outcomes), `report` (table, JSON), `progress` (progress line, CPU), `selftest`.
+
+mod args;
+mod probe;
+mod progress;
+mod report;
+mod request;
+mod scheduler;
+mod selftest;
+mod session;
+mod stats;
+mod target;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+pub use args::{Era, LoadArgs, Mix};
+pub use report::{CpuUse, OpReport, Report};
+pub use stats::{Latency, Outcomes};
+
+use args::{Mode, Plan};
+use progress::{Cpu, Live, THREAD_NAME};
+use scheduler::Schedule;
+use session::{Ctx, Session};
+use stats::{Op, Shards};
+
+/// Sessions set up (or torn down) at once.
+const SETUP_CONCURRENCY: usize = 256;
+
+/// Why a run could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A flag's value is out of range.
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
+    /// `--url` cannot be used.
+    #[error("invalid --url {url:?}: {why}")]
+    InvalidUrl { url: String, why: String },
+    /// The target is not this machine and `--allow-remote` was not given.
+    #[error(
+        "refusing to load {url}: {host} is {addr}, not a loopback address; pass --allow-remote to load another machine"
+    )]
+    RemoteTarget {
+        url: String,
+        host: String,
+        addr: IpAddr,
+    },
+    /// The target's host name does not resolve.
+    #[error("cannot resolve {host}: {why}")]
+    Resolve { host: String, why: String },
+    /// The runtime could not start.
+    #[error("cannot start the load generator's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The HTTP client could not be built.
+    #[error("cannot build the http client: {0}")]
+    Client(String),
+    /// The target did not answer the probe as an MCP server of the chosen era.
+    #[error("the target failed the probe: {0}")]
+    Probe(String),
+    /// `--self-test` could not start its mock backend.
+    #[error("cannot start the in-process mock backend: {0}")]
+    SelfTest(String),
+    /// The run's task failed (a panic: a bug).
+    #[error("the run failed: {0}")]
+    Failed(String),
+    /// The run outlived its hard deadline (a bug: every phase has its own).
+    #[error("the run did not end within its hard deadline of {0:?}")]
+    Deadline(Duration),
+    /// `--json FILE` could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs `mcpgw load`: the load, the table on standard output (standard error with `--json -`), and the
+/// JSON report with `--json FILE`.
+pub fn run(args: LoadArgs) -> Result<Report, LoadError> {
+    let (url, self_test) = if args.self_test {
+        (selftest::start_mock(selftest::mock_args())?, true)
+    } else {
+        let url = args
+            .url
+            .clone()
+            .ok_or_else(|| LoadError::InvalidArgs("--url is required".into()))?;
+        (url, false)
+    };
+    let report = execute(&args, &url, self_test)?;
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout {
+        eprint!("{}", report.table());
+    } else {
+        print!("{}", report.table());
+    }
+    if let Some(path) = &args.json {
+        report.write_json(path)?;
+    }
+    Ok(report)
+}
+
+/// The run itself, against `url`.
+pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Report, LoadError> {
+    let plan = Plan::from_args(args)?;
+    let target = target::check(url, args.allow_remote)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(plan.threads)
+        .thread_name(THREAD_NAME)
+        .enable_all()
+        .build()
+        .map_err(LoadError::Runtime)?;
+    let wire = {
+        let _in_runtime = runtime.enter();
+        wire::Wire::new(&target, plan.sessions, plan.timeout)?
+    };
+    let limits = Limits::of(&plan);
+    let url = url.to_owned();
+    let handle = runtime.spawn(drive(plan, wire, limits, url, self_test));
+    let result = runtime.block_on(async { tokio::time::timeout(limits.hard, handle).await });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(Ok(report)) => report,
+        Ok(Err(join)) => Err(LoadError::Failed(join.to_string())),
+        Err(_) => Err(LoadError::Deadline(limits.hard)),
+    }
+}
+
+/// The deadline of each phase.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    probe: Duration,
+    setup: Duration,
+    /// After the duration: time for the requests in flight (a legacy call may set its session up first).
+    grace: Duration,
+    teardown: Duration,
+    hard: Duration,
+}
+
+impl Limits {
+    fn of(plan: &Plan) -> Limits {
+        let t = plan.timeout;
+        let probe = t * 4 + Duration::from_secs(5);
+        let setup = t * 2 + Duration::from_secs(5) + Duration::from_millis(plan.sessions as u64);
+        let grace = t * 2 + Duration::from_secs(1);
+        let teardown = t * 2 + Duration::from_secs(5);
+        let hard = probe + setup + plan.limit.duration + grace + teardown + Duration::from_secs(5);
+        Limits {
+            probe,
+            setup,
+            grace,
+            teardown,
+            hard,
+        }
+    }
+}
+
+async fn drive(
+    plan: Plan,
+    wire: wire::Wire,
+    limits: Limits,
+    url: String,
+    self_test: bool,
+) -> Result<Report, LoadError> {
+    let prepared = tokio::time::timeout(limits.probe, probe::prepare(&wire, &plan))
+        .await
+        .map_err(|_| LoadError::Probe(format!("no answer within {:?}", limits.probe)))??;
+    let ctx = Arc::new(Ctx {
+        wire,
+        legacy: prepared.legacy,
+        modern: prepared.modern,
+        stats: Shards::new((plan.threads * 4).min(plan.sessions)),
+        live: Live::default(),
+    });
+    let sessions: Vec<Arc<Session>> = (0..plan.sessions)
+        .map(|i| Arc::new(Session::new(i, plan.era.session_is_modern(i))))
+        .collect();
+
+    // Set-up: sessions that are not ready by the deadline are set up by their first request.
+    let setup_start = Instant::now();
+    let opening =
+        futures_util::stream::iter(sessions.iter()).for_each_concurrent(SETUP_CONCURRENCY, |s| {
+            let ctx = ctx.clone();
+            async move {
+                s.open(&ctx).await;
+            }
+        });
+    let _ = tokio::time::timeout(limits.setup, opening).await;
+    let setup_s = setup_start.elapsed().as_secs_f64();
+
+    // The load, cut off at the hard deadline.
+    let hard = CancellationToken::new();
+    let cutoff = {
+        let hard = hard.clone();
+        let after = plan.limit.duration + limits.grace;
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            hard.cancel();
+        })
+    };
+    let done = CancellationToken::new();
+    let start = Instant::now();
+    let shown = (plan.progress && progress::wanted()).then(|| {
+        let (ctx, done, limit) = (ctx.clone(), done.clone(), plan.limit);
+        tokio::spawn(async move {
+            progress::show(&ctx.live, start, limit.duration, limit.requests, done).await;
+        })
+    });
+    let cpu_before = Cpu::now();
+    let cycle: Arc<[Op]> = plan.mix.cycle().into();
+    let ended = match plan.mode {
+        Mode::Closed => {
+            scheduler::closed(ctx.clone(), &sessions, cycle, plan.limit, hard.clone()).await
+        }
+        Mode::Open {
+            rate,
+            max_in_flight,
+        } => {
+            let schedule = Schedule {
+                rate,
+                limit: plan.limit,
+                max_in_flight,
+            };
+            scheduler::open(ctx.clone(), &sessions, cycle, schedule, hard.clone()).await
+        }
+    };
+    let duration_s = start.elapsed().as_secs_f64();
+    let cpu = match (cpu_before, Cpu::now()) {
+        (Some(a), Some(b)) => Some(b.since(a)),
+        _ => None,
+    };
+    cutoff.abort();
+    done.cancel();
+    if let Some(p) = shown {
+        let _ = p.await;
+    }
+
+    // Tear-down: legacy sessions end with DELETE.
+    let closing =
+        futures_util::stream::iter(sessions.iter()).for_each_concurrent(SETUP_CONCURRENCY, |s| {
+            let ctx = ctx.clone();
+            async move {
+                s.close(&ctx).await;
+            }
+        });
+    let _ = tokio::time::timeout(limits.teardown, closing).await;
+
+    let stats = ctx.stats.merged();
+    let measured = stats.measured().1.total();
+    let stopped = if ended.deadline {
+        "deadline"
+    } else if plan.limit.requests.is_some_and(|n| measured >= n) {
+        "requests"
+    } else {
+        "duration"
+    };
+    let cores = |d: Duration| d.as_secs_f64() / duration_s.max(1e-9);
+    let context = report::Context {
+        url,
+        self_test,
+        era: plan.era,
+        rate: match plan.mode {
+            Mode::Open { rate, .. } => Some(rate),
+            Mode::Closed => None,
+        },
+        sessions: plan.sessions,
+        mix: plan.mix.describe(),
+        tool: prepared.tool,
+        uri: prepared.uri,
+        setup_s,
+        duration_s,
+        cpu: CpuUse {
+            generator_cores: cpu.map(|c| cores(c.generator)),
+            other_cores: cpu.map(|c| cores(c.other)),
+            available_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: plan.threads,
+        },
+        stopped,
+        abandoned: ended.abandoned,
+    };
+    Ok(Report::new(context, &stats))
+}

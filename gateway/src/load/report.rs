@@ -1,0 +1,427 @@
+//! The result of a run: [`Report`], printed as a table on standard output and written as JSON by
+//! `--json FILE`. The JSON's top level has `throughput_rps`, `latency_ms` (`p50`, `p90`, `p99`, `p999`,
+//! `max`, plus `min` and `mean`) and `outcomes`, and also `requests`, `errors`, `duration_s`, `sessions`,
+//! `era`, the per-operation breakdown (set-up and tear-down included, apart from the headline numbers) and
+//! the generator's CPU use.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::LoadError;
+use super::args::Era;
+use super::stats::{Latency, Op, Outcomes, Stats};
+
+/// What one operation did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct OpReport {
+    /// Requests of this kind.
+    pub requests: u64,
+    /// … that did not end in a plain result.
+    pub errors: u64,
+    /// Whether it is one of the load's requests (false: session set-up or tear-down).
+    pub measured: bool,
+    /// Latency percentiles.
+    pub latency_ms: Latency,
+    /// Outcome counts.
+    pub outcomes: Outcomes,
+}
+
+/// CPU used during the load, in cores (CPU seconds per second); `None` where it cannot be measured.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct CpuUse {
+    /// The generator's threads.
+    pub generator_cores: Option<f64>,
+    /// The other threads of this process (with `--self-test`: the in-process mock backend).
+    pub other_cores: Option<f64>,
+    /// CPUs of this machine.
+    pub available_cores: usize,
+    /// The generator's worker threads.
+    pub threads: usize,
+}
+
+/// The result of a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    /// The target.
+    pub url: String,
+    /// Whether the target was the in-process mock of `--self-test`.
+    pub self_test: bool,
+    /// Session era.
+    pub era: Era,
+    /// `closed` or `open`.
+    pub mode: &'static str,
+    /// Open loop: the scheduled rate.
+    pub rate_rps: Option<f64>,
+    /// Concurrent sessions.
+    pub sessions: usize,
+    /// The scenario mix (`op=weight,…`).
+    pub mix: String,
+    /// The tool called, if any.
+    pub tool: Option<String>,
+    /// The resource read, if any.
+    pub uri: Option<String>,
+    /// Time to set the sessions up, before the load.
+    pub setup_s: f64,
+    /// Length of the load (from its start to the end of its last request).
+    pub duration_s: f64,
+    /// Measured requests (overflowed ones included).
+    pub requests: u64,
+    /// … that did not end in a plain result.
+    pub errors: u64,
+    /// Requests answered (any outcome, overflow excepted) per second.
+    pub throughput_rps: f64,
+    /// Latency of the measured requests.
+    pub latency_ms: Latency,
+    /// Outcomes of the measured requests.
+    pub outcomes: Outcomes,
+    /// Per operation, set-up and tear-down included.
+    pub operations: BTreeMap<&'static str, OpReport>,
+    /// CPU use during the load.
+    pub cpu: CpuUse,
+    /// Why sending stopped: `requests`, `duration` or `deadline`.
+    pub stopped: &'static str,
+    /// Requests still in flight when the hard deadline ended the run (not counted).
+    pub abandoned: u64,
+}
+
+/// What the run knows besides its statistics.
+#[derive(Debug, Clone)]
+pub(crate) struct Context {
+    pub(crate) url: String,
+    pub(crate) self_test: bool,
+    pub(crate) era: Era,
+    pub(crate) rate: Option<f64>,
+    pub(crate) sessions: usize,
+    pub(crate) mix: String,
+    pub(crate) tool: Option<String>,
+    pub(crate) uri: Option<String>,
+    pub(crate) setup_s: f64,
+    pub(crate) duration_s: f64,
+    pub(crate) cpu: CpuUse,
+    pub(crate) stopped: &'static str,
+    pub(crate) abandoned: u64,
+}
+
+impl Report {
+    pub(crate) fn new(c: Context, stats: &Stats) -> Report {
+        let (hist, outcomes) = stats.measured();
+        let requests = outcomes.total();
+        let answered = requests - outcomes.overflow;
+        let operations = Op::ALL
+            .into_iter()
+            .filter_map(|op| {
+                let s = stats.op(op);
+                (s.outcomes.total() > 0).then(|| {
+                    let r = OpReport {
+                        requests: s.outcomes.total(),
+                        errors: s.outcomes.errors(),
+                        measured: op.measured(),
+                        latency_ms: s.latency.as_ref().map(Latency::of).unwrap_or_default(),
+                        outcomes: s.outcomes.clone(),
+                    };
+                    (op.name(), r)
+                })
+            })
+            .collect();
+        Report {
+            url: c.url,
+            self_test: c.self_test,
+            era: c.era,
+            mode: if c.rate.is_some() { "open" } else { "closed" },
+            rate_rps: c.rate,
+            sessions: c.sessions,
+            mix: c.mix,
+            tool: c.tool,
+            uri: c.uri,
+            setup_s: round(c.setup_s, 3),
+            duration_s: round(c.duration_s, 3),
+            requests,
+            errors: outcomes.errors(),
+            throughput_rps: round(answered as f64 / c.duration_s.max(1e-9), 1),
+            latency_ms: Latency::of(&hist),
+            outcomes,
+            operations,
+            cpu: c.cpu,
+            stopped: c.stopped,
+            abandoned: c.abandoned,
+        }
+    }
+
+    /// The summary table.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        let mode = match self.rate_rps {
+            Some(r) => format!("open loop at {r}/s"),
+            None => "closed loop".to_owned(),
+        };
+        let _ = writeln!(
+            t,
+            "mcpgw load: {}{}",
+            self.url,
+            if self.self_test {
+                "  (self-test: in-process mock backend)"
+            } else {
+                ""
+            }
+        );
+        let _ = writeln!(
+            t,
+            "  {} sessions, era {}, {mode}, mix {}, {} threads",
+            self.sessions,
+            self.era.as_str(),
+            self.mix,
+            self.cpu.threads
+        );
+        if let Some(tool) = &self.tool {
+            let _ = writeln!(t, "  tool {tool}");
+        }
+        if let Some(uri) = &self.uri {
+            let _ = writeln!(t, "  resource {uri}");
+        }
+        let pct = |n: u64| 100.0 * n as f64 / self.requests.max(1) as f64;
+        let _ = writeln!(
+            t,
+            "requests    {} in {:.2} s ({:.1}/s); errors {} ({:.2}%); set-up {:.2} s; stopped by {}",
+            self.requests,
+            self.duration_s,
+            self.throughput_rps,
+            self.errors,
+            pct(self.errors),
+            self.setup_s,
+            self.stopped
+        );
+        let l = &self.latency_ms;
+        let _ = writeln!(
+            t,
+            "latency ms  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}  (min {:.3}, mean {:.3})",
+            l.p50, l.p90, l.p99, l.p999, l.max, l.min, l.mean
+        );
+        let _ = writeln!(t, "outcomes    {}", outcome_line(&self.outcomes));
+        let _ = writeln!(
+            t,
+            "{:<26}{:>10}{:>9}{:>10}{:>10}{:>10}",
+            "operation", "requests", "errors", "p50 ms", "p99 ms", "max ms"
+        );
+        // In the order of `Op::ALL`: the load's requests first, then set-up and tear-down.
+        let ordered = Op::ALL
+            .into_iter()
+            .filter_map(|op| self.operations.get(op.name()).map(|r| (op.name(), r)));
+        for (name, op) in ordered {
+            let label = match name {
+                _ if op.measured => name.to_owned(),
+                "delete" => format!("{name} (tear-down)"),
+                _ => format!("{name} (set-up)"),
+            };
+            let _ = writeln!(
+                t,
+                "  {label:<24}{:>10}{:>9}{:>10.3}{:>10.3}{:>10.3}",
+                op.requests, op.errors, op.latency_ms.p50, op.latency_ms.p99, op.latency_ms.max
+            );
+        }
+        if let Some(g) = self.cpu.generator_cores {
+            let _ = write!(
+                t,
+                "generator   {g:.2} of {} cores",
+                self.cpu.available_cores
+            );
+            if let (true, Some(o)) = (self.self_test, self.cpu.other_cores) {
+                let _ = write!(t, "; in-process mock {o:.2} cores");
+            }
+            let _ = writeln!(t);
+            if g >= 0.85 * self.cpu.threads.min(self.cpu.available_cores) as f64 {
+                let _ = writeln!(
+                    t,
+                    "warning     the generator was CPU-bound: these numbers may be its limit, not the target's (compare with --self-test)"
+                );
+            }
+        }
+        if self.self_test {
+            let _ = writeln!(
+                t,
+                "self-test   the generator's ceiling on this machine: a target measured near this rate is limited by the generator, not by itself"
+            );
+        }
+        if self.abandoned > 0 {
+            let _ = writeln!(
+                t,
+                "abandoned   {} requests in flight at the hard deadline (not counted)",
+                self.abandoned
+            );
+        }
+        t
+    }
+
+    /// Writes the JSON report to `path` (`-`: standard output).
+    pub fn write_json(&self, path: &Path) -> Result<(), LoadError> {
+        let io = |e: std::io::Error| LoadError::Write {
+            path: path.to_path_buf(),
+            source: e,
+        };
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| io(e.into()))?;
+        text.push('\n');
+        if path == Path::new("-") {
+            use std::io::Write;
+            std::io::stdout().write_all(text.as_bytes()).map_err(io)
+        } else {
+            std::fs::write(path, text).map_err(io)
+        }
+    }
+}
+
+/// `ok N, isError N, …` then the non-zero statuses and codes.
+fn outcome_line(o: &Outcomes) -> String {
+    let mut parts = vec![format!("ok {}", o.ok)];
+    for (name, n) in [
+        ("isError", o.tool_error),
+        ("jsonrpc-error", o.jsonrpc_error),
+        ("http-error", o.http_error),
+        ("incomplete", o.incomplete),
+        ("invalid", o.invalid_response),
+        ("timeout", o.timeout),
+        ("transport", o.transport_error),
+        ("overflow", o.overflow),
+    ] {
+        if n > 0 {
+            parts.push(format!("{name} {n}"));
+        }
+    }
+    let statuses: Vec<String> = o
+        .by_http_status
+        .iter()
+        .map(|(s, n)| format!("{s}: {n}"))
+        .collect();
+    let mut line = parts.join(", ");
+    if !statuses.is_empty() {
+        let _ = write!(line, "; HTTP {}", statuses.join(", "));
+    }
+    if !o.by_jsonrpc_code.is_empty() {
+        let codes: Vec<String> = o
+            .by_jsonrpc_code
+            .iter()
+            .map(|(c, n)| format!("{c}: {n}"))
+            .collect();
+        let _ = write!(line, "; JSON-RPC {}", codes.join(", "));
+    }
+    if !o.invalid_reasons.is_empty() {
+        let why: Vec<String> = o
+            .invalid_reasons
+            .iter()
+            .map(|(r, n)| format!("{r}: {n}"))
+            .collect();
+        let _ = write!(line, "; invalid {}", why.join(", "));
+    }
+    line
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::load::stats::Outcome;
+
+    fn context() -> Context {
+        Context {
+            url: "http://127.0.0.1:1/mcp".into(),
+            self_test: false,
+            era: Era::Legacy,
+            rate: None,
+            sessions: 4,
+            mix: "tools/call=1".into(),
+            tool: Some("echo".into()),
+            uri: None,
+            setup_s: 0.01,
+            duration_s: 2.0,
+            cpu: CpuUse {
+                generator_cores: Some(0.5),
+                other_cores: Some(0.1),
+                available_cores: 2,
+                threads: 2,
+            },
+            stopped: "requests",
+            abandoned: 0,
+        }
+    }
+
+    #[test]
+    fn json_has_the_required_keys_and_table_the_numbers() {
+        let mut s = Stats::default();
+        for i in 0..90 {
+            s.record(
+                Op::ToolsCall,
+                Some(200),
+                &Outcome::Ok,
+                Some(Duration::from_millis(10 + i % 3)),
+            );
+        }
+        for _ in 0..10 {
+            s.record(
+                Op::ToolsCall,
+                Some(200),
+                &Outcome::RpcError(-32603),
+                Some(Duration::from_millis(12)),
+            );
+        }
+        s.record(
+            Op::Initialize,
+            Some(200),
+            &Outcome::Ok,
+            Some(Duration::from_millis(3)),
+        );
+        let r = Report::new(context(), &s);
+        assert_eq!((r.requests, r.errors), (100, 10));
+        assert_eq!(r.throughput_rps, 50.0);
+        let v = serde_json::to_value(&r).unwrap();
+        for key in [
+            "throughput_rps",
+            "latency_ms",
+            "outcomes",
+            "requests",
+            "errors",
+            "duration_s",
+            "sessions",
+            "era",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing: {v}");
+        }
+        for key in ["p50", "p90", "p99", "p999", "max"] {
+            assert!(v["latency_ms"][key].as_f64().unwrap() >= 10.0, "{key}");
+        }
+        assert_eq!(v["era"], "legacy");
+        assert_eq!(v["outcomes"]["ok"], 90);
+        assert_eq!(v["outcomes"]["by_jsonrpc_code"]["-32603"], 10);
+        assert_eq!(v["operations"]["initialize"]["measured"], false);
+        let table = r.table();
+        assert!(
+            table.contains("requests    100 in 2.00 s (50.0/s); errors 10 (10.00%)"),
+            "{table}"
+        );
+        assert!(
+            table.contains("ok 90, jsonrpc-error 10; HTTP 200: 100; JSON-RPC -32603: 10"),
+            "{table}"
+        );
+        assert!(table.contains("initialize (set-up)"), "{table}");
+        assert!(!table.contains("warning"), "{table}");
+        let dir =
+            std::env::temp_dir().join(format!("mcpgw-load-report-{}.json", std::process::id()));
+        r.write_json(&dir).unwrap();
+        let back: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&dir).unwrap()).unwrap();
+        assert_eq!(back, v);
+        let _ = std::fs::remove_file(&dir);
+        let err = r
+            .write_json(Path::new("/nonexistent-dir/x.json"))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("cannot write /nonexistent-dir/x.json"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,423 @@
+//! HTTP exchanges and the check of every answer. [`Wire`] is one reqwest client (connection pool sized to
+//! the sessions, no proxy, no redirects, pinned to the checked addresses) and the per-request deadline;
+//! [`classify`] turns an answer into an [`Outcome`]: the JSON-RPC message is found in a JSON body or in
+//! the SSE events of a `text/event-stream` body, its `jsonrpc` and `id` must match, then result or error,
+//! `isError`, and on 2026-07-28 a `resultType`.
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use protocol::headers::names;
+use reqwest::header::HeaderMap;
+use reqwest::{Client, Url};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::LoadError;
+use super::stats::Outcome;
+use super::target::Target;
+
+/// The largest body read; a larger one is an invalid answer.
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// One HTTP client for the whole run.
+#[derive(Debug, Clone)]
+pub(crate) struct Wire {
+    client: Client,
+    url: Url,
+    timeout: Duration,
+}
+
+/// An HTTP answer, read whole.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) session_id: Option<String>,
+    event_stream: bool,
+    pub(crate) body: Bytes,
+}
+
+/// Why there is no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Timeout,
+    Transport,
+    TooLarge,
+}
+
+impl Failure {
+    pub(crate) fn outcome(self) -> Outcome {
+        match self {
+            Failure::Timeout => Outcome::Timeout,
+            Failure::Transport => Outcome::Transport,
+            Failure::TooLarge => Outcome::Invalid("body too large"),
+        }
+    }
+}
+
+impl Wire {
+    /// A client for `target` keeping up to `pool` idle connections (one per session).
+    pub(crate) fn new(target: &Target, pool: usize, timeout: Duration) -> Result<Wire, LoadError> {
+        let mut b = Client::builder()
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .pool_max_idle_per_host(pool)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .tcp_nodelay(true)
+            .connect_timeout(timeout)
+            .http1_only();
+        if let Some((name, addrs)) = &target.pinned {
+            b = b.resolve_to_addrs(name, addrs);
+        }
+        let client = b.build().map_err(|e| LoadError::Client(e.to_string()))?;
+        Ok(Wire {
+            client,
+            url: target.url.clone(),
+            timeout,
+        })
+    }
+
+    /// The deadline of one request.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// POSTs `body`; the whole exchange (connect, send, read the body) within the request deadline.
+    pub(crate) async fn post(&self, headers: HeaderMap, body: Bytes) -> Result<Answer, Failure> {
+        let req = self
+            .client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body);
+        self.exchange(req).await
+    }
+
+    /// `DELETE` (the end of a legacy session).
+    pub(crate) async fn delete(&self, headers: HeaderMap) -> Result<Answer, Failure> {
+        let req = self.client.delete(self.url.clone()).headers(headers);
+        self.exchange(req).await
+    }
+
+    async fn exchange(&self, req: reqwest::RequestBuilder) -> Result<Answer, Failure> {
+        let work = async {
+            let mut resp = req.send().await.map_err(|_| Failure::Transport)?;
+            let status = resp.status().as_u16();
+            let session_id = resp
+                .headers()
+                .get(names::SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let event_stream = resp
+                .headers()
+                .get(names::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+            let mut body = BytesMut::new();
+            while let Some(chunk) = resp.chunk().await.map_err(|_| Failure::Transport)? {
+                if body.len() + chunk.len() > MAX_BODY {
+                    return Err(Failure::TooLarge);
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(Answer {
+                status,
+                session_id,
+                event_stream,
+                body: body.freeze(),
+            })
+        };
+        tokio::time::timeout(self.timeout, work)
+            .await
+            .unwrap_or(Err(Failure::Timeout))
+    }
+}
+
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
+    id: Option<Value>,
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    error: Option<ErrorBody>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    code: Option<i64>,
+}
+
+#[derive(Deserialize)]
+struct ResultPeek<'a> {
+    #[serde(rename = "isError")]
+    is_error: Option<bool>,
+    #[serde(rename = "resultType", borrow)]
+    result_type: Option<Cow<'a, str>>,
+}
+
+/// What to check in an answer to request `id`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expect {
+    pub(crate) id: u64,
+    /// 2026-07-28: a result must carry `resultType`.
+    pub(crate) modern: bool,
+}
+
+/// The outcome of an answer to a request.
+pub(crate) fn classify(answer: &Answer, expect: Expect) -> Outcome {
+    let ok_status = (200..300).contains(&answer.status);
+    let text = match message(answer, expect.id) {
+        Some(t) => t,
+        None if !ok_status => return Outcome::HttpError,
+        None if answer.event_stream => return Outcome::Invalid("no response in the event stream"),
+        None if answer.body.iter().all(u8::is_ascii_whitespace) => {
+            return Outcome::Invalid("no json-rpc response");
+        }
+        None => return Outcome::Invalid("not json"),
+    };
+    let Ok(env) = serde_json::from_slice::<Envelope<'_>>(&text) else {
+        return if !ok_status {
+            Outcome::HttpError
+        } else if serde_json::from_slice::<serde::de::IgnoredAny>(&text).is_err() {
+            Outcome::Invalid("not json")
+        } else {
+            Outcome::Invalid("not a json-rpc response")
+        };
+    };
+    if env.jsonrpc.as_deref() != Some("2.0") {
+        return Outcome::Invalid("jsonrpc is not \"2.0\"");
+    }
+    let id_matches = env.id.as_ref().and_then(Value::as_u64) == Some(expect.id);
+    if let Some(err) = env.error {
+        if !id_matches && env.id.is_some() {
+            return Outcome::Invalid("id mismatch");
+        }
+        return match err.code {
+            Some(code) => Outcome::RpcError(code),
+            None => Outcome::Invalid("error without a code"),
+        };
+    }
+    let Some(result) = env.result else {
+        return Outcome::Invalid("neither result nor error");
+    };
+    if !id_matches {
+        return Outcome::Invalid("id mismatch");
+    }
+    if !ok_status {
+        return Outcome::HttpError;
+    }
+    let Ok(peek) = serde_json::from_str::<ResultPeek<'_>>(result.get()) else {
+        return Outcome::Invalid("result is not an object");
+    };
+    match peek.result_type.as_deref() {
+        None if expect.modern => return Outcome::Invalid("no resultType"),
+        None | Some("complete") => {}
+        Some(_) => return Outcome::Incomplete,
+    }
+    if peek.is_error == Some(true) {
+        Outcome::ToolError
+    } else {
+        Outcome::Ok
+    }
+}
+
+/// The outcome of an answer that has no JSON-RPC body (a notification's 202, a `DELETE`).
+pub(crate) fn classify_bare(status: u16, allowed: &[u16]) -> Outcome {
+    if (200..300).contains(&status) || allowed.contains(&status) {
+        Outcome::Ok
+    } else {
+        Outcome::HttpError
+    }
+}
+
+/// The result of a successful answer, parsed (for set-up and probing, not the hot path).
+pub(crate) fn result_of(answer: &Answer, expect: Expect) -> Result<Value, String> {
+    let text = message(answer, expect.id)
+        .ok_or_else(|| format!("HTTP {} without a JSON-RPC response", answer.status))?;
+    let v: Value = serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}"))?;
+    if let Some(err) = v.get("error") {
+        return Err(format!("HTTP {}, JSON-RPC error {err}", answer.status));
+    }
+    match classify(answer, expect) {
+        Outcome::Ok | Outcome::ToolError => {}
+        other => return Err(format!("HTTP {}: {other:?}", answer.status)),
+    }
+    v.get("result")
+        .cloned()
+        .ok_or_else(|| "no result".to_owned())
+}
+
+/// The bytes of the JSON-RPC message answering `id`: the body, or the data of the SSE event that answers
+/// it (events without it, such as notifications, are skipped).
+fn message(answer: &Answer, id: u64) -> Option<Cow<'_, [u8]>> {
+    if !answer.event_stream {
+        let body = answer.body.trim_ascii();
+        return (!body.is_empty()).then_some(Cow::Borrowed(body));
+    }
+    let text = std::str::from_utf8(&answer.body).ok()?;
+    let mut data = String::new();
+    let mut answered = None;
+    for line in text.lines().chain(std::iter::once("")) {
+        if line.is_empty() {
+            if !data.is_empty() {
+                if answers(&data, id) {
+                    answered = Some(std::mem::take(&mut data));
+                    break;
+                }
+                data.clear();
+            }
+        } else if let Some(d) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(d.strip_prefix(' ').unwrap_or(d));
+        }
+    }
+    answered.map(|d| Cow::Owned(d.into_bytes()))
+}
+
+/// Whether an SSE event's data is a response to `id` (or an error without an id).
+fn answers(data: &str, id: u64) -> bool {
+    match serde_json::from_str::<Envelope<'_>>(data) {
+        Ok(env) if env.result.is_some() || env.error.is_some() => {
+            env.id.as_ref().is_none_or(|v| v.as_u64() == Some(id))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn json(status: u16, body: &str) -> Answer {
+        Answer {
+            status,
+            session_id: None,
+            event_stream: false,
+            body: Bytes::from(body.to_owned()),
+        }
+    }
+
+    fn sse(body: &str) -> Answer {
+        Answer {
+            event_stream: true,
+            ..json(200, body)
+        }
+    }
+
+    const LEGACY: Expect = Expect {
+        id: 7,
+        modern: false,
+    };
+    const MODERN: Expect = Expect {
+        id: 7,
+        modern: true,
+    };
+
+    #[test]
+    fn results_and_errors() {
+        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+        assert_eq!(classify(&json(200, ok), LEGACY), Outcome::Ok);
+        assert_eq!(
+            classify(&json(200, ok), MODERN),
+            Outcome::Invalid("no resultType")
+        );
+        let modern = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","content":[]}}"#;
+        assert_eq!(classify(&json(200, modern), MODERN), Outcome::Ok);
+        let tool_err = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","isError":true,"content":[]}}"#;
+        assert_eq!(classify(&json(200, tool_err), MODERN), Outcome::ToolError);
+        let input = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required"}}"#;
+        assert_eq!(classify(&json(200, input), MODERN), Outcome::Incomplete);
+        let err = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}}"#;
+        assert_eq!(classify(&json(200, err), MODERN), Outcome::RpcError(-32603));
+        let hdr = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"mismatch"}}"#;
+        assert_eq!(classify(&json(400, hdr), MODERN), Outcome::RpcError(-32020));
+        let parse = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#;
+        assert_eq!(
+            classify(&json(200, parse), MODERN),
+            Outcome::RpcError(-32700)
+        );
+    }
+
+    #[test]
+    fn broken_answers() {
+        let other_id = r#"{"jsonrpc":"2.0","id":8,"result":{}}"#;
+        assert_eq!(
+            classify(&json(200, other_id), LEGACY),
+            Outcome::Invalid("id mismatch")
+        );
+        let string_id = r#"{"jsonrpc":"2.0","id":"7","result":{}}"#;
+        assert_eq!(
+            classify(&json(200, string_id), LEGACY),
+            Outcome::Invalid("id mismatch")
+        );
+        let err_other = r#"{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":""}}"#;
+        assert_eq!(
+            classify(&json(200, err_other), LEGACY),
+            Outcome::Invalid("id mismatch")
+        );
+        let v1 = r#"{"jsonrpc":"1.0","id":7,"result":{}}"#;
+        assert!(matches!(
+            classify(&json(200, v1), LEGACY),
+            Outcome::Invalid(_)
+        ));
+        let neither = r#"{"jsonrpc":"2.0","id":7}"#;
+        assert!(matches!(
+            classify(&json(200, neither), LEGACY),
+            Outcome::Invalid(_)
+        ));
+        let array = r#"{"jsonrpc":"2.0","id":7,"result":[1]}"#;
+        assert!(matches!(
+            classify(&json(200, array), LEGACY),
+            Outcome::Invalid(_)
+        ));
+        assert!(matches!(
+            classify(&json(200, "hello"), LEGACY),
+            Outcome::Invalid("not json")
+        ));
+        assert!(matches!(
+            classify(&json(202, ""), LEGACY),
+            Outcome::Invalid(_)
+        ));
+        assert_eq!(classify(&json(404, ""), LEGACY), Outcome::HttpError);
+        assert_eq!(classify(&json(503, "busy"), LEGACY), Outcome::HttpError);
+        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+        assert_eq!(classify(&json(500, ok), LEGACY), Outcome::HttpError);
+    }
+
+    #[test]
+    fn sse_answers_skip_notifications() {
+        let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n\
+                    : comment\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\n\
+                    data: \"result\":{\"isError\":true}}\n\n";
+        assert_eq!(classify(&sse(body), LEGACY), Outcome::ToolError);
+        let none = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n";
+        assert_eq!(
+            classify(&sse(none), LEGACY),
+            Outcome::Invalid("no response in the event stream")
+        );
+        let unterminated = "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
+        assert_eq!(classify(&sse(unterminated), LEGACY), Outcome::Ok);
+    }
+
+    #[test]
+    fn bare_answers_and_results() {
+        assert_eq!(classify_bare(202, &[]), Outcome::Ok);
+        assert_eq!(classify_bare(405, &[405]), Outcome::Ok);
+        assert_eq!(classify_bare(404, &[405]), Outcome::HttpError);
+        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#;
+        assert_eq!(
+            result_of(&json(200, ok), LEGACY).unwrap()["tools"],
+            serde_json::json!([])
+        );
+        let err = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#;
+        assert!(
+            result_of(&json(404, err), LEGACY)
+                .unwrap_err()
+                .contains("-32601")
+        );
+    }
+}
