@@ -1,6 +1,8 @@
-//! Multi-round input for legacy clients: a 2026-07-28 backend's `input_required` result becomes real
-//! server-to-client requests (sampling, elicitation, roots) on the legacy client's stream; the client's
-//! answers become the `inputResponses` of the retried backend request.
+//! Input from legacy clients: a 2026-07-28 backend's `input_required` result becomes real server-to-client
+//! requests (sampling, elicitation, roots) on the legacy client's stream, and the client's answers become
+//! the `inputResponses` of the retried backend request ([`ask`]); a legacy backend's own request while
+//! serving the client's request goes to the client on the same stream with the gateway's id, and the
+//! client's answer back to the backend ([`relay`]). Both ask only what the client declared it can answer.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -8,17 +10,17 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use protocol::raw::RawObject;
 use protocol::validate::Call;
-use protocol::{Message, Request};
+use protocol::{Error, ErrorCode, Generation, Message, Method, Request};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::session::Session;
 
 /// Rounds of questions one request may take (the TypeScript SDK's legacy shim uses the same).
 pub const MAX_ROUNDS: usize = 8;
-/// How long a client gets to answer one round.
+/// How long a client gets to answer one round, or one relayed backend request.
 const ROUND_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What the backend asked: keyed requests and its opaque state.
@@ -101,6 +103,102 @@ pub async fn ask(
     }
 }
 
+/// Where the answer to a backend's request goes (see [`handlers::Related::Request`]).
+pub type Reply = oneshot::Sender<Result<Box<RawValue>, Error>>;
+
+/// Relays a legacy backend's request to the client of the request it belongs to: on a legacy session that
+/// declared the capability the method needs, it is sent on the request's `stream` with an id the gateway
+/// minted, and the client's answer (result or error) goes to `reply`; otherwise `reply` gets an error at
+/// once. Bounded by [`ROUND_TIMEOUT`]; ends early when the backend side stops waiting.
+pub async fn relay(
+    session: Option<&Session>,
+    stream: &mpsc::Sender<Vec<u8>>,
+    request: Request,
+    mut reply: Reply,
+) {
+    let method = request.method.clone();
+    let answer = match session {
+        None => Err(Error::new(
+            ErrorCode::MethodNotFound,
+            format!(
+                "mcpgw cannot relay {method} to a {} client: that needs the input_required bridging, \
+                 which mcpgw does not do for legacy backends yet",
+                Generation::V2026_07_28
+            ),
+        )),
+        Some(session) => match undeclared(session, &request) {
+            Some(error) => Err(error),
+            None => {
+                let asked = tokio::time::timeout(ROUND_TIMEOUT, ask_one(session, stream, request));
+                tokio::select! {
+                    answer = asked => answer.unwrap_or_else(|_| Err(Error::new(
+                        ErrorCode::InternalError,
+                        format!("the client did not answer {method} within {} s", ROUND_TIMEOUT.as_secs()),
+                    ))),
+                    () = reply.closed() => {
+                        tracing::debug!(%method, "the backend stopped waiting for the client's answer");
+                        return;
+                    }
+                }
+            }
+        },
+    };
+    if let Err(e) = &answer {
+        tracing::debug!(%method, error = %e, "a backend request was answered with an error");
+    }
+    let _ = reply.send(answer);
+}
+
+/// The error for a request whose capability the client did not declare (or that mcpgw does not relay).
+fn undeclared(session: &Session, request: &Request) -> Option<Error> {
+    let capability = match request.known_method() {
+        Some(Method::SamplingCreateMessage) => "sampling",
+        Some(Method::ElicitationCreate) => "elicitation",
+        Some(Method::RootsList) => "roots",
+        _ => {
+            return Some(Error::new(
+                ErrorCode::MethodNotFound,
+                format!("mcpgw does not relay {} to clients", request.method),
+            ));
+        }
+    };
+    let declared = session
+        .client_capabilities
+        .get(capability)
+        .is_some_and(|c| !c.is_null());
+    (!declared).then(|| {
+        Error::new(
+            ErrorCode::MethodNotFound,
+            format!("the client did not declare {capability}"),
+        )
+    })
+}
+
+/// Asks the client one request on its stream under a fresh id and waits for its answer (unbounded here).
+async fn ask_one(
+    session: &Session,
+    stream: &mpsc::Sender<Vec<u8>>,
+    mut request: Request,
+) -> Result<Box<RawValue>, Error> {
+    let internal = |why: String| Error::new(ErrorCode::InternalError, why);
+    let method = request.method.clone();
+    let mut ask = session
+        .asks()
+        .open()
+        .map_err(|e| internal(format!("cannot ask the client {method}: {e}")))?;
+    request.id = ask.id.clone();
+    stream
+        .send(Message::Request(request).to_bytes())
+        .await
+        .map_err(|_| internal("the client's stream closed".to_owned()))?;
+    match (&mut ask.answer).await {
+        Ok(answer) => answer,
+        Err(_) => Err(internal(format!(
+            "the session ended before the client answered {method}"
+        ))),
+    }
+}
+
 /// The call again, with `inputResponses` and the backend's `requestState` in its params.
 pub fn retry(
     call: &Call,
@@ -138,6 +236,95 @@ pub fn retry(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::{SessionStore, SessionTransport};
+    use protocol::Response;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn session(store: &SessionStore, capabilities: Value) -> Arc<Session> {
+        let params = serde_json::from_value(json!({"protocolVersion": "2025-06-18",
+            "capabilities": capabilities, "clientInfo": {"name": "t", "version": "1"}}))
+        .unwrap();
+        store
+            .create(
+                None,
+                Generation::V2025_06_18,
+                &params,
+                SessionTransport::StreamableHttp,
+                Duration::from_secs(60),
+            )
+            .unwrap()
+    }
+
+    fn backend_request(method: &str) -> Request {
+        let id: protocol::RequestId = serde_json::from_str("7").unwrap();
+        Request::new(id, method, Some(&json!({"maxTokens": 5})))
+    }
+
+    #[actix_rt::test]
+    async fn a_backend_request_is_asked_on_the_stream_and_the_answer_relayed() {
+        let store = SessionStore::new(4);
+        let s = session(&store, json!({"sampling": {}}));
+        let (tx, mut stream) = mpsc::channel(4);
+        let (reply, replied) = oneshot::channel();
+        let relaying = relay(
+            Some(&s),
+            &tx,
+            backend_request("sampling/createMessage"),
+            reply,
+        );
+        let client = async {
+            let sent: Value = serde_json::from_slice(&stream.recv().await.unwrap()).unwrap();
+            assert_eq!(sent["method"], "sampling/createMessage");
+            assert_eq!(sent["params"], json!({"maxTokens": 5}));
+            let id = sent["id"].as_str().unwrap().to_owned();
+            assert!(id.starts_with("mcpgw-ask-"), "the gateway's own id: {id}");
+            let result = RawValue::from_string(r#"{"model":"m"}"#.into()).unwrap();
+            assert!(
+                s.asks()
+                    .answer(Response::result(protocol::RequestId::string(&id), result))
+            );
+        };
+        tokio::join!(relaying, client);
+        assert_eq!(replied.await.unwrap().unwrap().get(), r#"{"model":"m"}"#);
+    }
+
+    #[actix_rt::test]
+    async fn undeclared_capabilities_and_modern_clients_get_an_error_at_once() {
+        let store = SessionStore::new(4);
+        let s = session(&store, json!({"roots": {}}));
+        let (tx, mut stream) = mpsc::channel(4);
+        let cases = [
+            (
+                Some(&*s),
+                "sampling/createMessage",
+                "the client did not declare sampling",
+            ),
+            (
+                Some(&*s),
+                "elicitation/create",
+                "the client did not declare elicitation",
+            ),
+            (
+                Some(&*s),
+                "tasks/get",
+                "mcpgw does not relay tasks/get to clients",
+            ),
+            (None, "roots/list", "input_required bridging"),
+        ];
+        for (session, method, says) in cases {
+            let (reply, replied) = oneshot::channel();
+            relay(session, &tx, backend_request(method), reply).await;
+            let error = replied.await.unwrap().unwrap_err();
+            assert_eq!(error.code(), ErrorCode::MethodNotFound, "{method}");
+            assert!(
+                error.message().contains(says),
+                "{method}: {}",
+                error.message()
+            );
+        }
+        assert!(stream.try_recv().is_err(), "nothing was asked");
+    }
 
     #[test]
     fn input_required_is_recognised_and_complete_is_not() {

@@ -8,10 +8,15 @@
 //! input: when a 2026-07-28 backend answers `input_required`, the gateway asks the client the real
 //! server-to-client requests on this stream, waits for its answers (they arrive as separate POSTs, matched by
 //! the session), and retries the backend request with `inputResponses` and the backend's `requestState` —
-//! bounded in rounds and time.
+//! bounded in rounds and time. The same client is asked a legacy backend's own requests (sampling,
+//! elicitation, roots) that it sends while serving this request: they go out on this stream with the
+//! gateway's id and the client's answer goes back to the backend (see [`input::relay`]).
 
 use std::sync::Arc;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use handlers::Related;
 use protocol::payload::LoggingLevel;
 use protocol::raw::RawObject;
 use protocol::shape::Failure;
@@ -153,7 +158,8 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let _ = tx.send(shaped.body).await;
 }
 
-/// One dispatch of the call, passing its notifications on; `None` when the client went away meanwhile.
+/// One dispatch of the call, passing its notifications on and relaying the backend's requests to the client;
+/// `None` when the client went away meanwhile.
 async fn dispatch_once(
     gw: &Arc<Gateway>,
     snapshot: &CatalogSnapshot,
@@ -163,7 +169,7 @@ async fn dispatch_once(
     tx: &mpsc::Sender<Vec<u8>>,
     wants: Wants,
 ) -> Option<Outcome> {
-    let (sink, mut related) = mpsc::channel::<Notification>(BUFFER);
+    let (sink, mut related) = mpsc::channel::<Related>(BUFFER);
     let dispatch = Dispatch {
         gw,
         snapshot,
@@ -173,15 +179,26 @@ async fn dispatch_once(
     };
     let run = dispatch.run(call);
     tokio::pin!(run);
+    // The backend's requests waiting for the client's answer, beside the call (bounded by the sink).
+    let mut asking = FuturesUnordered::new();
     let outcome = loop {
         tokio::select! {
             outcome = &mut run => break outcome,
-            Some(n) = related.recv() => forward(tx, n, wants),
+            Some(r) = related.recv() => match r {
+                Related::Notification(n) => forward(tx, n, wants),
+                Related::Request { request, reply } => {
+                    asking.push(input::relay(session, tx, request, reply));
+                }
+            },
+            Some(()) = asking.next(), if !asking.is_empty() => {}
             () = tx.closed() => return None,
         }
     };
-    while let Ok(n) = related.try_recv() {
-        forward(tx, n, wants);
+    // Questions still open are withdrawn: the backend answered without them.
+    while let Ok(r) = related.try_recv() {
+        if let Related::Notification(n) = r {
+            forward(tx, n, wants);
+        }
     }
     Some(outcome)
 }

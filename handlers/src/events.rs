@@ -10,8 +10,10 @@ use std::sync::Arc;
 use protocol::Notification;
 use tokio::sync::mpsc;
 
-use crate::related::ProgressRoutes;
 use tracing::warn;
+
+use crate::callers::Callers;
+use crate::related::ProgressRoutes;
 
 use crate::description::ServerDescription;
 
@@ -51,6 +53,8 @@ pub(crate) struct Notifier {
     backend: Arc<str>,
     /// Progress tokens of requests in flight, routed back to their callers.
     progress: Arc<ProgressRoutes>,
+    /// Requests in flight and their callers, to which the backend's own requests are relayed.
+    callers: Arc<Callers>,
     events: mpsc::Sender<BackendEvent>,
     lifecycle: mpsc::Sender<BackendEvent>,
 }
@@ -71,6 +75,7 @@ impl Notifier {
         Notifier {
             backend: Arc::from(backend),
             progress: Arc::default(),
+            callers: Arc::default(),
             events,
             lifecycle,
         }
@@ -84,6 +89,11 @@ impl Notifier {
     /// The progress routes of this backend's requests in flight.
     pub(crate) fn progress(&self) -> &Arc<ProgressRoutes> {
         &self.progress
+    }
+
+    /// This backend's requests in flight and their callers.
+    pub(crate) fn callers(&self) -> &Arc<Callers> {
+        &self.callers
     }
 
     /// Passes on a backend notification: progress for a request in flight to that request's caller, anything

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::actor::{BackendActor, Call};
+use crate::callers::{Caller, Callers};
 use crate::config::BackendConfig;
 use crate::description::ServerDescription;
 use crate::events::{BackendEvent, Notifier};
@@ -37,8 +38,11 @@ pub struct BackendRequest {
     pub name: Option<String>,
     /// Ready-made `("Region", encoded value)` pairs, sent as `Mcp-Param-Region` headers.
     pub param_headers: Vec<(String, String)>,
-    /// Where this request's own notifications go (its progress, and on HTTP what the backend sends on the
-    /// request's response stream). `None`: they are not wanted, and a client progress token is removed.
+    /// Where this request's own messages go: its progress, on HTTP the notifications the backend sends on
+    /// the request's response stream, and the requests a legacy backend asks while serving it
+    /// ([`crate::Related::Request`]: sampling, elicitation, roots), which must be answered through their
+    /// `reply`. `None`: notifications are not wanted (a client progress token is removed) and the backend's
+    /// requests are answered -32601.
     pub related: Option<RelatedSink>,
 }
 
@@ -129,6 +133,7 @@ impl Shared {
 pub struct BackendHandle {
     addr: Addr<BackendActor>,
     progress: Arc<ProgressRoutes>,
+    callers: Arc<Callers>,
     shared: Arc<Shared>,
     permits: Arc<Semaphore>,
 }
@@ -159,10 +164,12 @@ impl BackendHandle {
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let notifier = Notifier::start(&config.name, events);
         let progress = Arc::clone(notifier.progress());
+        let callers = Arc::clone(notifier.callers());
         let addr = BackendActor::new(config, Arc::clone(&shared), notifier).start();
         BackendHandle {
             addr,
             progress,
+            callers,
             shared,
             permits,
         }
@@ -185,6 +192,10 @@ impl BackendHandle {
     /// `Unavailable` at once while the backend is down, and otherwise returns the backend's raw `result` or
     /// a failure within the request timeout. Dropping the future abandons the request: the backend is told
     /// (`notifications/cancelled`, or the response stream is dropped).
+    ///
+    /// While it is in flight, a legacy backend's requests (sampling, elicitation, roots) that belong to it
+    /// go to `request.related` as [`crate::Related::Request`]: those on its own response stream, and on a
+    /// multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only request in flight.
     pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {
         let Ok(_permit) = self.permits.try_acquire() else {
             return Err(Failure::Overloaded {
@@ -200,6 +211,13 @@ impl BackendHandle {
             .rewrite(request.params.take(), request.related.as_ref());
         request.params = params;
         let deadline = Instant::now() + self.shared.request_timeout;
+        // In flight until the call ends: the backend's requests may be attributed to it.
+        let _caller = self.callers.register(
+            request
+                .related
+                .clone()
+                .map(|sink| Caller { sink, deadline }),
+        );
         let cancel = CancellationToken::new();
         let _abandon_on_drop = cancel.clone().drop_guard();
         // `send` is bounded here by the permit held until the answer.

@@ -94,10 +94,14 @@ pub(crate) fn error_in_body(body: &[u8]) -> Option<protocol::Error> {
     })
 }
 
-/// `initialize` params: the newest legacy version, no capabilities, the gateway's client info.
+/// The client capabilities declared to legacy backends: what the gateway can serve for clients that declared
+/// them in turn (it asks the client, and answers -32601 for a client that did not).
+pub(crate) const LEGACY_CAPABILITIES: &str = r#"{"sampling":{},"elicitation":{},"roots":{}}"#;
+
+/// `initialize` params: the newest legacy version, [`LEGACY_CAPABILITIES`], the gateway's client info.
 pub(crate) fn initialize_params(client_info: &RawValue) -> Box<RawValue> {
     let text = format!(
-        r#"{{"protocolVersion":"{}","capabilities":{{}},"clientInfo":{}}}"#,
+        r#"{{"protocolVersion":"{}","capabilities":{LEGACY_CAPABILITIES},"clientInfo":{}}}"#,
         LEGACY_OFFER.as_str(),
         client_info.get()
     );
@@ -192,6 +196,10 @@ mod tests {
         let p: Value = serde_json::from_str(initialize_params(&info).get()).unwrap();
         assert_eq!(p["protocolVersion"], "2025-11-25");
         assert_eq!(p["clientInfo"]["name"], "mcpgw");
+        assert_eq!(
+            p["capabilities"],
+            json!({"sampling": {}, "elicitation": {}, "roots": {}})
+        );
     }
 
     #[test]

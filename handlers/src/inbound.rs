@@ -1,18 +1,22 @@
-//! What a backend sends on its own: routing responses to their callers, answering its requests and passing
-//! its notifications on. Shared by every transport that reads a stream of messages (stdio stdout, the
-//! HTTP+SSE event stream, SSE response streams, the legacy GET stream).
+//! What a backend sends on its own: routing responses to their callers, relaying its requests to the
+//! caller they belong to (or answering them), and passing its notifications on. Shared by every transport
+//! that reads a stream of messages (stdio stdout, the HTTP+SSE event stream, SSE response streams, the
+//! legacy GET stream).
 
 use std::sync::Arc;
 
 use protocol::message::{self, Parsed};
+use protocol::method::Method;
 use protocol::{Message, Request, Response};
+use tokio::time::Instant;
 use tracing::{debug, warn};
 
+use crate::callers::{self, Caller, Unattributed};
 use crate::events::Notifier;
 use crate::listen::ListenRoute;
 use crate::outbox::Outbox;
 use crate::pending::Pending;
-use crate::related::RelatedSink;
+use crate::related::{Related, RelatedSink};
 use crate::wire;
 
 /// How many bytes of an unreadable line are shown in a log.
@@ -27,8 +31,9 @@ pub(crate) struct Inbound {
     /// Where answers to the backend's requests go; `None` where the backend may not send requests (modern
     /// HTTP): they are then logged and ignored.
     outbox: Option<Arc<dyn Outbox>>,
-    /// On one request's own response stream: where that request's notifications go.
-    related: Option<RelatedSink>,
+    /// On one request's own response stream: where that request's notifications and the backend's requests
+    /// go.
+    related: Option<Caller>,
     /// Where subscriptions' notifications go, on streams that carry them.
     listen: Option<ListenRoute>,
 }
@@ -57,11 +62,11 @@ impl Inbound {
         }
     }
 
-    /// The same dispatch for one request's response stream: its notifications go to `related` (progress
-    /// is routed by token either way).
-    pub(crate) fn with_related(&self, related: Option<RelatedSink>) -> Inbound {
+    /// The same dispatch for one request's response stream: its notifications and the backend's requests
+    /// go to `related` (progress is routed by token either way), requests waiting at most until `deadline`.
+    pub(crate) fn with_related(&self, related: Option<RelatedSink>, deadline: Instant) -> Inbound {
         Inbound {
-            related,
+            related: related.map(|sink| Caller { sink, deadline }),
             ..self.clone()
         }
     }
@@ -96,7 +101,7 @@ impl Inbound {
     pub(crate) fn message(&self, message: Message) {
         match message {
             Message::Response(r) => self.response(r),
-            Message::Request(r) => self.server_request(&r),
+            Message::Request(r) => self.server_request(r),
             Message::Notification(n) => self.notification(n),
         }
     }
@@ -110,8 +115,8 @@ impl Inbound {
             None => n,
         };
         match &self.related {
-            Some(sink) if n.method != "notifications/progress" => {
-                if sink.try_send(n).is_err() {
+            Some(caller) if n.method != "notifications/progress" => {
+                if caller.sink.try_send(Related::Notification(n)).is_err() {
                     debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
                 }
             }
@@ -135,20 +140,32 @@ impl Inbound {
         }
     }
 
-    fn server_request(&self, request: &Request) {
+    /// A request from the backend: `ping` is answered here; anything else goes to the caller it belongs to
+    /// (the request whose stream it arrived on, or on a multiplexed connection the only request in flight),
+    /// or is refused with -32601.
+    fn server_request(&self, request: Request) {
         let backend = self.notifier.backend();
-        match &self.outbox {
-            Some(outbox) => {
-                debug!(%backend, method = %request.method, "answering a backend request");
-                if !outbox.deliver(wire::answer_server_request(request)) {
-                    warn!(%backend, method = %request.method,
-                        "could not answer a backend request: queue full");
-                }
+        let Some(outbox) = &self.outbox else {
+            warn!(%backend, method = %request.method,
+                "ignoring a request from a modern backend (servers must not send requests)");
+            return;
+        };
+        if request.known_method() == Some(Method::Ping) {
+            debug!(%backend, "answering the backend's ping");
+            if !outbox.deliver(wire::pong(&request.id)) {
+                warn!(%backend, "could not answer a backend ping: queue full");
             }
-            None => {
-                warn!(%backend, method = %request.method,
-                    "ignoring a request from a modern backend (servers must not send requests)");
-            }
+            return;
+        }
+        let caller = match (&self.related, &self.pending) {
+            (Some(caller), _) => Ok(caller.clone()),
+            // A multiplexed connection (it has an id table): attributed by elimination only.
+            (None, Some(_)) => self.notifier.callers().sole(),
+            (None, None) => Err(Unattributed::OffStream),
+        };
+        match caller {
+            Ok(caller) => callers::relay(Arc::clone(outbox), backend, caller, request),
+            Err(why) => callers::refuse(&**outbox, backend, &request, why),
         }
     }
 }

@@ -20,6 +20,7 @@
 
 mod actor;
 mod backoff;
+mod callers;
 mod config;
 mod description;
 mod events;
@@ -42,4 +43,4 @@ pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest};
 pub use listen::ListenFilter;
 pub use protocol::Generation;
-pub use related::RelatedSink;
+pub use related::{Related, RelatedSink};

@@ -1,6 +1,7 @@
-//! Request-scoped notifications: what a backend says about one request in flight (`notifications/progress`
-//! for its progress token, and on HTTP the notifications on that request's response stream) goes back to the
-//! caller of that request only, through the request's own bounded sink.
+//! Request-scoped messages: what a backend says about one request in flight (`notifications/progress` for
+//! its progress token, on HTTP the notifications on that request's response stream, and the requests it
+//! asks while serving it: sampling, elicitation, roots) goes back to the caller of that request only,
+//! through the request's own bounded sink.
 //!
 //! Progress tokens are rewritten: one backend serves every client session, so the client's token is replaced
 //! by a token minted here (unique per backend) and restored on the way back.
@@ -9,15 +10,32 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use protocol::Notification;
 use protocol::meta::PROGRESS_TOKEN;
 use protocol::raw::RawObject;
+use protocol::{Notification, Request};
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tracing::debug;
 
-/// Where a request's related notifications go: a bounded channel the caller reads while it waits.
-pub type RelatedSink = mpsc::Sender<Notification>;
+/// Something a backend sent about one request in flight.
+#[derive(Debug)]
+pub enum Related {
+    /// A notification (progress with the client's token restored, log messages, ...).
+    Notification(Notification),
+    /// A request the backend asks while serving the caller's request (`sampling/createMessage`,
+    /// `elicitation/create`, `roots/list`), with the backend's own id. The caller answers through `reply`
+    /// (the id is restored here); nobody answering (`reply` dropped) or a late answer makes the backend
+    /// get an error.
+    Request {
+        /// The backend's request, as received.
+        request: Request,
+        /// Where the answer goes: the result, or the JSON-RPC error to answer with.
+        reply: oneshot::Sender<Result<Box<RawValue>, protocol::Error>>,
+    },
+}
+
+/// Where a request's related messages go: a bounded channel the caller reads while it waits.
+pub type RelatedSink = mpsc::Sender<Related>;
 
 /// The progress tokens of one backend's requests in flight: minted token → the client's token and the sink.
 #[derive(Debug, Default)]
@@ -125,7 +143,7 @@ impl ProgressRoutes {
             method: notification.method,
             params,
         };
-        if sink.try_send(restored).is_err() {
+        if sink.try_send(Related::Notification(restored)).is_err() {
             debug!(%token, "dropping progress: the caller's stream is full or gone");
         }
         Ok(())
@@ -158,7 +176,9 @@ mod tests {
             Some(&serde_json::json!({"progressToken": "mcpgw-0", "progress": 1, "total": 2})),
         );
         assert!(routes.deliver(from_backend).is_ok());
-        let got = rx.try_recv().unwrap();
+        let Related::Notification(got) = rx.try_recv().unwrap() else {
+            panic!("a notification")
+        };
         assert!(
             got.params
                 .unwrap()

@@ -1,8 +1,7 @@
 //! The JSON-RPC messages mcpgw itself writes towards a backend, as bytes: its requests (with its own integer
 //! ids), notifications, `notifications/cancelled`, and answers to the backend's own requests.
 
-use protocol::method::Method;
-use protocol::{Error, ErrorCode, Request, Response};
+use protocol::{Error, RequestId, Response};
 use serde_json::value::RawValue;
 
 /// A request with a gateway-minted id.
@@ -47,18 +46,21 @@ pub(crate) fn cancelled(request_id: i64, reason: &str) -> Vec<u8> {
     out
 }
 
-/// The answer to a request the backend sent the gateway: `ping` gets `{}`; sampling, elicitation, roots and
-/// anything else get -32601 until those are bridged to clients.
-pub(crate) fn answer_server_request(request: &Request) -> Vec<u8> {
-    let response = if request.known_method() == Some(Method::Ping) {
-        let empty = RawValue::from_string("{}".to_owned())
-            .unwrap_or_else(|_| unreachable!("{{}} is valid JSON"));
-        Response::result(&request.id, empty)
-    } else {
-        let message = format!("mcpgw does not relay {} yet", request.method);
-        Response::error(&request.id, Error::new(ErrorCode::MethodNotFound, message))
+/// The answer to a request the backend sent the gateway: its own id, byte for byte, with the result or the
+/// error.
+pub(crate) fn answer(id: &RequestId, reply: Result<Box<RawValue>, Error>) -> Vec<u8> {
+    let response = match reply {
+        Ok(result) => Response::result(id, result),
+        Err(error) => Response::error(id, error),
     };
     serde_json::to_vec(&response).unwrap_or_default()
+}
+
+/// The answer to the backend's `ping`: `{}`.
+pub(crate) fn pong(id: &RequestId) -> Vec<u8> {
+    let empty = RawValue::from_string("{}".to_owned())
+        .unwrap_or_else(|_| unreachable!("{{}} is valid JSON"));
+    answer(id, Ok(empty))
 }
 
 fn push_string(out: &mut Vec<u8>, s: &str) {
@@ -69,7 +71,6 @@ fn push_string(out: &mut Vec<u8>, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::RequestId;
     use serde_json::{Value, json};
 
     fn parse(bytes: &[u8]) -> Value {
@@ -95,21 +96,21 @@ mod tests {
     }
 
     #[test]
-    fn server_requests_are_answered() {
+    fn server_requests_are_answered_with_their_own_id() {
         let id: RequestId = serde_json::from_str("123456789012345678901234567890").unwrap();
-        let ping = Request::new(id.clone(), "ping", None);
-        let bytes = answer_server_request(&ping);
         assert_eq!(
-            String::from_utf8(bytes).unwrap(),
+            String::from_utf8(pong(&id)).unwrap(),
             r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#
         );
-        let sampling = Request::new(RequestId::string("s1"), "sampling/createMessage", None);
-        let v = parse(&answer_server_request(&sampling));
+        let error = Error::new(protocol::ErrorCode::MethodNotFound, "no");
+        let v = parse(&answer(&RequestId::string("s1"), Err(error)));
         assert_eq!(v["id"], "s1");
         assert_eq!(v["error"]["code"], -32601);
+        assert_eq!(v["error"]["message"], "no");
+        let result = RawValue::from_string(r#"{"n":1.50}"#.into()).unwrap();
         assert_eq!(
-            v["error"]["message"],
-            "mcpgw does not relay sampling/createMessage yet"
+            String::from_utf8(answer(&RequestId::string("s2"), Ok(result))).unwrap(),
+            r#"{"jsonrpc":"2.0","id":"s2","result":{"n":1.50}}"#
         );
     }
 }

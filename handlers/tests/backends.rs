@@ -19,3 +19,6 @@ mod http;
 
 #[path = "backends/listen.rs"]
 mod listen;
+
+#[path = "backends/asks.rs"]
+mod asks;

@@ -254,7 +254,10 @@ impl LegacyLink {
         let ctx = &*self.0.ctx;
         let params = ctx.params_for(self.session().generation, &mut request)?;
         let method = request.method;
-        let inbound = self.0.inbound.with_related(request.related.take());
+        let inbound = self
+            .0
+            .inbound
+            .with_related(request.related.take(), deadline);
         let first = self
             .attempt(method, params.as_deref(), deadline, &inbound)
             .await;

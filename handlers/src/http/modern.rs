@@ -124,7 +124,10 @@ impl ModernLink {
         mut request: BackendRequest,
         deadline: Instant,
     ) -> Result<Box<RawValue>, Failure> {
-        let inbound = self.0.inbound.with_related(request.related.take());
+        let inbound = self
+            .0
+            .inbound
+            .with_related(request.related.take(), deadline);
         let method = request.method;
         let exchange = async {
             let (id, response) = self.post(request).await?;

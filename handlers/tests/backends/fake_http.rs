@@ -1,6 +1,7 @@
 //! Fake HTTP MCP backends, served in-process by actix-web on 127.0.0.1 (port chosen at run time): a modern
 //! (2026-07-28) server that validates the routing headers, a legacy Streamable HTTP server with sessions
-//! (that can expire a session once), and a 2024-11-05 HTTP+SSE server. Each records what it received.
+//! (that can expire a session once, and whose `sample` tool asks `sampling/createMessage` on its response
+//! stream and waits for the answer), and a 2024-11-05 HTTP+SSE server. Each records what it received.
 //! The modern server keeps `subscriptions/listen` streams open (acknowledgement first, then keep-alive
 //! comments) and sends `notifications/resources/updated` on them when a test asks ([`Fake::update`]).
 
@@ -15,7 +16,10 @@ use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
+
+#[path = "fake_http_sample.rs"]
+mod sample;
 
 /// Which backend a fake server plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +59,8 @@ pub struct Fake {
     expire_on_call: Option<usize>,
     streams: Mutex<HashMap<String, mpsc::Sender<Bytes>>>,
     listeners: Mutex<Vec<Listener>>,
+    /// Legacy: the requests asked on response streams waiting for the client's answer, by id.
+    answers: Mutex<HashMap<String, oneshot::Sender<Value>>>,
 }
 
 /// One open `subscriptions/listen` stream of the modern server.
@@ -175,6 +181,7 @@ pub fn start_on(kind: Kind, port: u16, expire_on_call: Option<usize>) -> Server 
         expire_on_call,
         streams: Mutex::new(HashMap::new()),
         listeners: Mutex::new(Vec::new()),
+        answers: Mutex::new(HashMap::new()),
     });
     let data = web::Data::from(Arc::clone(&fake));
     let server = HttpServer::new(move || {
@@ -364,6 +371,12 @@ async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
     let id = &msg["id"];
     let Some(method) = msg["method"].as_str() else {
         // the client answering one of our requests
+        let waiting = msg["id"]
+            .as_str()
+            .and_then(|id| fake.answers.lock().unwrap().remove(id));
+        if let Some(tx) = waiting {
+            let _ = tx.send(msg.clone());
+        }
         return HttpResponse::Accepted().finish();
     };
     if method == "server/discover" {
@@ -411,6 +424,7 @@ async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     reply(StatusCode::OK, &result(id, text("slept")))
                 }
+                "sample" => sample::sample(fake, id, n),
                 "ask_client" => events(&[
                     json!({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}),
                     result(id, text("asked")),

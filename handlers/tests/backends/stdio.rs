@@ -310,7 +310,8 @@ async fn backend_requests_are_answered_and_notifications_forwarded() {
     assert_eq!(answers["srv-sampling"]["code"], -32601);
     assert_eq!(
         answers["srv-sampling"]["message"],
-        "mcpgw does not relay sampling/createMessage yet"
+        "mcpgw cannot relay sampling/createMessage: the client request in flight cannot receive \
+         server requests"
     );
     assert_eq!(kind(&backend.call(call("notify", "{}")).await), "ok");
     events

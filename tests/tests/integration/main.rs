@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod backend_asks;
 mod bad_input;
 mod changes;
 mod eras;

@@ -217,8 +217,13 @@ pub struct LegacyClient {
 
 impl LegacyClient {
     pub fn connect(url: &str, version: &str) -> LegacyClient {
+        LegacyClient::connect_with(url, version, json!({}))
+    }
+
+    /// Connects declaring `capabilities`.
+    pub fn connect_with(url: &str, version: &str, capabilities: Value) -> LegacyClient {
         let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+            "protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "it", "version": "1"}}});
         let reply = post_raw(url, &JSON_HEADERS, body.to_string());
         assert_eq!(reply.status, 200, "initialize: {reply:?}");
         let session = reply.header("mcp-session-id").expect("session id");
@@ -241,6 +246,19 @@ impl LegacyClient {
             headers.push(("MCP-Protocol-Version", &self.version));
         }
         post_raw(&self.url, &headers, body.to_string())
+    }
+
+    /// POSTs a message and returns the response unread (for SSE answers read as they come).
+    pub fn post_streaming(&mut self, body: &Value) -> reqwest::blocking::Response {
+        let mut req = client().post(&self.url).body(body.to_string());
+        for (k, v) in JSON_HEADERS {
+            req = req.header(k, v);
+        }
+        req = req.header("Mcp-Session-Id", &self.session);
+        if self.version.as_str() >= "2025-06-18" {
+            req = req.header("MCP-Protocol-Version", &self.version);
+        }
+        req.send().expect("request sent")
     }
 
     pub fn request(&mut self, method: &str, params: Value) -> Reply {

@@ -1,0 +1,182 @@
+//! A legacy backend's requests while it serves a caller's request (sampling, elicitation, roots): relayed to
+//! the request's sink when they can be attributed (its own response stream; on stdio, the only request in
+//! flight), answered -32601 when they cannot, and answered with an error when the caller does not reply in
+//! time or goes away. The answer reaches the backend under its own id.
+
+use std::time::{Duration, Instant};
+
+use handlers::{BackendRequest, Related};
+use protocol::Request;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::fake_http::{self, Kind};
+use crate::support::{TempLog, WAIT, call, http_config, kind, raw, start, stdio_config, text_of};
+
+type Reply = oneshot::Sender<Result<Box<serde_json::value::RawValue>, protocol::Error>>;
+
+/// A `sample` call whose related messages go to the returned receiver.
+fn sample_with_sink(arguments: &str) -> (BackendRequest, mpsc::Receiver<Related>) {
+    let (sink, rx) = mpsc::channel(8);
+    let mut request = call("sample", arguments);
+    request.related = Some(sink);
+    (request, rx)
+}
+
+/// The next backend request on a sink (skipping notifications), within [`WAIT`].
+async fn next_request(rx: &mut mpsc::Receiver<Related>) -> (Request, Reply) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(Related::Request { request, reply })) => return (request, reply),
+            Ok(Some(Related::Notification(_))) => {}
+            other => panic!("no backend request on the sink: {other:?}"),
+        }
+    }
+}
+
+fn sampled(text: &str) -> Box<serde_json::value::RawValue> {
+    raw(
+        &json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "m"})
+            .to_string(),
+    )
+}
+
+#[actix_rt::test]
+async fn a_stdio_backend_request_reaches_the_only_caller_and_its_answer_the_backend() {
+    let log = TempLog::new("sample");
+    let (backend, mut events) = start(stdio_config("asker", &["--era", "legacy"], Some(&log)));
+    events.ready().await;
+    // the gateway declared what it can now serve
+    let init = log.wait_for(|l| l.contains(r#""initialize""#)).await;
+    let init: Value = serde_json::from_str(&init).unwrap();
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"sampling": {}, "elicitation": {}, "roots": {}})
+    );
+
+    let (request, mut rx) = sample_with_sink(r#"{"prompt":"say hi"}"#);
+    let answering = async {
+        let (asked, reply) = next_request(&mut rx).await;
+        reply.send(Ok(sampled("hello"))).unwrap();
+        asked
+    };
+    let (result, asked) = tokio::join!(backend.call(request), answering);
+    assert_eq!(text_of(&result.unwrap()), "sampled: hello");
+    assert_eq!(asked.method, "sampling/createMessage");
+    assert!(asked.params.unwrap().get().contains("say hi"));
+    let backend_id = asked.id.as_string().unwrap();
+    assert!(backend_id.starts_with("sample-"), "{backend_id}");
+    // the backend got the answer under its own id
+    let answer = log
+        .messages()
+        .into_iter()
+        .find(|m| m["id"] == backend_id.as_str() && m.get("method").is_none())
+        .unwrap();
+    assert_eq!(answer["result"]["content"]["text"], "hello");
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn with_two_requests_in_flight_a_stdio_backend_request_is_method_not_found() {
+    let (backend, mut events) = start(stdio_config("busy", &["--era", "legacy"], None));
+    events.ready().await;
+    let other = backend.clone();
+    let slow = actix_rt::spawn(async move { other.call(call("sleep", r#"{"ms":1500}"#)).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (request, mut rx) = sample_with_sink("{}");
+    let result = backend.call(request).await.unwrap();
+    assert_eq!(
+        text_of(&result),
+        "refused -32601: mcpgw cannot relay sampling/createMessage: 2 client requests are in \
+         flight on this backend and nothing says which one it belongs to"
+    );
+    assert!(rx.try_recv().is_err(), "nothing was relayed");
+    assert_eq!(kind(&slow.await.unwrap()), "ok");
+
+    // alone again, and without a sink: the caller cannot be asked
+    let result = backend.call(call("sample", "{}")).await.unwrap();
+    assert_eq!(
+        text_of(&result),
+        "refused -32601: mcpgw cannot relay sampling/createMessage: the client request in \
+         flight cannot receive server requests"
+    );
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn an_unanswered_backend_request_times_out_with_the_call_and_a_gone_caller_ends_it() {
+    let log = TempLog::new("sample-timeout");
+    let mut config = stdio_config("slowpoke", &["--era", "legacy"], Some(&log));
+    config.request_timeout = Duration::from_millis(800);
+    let (backend, mut events) = start(config);
+    events.ready().await;
+
+    // nobody answers: the backend hears -32001 when the call's deadline passes
+    let (request, mut rx) = sample_with_sink("{}");
+    let started = Instant::now();
+    let holding = async {
+        let (asked, reply) = next_request(&mut rx).await;
+        (asked, reply)
+    };
+    let (result, (asked, _reply_held)) = tokio::join!(backend.call(request), holding);
+    assert_eq!(kind(&result), "timeout");
+    let backend_id = asked.id.as_string().unwrap();
+    let line = log
+        .wait_for(|l| l.contains(&format!(r#""id":"{backend_id}""#)) && l.contains("-32001"))
+        .await;
+    assert!(
+        line.contains("did not answer sampling/createMessage"),
+        "{line}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // the caller goes away without answering: the backend hears so at once
+    let (request, mut rx) = sample_with_sink("{}");
+    let dropping = async {
+        let (_, reply) = next_request(&mut rx).await;
+        drop(reply);
+    };
+    let (result, ()) = tokio::join!(backend.call(request), dropping);
+    assert_eq!(
+        text_of(&result.unwrap()),
+        "refused -32603: the client request ended before the client answered sampling/createMessage"
+    );
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn a_legacy_http_backend_request_on_a_response_stream_reaches_its_caller() {
+    let server = fake_http::start(Kind::Legacy);
+    let (backend, mut events) = start(http_config("old", &server.url));
+    events.ready().await;
+    let init = &server.fake.with_method("initialize")[0];
+    assert_eq!(
+        init.json()["params"]["capabilities"],
+        json!({"sampling": {}, "elicitation": {}, "roots": {}})
+    );
+
+    let (request, mut rx) = sample_with_sink("{}");
+    let answering = async {
+        let (asked, reply) = next_request(&mut rx).await;
+        reply.send(Ok(sampled("hi from http"))).unwrap();
+        asked
+    };
+    let (result, asked) = tokio::join!(backend.call(request), answering);
+    assert_eq!(text_of(&result.unwrap()), "sampled: hi from http");
+    assert_eq!(asked.id.as_string().as_deref(), Some("srv-sample-1"));
+    let answer = server
+        .fake
+        .wait_for(|r| r.json()["id"] == "srv-sample-1")
+        .await;
+    assert_eq!(answer.headers["mcp-session-id"], "session-1");
+
+    // without a sink the request on the stream is refused, and the call still completes
+    let result = backend.call(call("sample", "{}")).await.unwrap();
+    let text = text_of(&result);
+    assert!(
+        text.starts_with("refused:") && text.contains("-32601"),
+        "{text}"
+    );
+    backend.shutdown();
+}

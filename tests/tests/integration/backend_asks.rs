@@ -1,0 +1,125 @@
+//! A legacy backend asks while serving a legacy client's request: its `sampling/createMessage` goes out on
+//! that request's SSE stream with the gateway's id, the client's answer (a separate POST) goes back to the
+//! backend, and the tool result carries what the client's model said. A client that cannot be asked gets an
+//! answer all the same, without hanging.
+
+use std::io::{BufRead, BufReader};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// The longest one message may take to arrive.
+const WAIT: Duration = Duration::from_secs(15);
+
+fn gateway_with_sampling_backend(dir: &TempDir) -> Running {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sampling_server.py");
+    let config = format!(
+        "[[backend]]\nname = \"sampler\"\nprefix = \"\"\ncommand = [\"python3\", {:?}]\n",
+        script.to_string_lossy()
+    );
+    gateway(&config, dir)
+}
+
+/// The JSON-RPC messages of an SSE response, as they arrive.
+fn sse_messages(resp: reqwest::blocking::Response) -> Receiver<Value> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(resp).lines().map_while(Result::ok) {
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            if let Ok(v) = serde_json::from_str(data.trim()) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The text of a tool result's first content block.
+fn tool_text(response: &Value) -> String {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a tool result with text: {response}"))
+        .to_owned()
+}
+
+#[test]
+fn a_legacy_backend_asks_the_legacy_client_for_sampling_on_the_request_stream() {
+    let dir = TempDir::new("backend-asks");
+    let gw = gateway_with_sampling_backend(&dir);
+    let mut host = LegacyClient::connect_with(&gw.url, "2025-06-18", json!({"sampling": {}}));
+
+    // mcpgw declared to the legacy backend what it can serve for clients that declare it in turn
+    let declared = host.request(
+        "tools/call",
+        json!({"name": "capabilities", "arguments": {}}),
+    );
+    let declared: Value = serde_json::from_str(&tool_text(&declared.json())).unwrap();
+    assert_eq!(
+        declared,
+        json!({"elicitation": {}, "roots": {}, "sampling": {}})
+    );
+
+    let resp = host.post_streaming(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "summarize", "arguments": {"text": "a long story"}}}));
+    assert_eq!(resp.status().as_u16(), 200);
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let stream = sse_messages(resp);
+
+    let ask = stream.recv_timeout(WAIT).expect("the backend's request");
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    let ask_id = ask["id"].as_str().expect("a string id").to_owned();
+    assert!(
+        ask_id.starts_with("mcpgw-ask-"),
+        "the gateway's own id: {ask_id}"
+    );
+    assert_eq!(
+        ask["params"]["messages"][0]["content"]["text"],
+        "Summarize: a long story"
+    );
+    let answered = host.post(&json!({"jsonrpc": "2.0", "id": ask_id, "result": {
+        "role": "assistant", "content": {"type": "text", "text": "short"}, "model": "test-model"}}));
+    assert_eq!(answered.status, 202, "{answered:?}");
+
+    let done = stream.recv_timeout(WAIT).expect("the tool result");
+    assert_eq!(done["id"], 10, "{done}");
+    assert_eq!(tool_text(&done), "summary: short");
+
+    // a client that declared roots only is streamed, and the backend hears that it lacks sampling
+    let mut rooted = LegacyClient::connect_with(&gw.url, "2025-06-18", json!({"roots": {}}));
+    let started = Instant::now();
+    let r = rooted.request(
+        "tools/call",
+        json!({"name": "summarize", "arguments": {"text": "x"}}),
+    );
+    assert_eq!(
+        tool_text(&r.json()),
+        "refused -32601: the client did not declare sampling"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // a client that declared nothing is answered plainly, and the backend is refused at once
+    let mut plain = LegacyClient::connect(&gw.url, "2025-06-18");
+    let started = Instant::now();
+    let r = plain.request(
+        "tools/call",
+        json!({"name": "summarize", "arguments": {"text": "x"}}),
+    );
+    let text = tool_text(&r.json());
+    assert!(
+        text.starts_with("refused -32601: mcpgw cannot relay sampling/createMessage"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
