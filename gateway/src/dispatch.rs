@@ -17,6 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{CatalogSnapshot, ListKind};
+use crate::replay::{self, Replay};
 use crate::response::Outcome;
 use crate::sealed_state::StateError;
 use crate::session::Session;
@@ -56,9 +57,14 @@ impl Dispatch<'_> {
             | Method::PromptsGet
             | Method::ResourcesRead
             | Method::CompletionComplete => match self.backend_request(call) {
-                Ok((backend, request)) => {
-                    let outcome = self.forward(backend.clone(), request).await;
-                    self.seal_state(call, &backend, outcome)
+                Ok((backend, request, replay)) => {
+                    if self.replays(call, &backend) {
+                        replay::forward(self, call, &backend, request, replay.unwrap_or_default())
+                            .await
+                    } else {
+                        let outcome = self.forward(backend.clone(), request).await;
+                        self.seal_state(call, &backend, outcome)
+                    }
                 }
                 Err(e) => Outcome::Error(e),
             },
@@ -149,7 +155,10 @@ impl Dispatch<'_> {
     }
 
     /// The backend that owns the call's target and the request to send it.
-    fn backend_request(&self, call: &Call) -> Result<(String, BackendRequest), Error> {
+    fn backend_request(
+        &self,
+        call: &Call,
+    ) -> Result<(String, BackendRequest, Option<Replay>), Error> {
         let params = call.request.params.as_deref();
         let mut obj = RawObject::parse_or_empty(params).ok_or_else(|| {
             Error::new(
@@ -247,9 +256,11 @@ impl Dispatch<'_> {
             }
         };
         tracing::Span::current().record("backend", backend.as_str());
-        if self.generation.is_modern() {
-            self.open_state(call, &backend, &mut obj)?;
-        }
+        let replay = if self.generation.is_modern() {
+            self.open_state(call, &backend, &mut obj)?
+        } else {
+            None
+        };
         let request = BackendRequest {
             method: call.method,
             params: Some(obj.to_raw()),
@@ -258,14 +269,21 @@ impl Dispatch<'_> {
             param_headers,
             related: self.related.clone(),
         };
-        Ok((backend, request))
+        Ok((backend, request, replay))
     }
 
     /// A 2026-07-28 retry carries the state the gateway sealed: it must open (this gateway's, unaltered, not
     /// expired, not used before, for this method, params and backend) and is replaced by the backend's own.
-    fn open_state(&self, call: &Call, backend: &str, obj: &mut RawObject<'_>) -> Result<(), Error> {
+    /// A state that holds the gateway's own replay (a legacy backend's questions answered by the client) is
+    /// returned as such, and the backend, which knows nothing of it, gets neither it nor `inputResponses`.
+    fn open_state(
+        &self,
+        call: &Call,
+        backend: &str,
+        obj: &mut RawObject<'_>,
+    ) -> Result<Option<Replay>, Error> {
         let Some(sealed) = obj.get("requestState") else {
-            return Ok(());
+            return Ok(None);
         };
         let invalid = |why: String| {
             Error::new(
@@ -287,8 +305,27 @@ impl Dispatch<'_> {
         if opened.backend != backend {
             return Err(invalid(StateError::Mismatch.to_string()));
         }
+        if replay::is_replay(&opened.state) {
+            let replay = Replay::from_opened(&opened.state, obj.get("inputResponses"));
+            obj.remove("requestState");
+            obj.remove("inputResponses");
+            return Ok(replay);
+        }
         obj.set("requestState", opened.state);
-        Ok(())
+        Ok(None)
+    }
+
+    /// Whether the call goes through the replay (a 2026-07-28 client's request that may need input, to a
+    /// legacy backend, which asks with server-to-client requests).
+    fn replays(&self, call: &Call, backend: &str) -> bool {
+        self.generation.is_modern()
+            && call.method.may_require_input()
+            && self
+                .gw
+                .backends
+                .get(backend)
+                .and_then(|h| h.description())
+                .is_some_and(|d| !d.generation.is_modern())
     }
 
     /// An `input_required` result for a 2026-07-28 client: its `requestState` is sealed by the gateway.

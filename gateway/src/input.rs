@@ -121,8 +121,8 @@ pub async fn relay(
         None => Err(Error::new(
             ErrorCode::MethodNotFound,
             format!(
-                "mcpgw cannot relay {method} to a {} client: that needs the input_required bridging, \
-                 which mcpgw does not do for legacy backends yet",
+                "mcpgw cannot relay {method} to a {} client here: only tools/call, prompts/get and \
+                 resources/read can ask through input_required",
                 Generation::V2026_07_28
             ),
         )),
@@ -310,7 +310,7 @@ mod tests {
                 "tasks/get",
                 "mcpgw does not relay tasks/get to clients",
             ),
-            (None, "roots/list", "input_required bridging"),
+            (None, "roots/list", "can ask through input_required"),
         ];
         for (session, method, says) in cases {
             let (reply, replied) = oneshot::channel();

@@ -18,6 +18,7 @@ pub mod listen;
 pub mod listing;
 pub mod load;
 pub mod mock_backend;
+pub mod replay;
 pub mod request_stream;
 pub mod response;
 pub mod routing;

@@ -123,3 +123,71 @@ fn a_legacy_backend_asks_the_legacy_client_for_sampling_on_the_request_stream() 
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+/// A 2026-07-28 client's tools/call with these client capabilities and extra params.
+fn modern_call(url: &str, capabilities: Value, extra: Value) -> Reply {
+    let mut params = json!({
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+        "name": "summarize",
+        "arguments": {"text": "a long text"},
+    });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        p.extend(e.clone());
+    }
+    post_raw(
+        url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "summarize"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string(),
+    )
+}
+
+#[test]
+fn a_legacy_backend_asks_a_modern_client_through_input_required() {
+    let dir = TempDir::new("asks-modern");
+    let gw = gateway_with_sampling_backend(&dir);
+    // a client without the capability is told exactly what is missing
+    let r = modern_call(&gw.url, json!({}), json!({}));
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32021);
+    assert_eq!(
+        r.json()["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    // with it, the backend's question comes back as input_required with a sealed state
+    let r = modern_call(&gw.url, json!({"sampling": {}}), json!({}));
+    assert_eq!(r.status, 200, "{r:?}");
+    let first = r.json();
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(
+        result["inputRequests"]["r0"]["method"],
+        "sampling/createMessage"
+    );
+    let state = result["requestState"]
+        .as_str()
+        .expect("a sealed state")
+        .to_owned();
+    // the retry replays the request; the gateway answers the backend's question from the client's answer
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "test-model"});
+    let retry = json!({"inputResponses": {"r0": answer}, "requestState": state});
+    let r = modern_call(&gw.url, json!({"sampling": {}}), retry.clone());
+    assert_eq!(r.status, 200, "{r:?}");
+    let done = r.json();
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "summary: short");
+    // a sealed state is single-use, and a tampered one is refused before the backend is asked
+    let again = modern_call(&gw.url, json!({"sampling": {}}), retry);
+    assert_eq!(again.json()["error"]["code"], -32602, "{again:?}");
+    let tampered = json!({"inputResponses": {"r0": answer}, "requestState": format!("{state}x")});
+    let r = modern_call(&gw.url, json!({"sampling": {}}), tampered);
+    assert_eq!(r.json()["error"]["code"], -32602, "{r:?}");
+}

@@ -1,0 +1,235 @@
+//! A legacy backend's questions for a 2026-07-28 client, without holding anything between requests.
+//!
+//! A legacy backend asks (sampling, elicitation, roots) in the middle of a request; a 2026-07-28 client can
+//! only be asked through an `input_required` result. So the gateway ends the client's request with that
+//! result — the question under key `r{k}`, and a `requestState` it seals holding every answer given so far —
+//! and abandons the backend request. The client's retry (`inputResponses` + that state) replays the original
+//! request to the backend, and the gateway answers the backend's questions, in order, from the answers: no
+//! replica needs to remember anything, and a question the answers do not cover starts the next round.
+//! Bounded: at most [`MAX_ROUNDS`] answers are carried.
+
+use handlers::{BackendRequest, Related};
+use protocol::raw::RawObject;
+use protocol::shape::Failure;
+use protocol::validate::Call;
+use protocol::{Error, ErrorCode, Method};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use crate::dispatch::Dispatch;
+use crate::response::Outcome;
+
+/// The key under which a replay state keeps its answers.
+const REPLAY_KEY: &str = "mcpgw/replay";
+/// Questions one request may take across rounds.
+pub const MAX_ROUNDS: usize = 8;
+
+/// One question answered by the client: the method it was and the client's result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answered {
+    /// The method the backend asked.
+    pub m: String,
+    /// The client's result.
+    pub r: Box<RawValue>,
+}
+
+/// The answers a replayed request brings, in the order the backend asked.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    answers: Vec<Answered>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct State {
+    #[serde(rename = "mcpgw/replay")]
+    answers: Vec<Answered>,
+}
+
+impl Replay {
+    /// The replay a retry brings: the sealed state's answers plus the retry's `inputResponses` for the next
+    /// keys, in order. `None` when the opened state is a backend's own state, not a replay.
+    pub fn from_opened(state: &RawValue, input_responses: Option<&RawValue>) -> Option<Replay> {
+        let state: State = serde_json::from_str(state.get()).ok()?;
+        let mut answers = state.answers;
+        let responses = input_responses
+            .and_then(RawObject::parse)
+            .unwrap_or_default();
+        // The question of round k was asked under "r{k}"; its method is not repeated by the client, so the
+        // answer is recorded for whatever the backend asks at that position.
+        while let Some(result) = responses.get(&format!("r{}", answers.len())) {
+            answers.push(Answered {
+                m: String::new(),
+                r: result.to_owned(),
+            });
+            if answers.len() >= MAX_ROUNDS {
+                break;
+            }
+        }
+        Some(Replay { answers })
+    }
+}
+
+/// The capability a backend's question needs from the client.
+fn capability(method: &str) -> Option<&'static str> {
+    match Method::parse(method) {
+        Some(Method::SamplingCreateMessage) => Some("sampling"),
+        Some(Method::ElicitationCreate) => Some("elicitation"),
+        Some(Method::RootsList) => Some("roots"),
+        _ => None,
+    }
+}
+
+/// Sends a request to a legacy backend on behalf of a 2026-07-28 client, answering the backend's questions
+/// from `replay` and turning the first unanswered one into an `input_required` result.
+pub async fn forward(
+    d: &Dispatch<'_>,
+    call: &Call,
+    backend: &str,
+    mut request: BackendRequest,
+    replay: Replay,
+) -> Outcome {
+    let Some(handle) = d.gw.backends.get(backend) else {
+        return Outcome::Failed(Failure::Unavailable {
+            backend: backend.to_owned(),
+            reason: "not configured any more".into(),
+        });
+    };
+    let outer = request.related.take();
+    let (sink, mut related) = mpsc::channel(16);
+    request.related = Some(sink);
+    let answering = handle.call(request);
+    tokio::pin!(answering);
+    let mut asked = 0;
+    let mut answers = replay.answers;
+    loop {
+        tokio::select! {
+            result = &mut answering => {
+                return match result {
+                    Ok(raw) => Outcome::Result(raw),
+                    Err(f) => Outcome::Failed(f),
+                };
+            }
+            Some(message) = related.recv() => match message {
+                Related::Notification(n) => {
+                    if let Some(outer) = &outer {
+                        let _ = outer.try_send(Related::Notification(n));
+                    }
+                }
+                Related::Request { request, reply } => {
+                    if let Some(answer) = answers.get_mut(asked) {
+                        if answer.m.is_empty() {
+                            answer.m = request.method.clone();
+                        }
+                        if answer.m != request.method {
+                            return Outcome::Error(Error::new(
+                                ErrorCode::InvalidParams,
+                                format!("invalid params: on replay the backend asked {} where {} was answered", request.method, answer.m),
+                            ));
+                        }
+                        let _ = reply.send(Ok(answer.r.clone()));
+                        asked += 1;
+                        continue;
+                    }
+                    return question(d, call, backend, asked, &request, answers);
+                }
+            },
+        }
+    }
+}
+
+/// The `input_required` result asking the client the backend's question (or why it cannot be asked).
+fn question(
+    d: &Dispatch<'_>,
+    call: &Call,
+    backend: &str,
+    k: usize,
+    request: &protocol::Request,
+    answers: Vec<Answered>,
+) -> Outcome {
+    let Some(capability) = capability(&request.method) else {
+        return Outcome::Failed(Failure::Internal {
+            reason: format!(
+                "the backend asked {}, which mcpgw does not relay to clients",
+                request.method
+            ),
+        });
+    };
+    let declared = call
+        .meta
+        .client_capabilities
+        .as_ref()
+        .and_then(|c| c.get(capability))
+        .is_some_and(|c| !c.is_null());
+    if !declared {
+        return Outcome::Error(
+            Error::new(
+                ErrorCode::MissingRequiredClientCapability,
+                format!("the backend needs the client's {capability} capability, which the request did not declare"),
+            )
+            .with_data(json!({ "requiredCapabilities": { capability: {} } })),
+        );
+    }
+    if k >= MAX_ROUNDS {
+        return Outcome::Failed(Failure::Internal {
+            reason: format!("the backend still asked questions after {MAX_ROUNDS} answers"),
+        });
+    }
+    let state = match serde_json::value::to_raw_value(&State { answers }) {
+        Ok(s) => s,
+        Err(e) => {
+            return Outcome::Failed(Failure::Internal {
+                reason: e.to_string(),
+            });
+        }
+    };
+    let sealed = d.gw.sealer.seal(
+        backend,
+        call.method.as_str(),
+        call.request.params.as_deref(),
+        &state,
+    );
+    let params = request
+        .params
+        .as_deref()
+        .map(|p| serde_json::from_str::<serde_json::Value>(p.get()).unwrap_or_default());
+    let result = json!({
+        "resultType": "input_required",
+        "inputRequests": { format!("r{k}"): { "method": request.method, "params": params } },
+        "requestState": sealed,
+    });
+    match serde_json::value::to_raw_value(&result) {
+        Ok(raw) => Outcome::Result(raw),
+        Err(e) => Outcome::Failed(Failure::Internal {
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// Whether an opened state is a replay (it carries the replay key).
+pub fn is_replay(state: &RawValue) -> bool {
+    RawObject::parse(state).is_some_and(|o| o.get(REPLAY_KEY).is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_adds_its_answers_in_order() {
+        let state: Box<RawValue> = serde_json::from_str(
+            r#"{"mcpgw/replay":[{"m":"sampling/createMessage","r":{"a":1}}]}"#,
+        )
+        .unwrap();
+        assert!(is_replay(&state));
+        let responses: Box<RawValue> =
+            serde_json::from_str(r#"{"r1":{"b":2},"r3":{"skipped":true}}"#).unwrap();
+        let replay = Replay::from_opened(&state, Some(&responses)).unwrap();
+        assert_eq!(replay.answers.len(), 2);
+        assert_eq!(replay.answers[1].r.get(), r#"{"b":2}"#);
+        let backend_state: Box<RawValue> = serde_json::from_str(r#""opaque""#).unwrap();
+        assert!(!is_replay(&backend_state));
+        assert!(Replay::from_opened(&backend_state, None).is_none());
+    }
+}
