@@ -106,6 +106,12 @@ pub async fn forward(
     loop {
         tokio::select! {
             result = &mut answering => {
+                // What the backend sent just before its answer is already queued: pass it on first.
+                while let Ok(message) = related.try_recv() {
+                    if let (Related::Notification(n), Some(outer)) = (message, &outer) {
+                        let _ = outer.try_send(Related::Notification(n));
+                    }
+                }
                 return match result {
                     Ok(raw) => Outcome::Result(raw),
                     Err(f) => Outcome::Failed(f),

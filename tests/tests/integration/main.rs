@@ -5,6 +5,7 @@
 
 mod backend_asks;
 mod bad_input;
+mod bridging;
 mod changes;
 mod eras;
 mod errors;

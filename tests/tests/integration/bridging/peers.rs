@@ -1,0 +1,369 @@
+//! Real peers across eras: server-everything behind a 2026-07-28 Python client, and a 2026-07-28 Python
+//! backend behind legacy clients.
+
+use std::io::{BufRead, BufReader};
+use std::process::Command;
+use std::sync::mpsc::{Receiver, channel};
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::interop::peers::{self, Deps, Proc};
+use crate::support::*;
+
+/// The longest one message may take to arrive.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// What the Python client's sampling callback answers (non-ASCII on purpose).
+const SAMPLED: &str = "Forty-two — sampled by the Python client ✓";
+
+/// The tool names of a 2026-07-28 `tools/list` through the gateway (the first page is the whole catalog here).
+pub(super) fn modern_tool_names(url: &str) -> Result<Vec<String>, String> {
+    let reply = modern_request(url, "tools/list", json!({}), &[]);
+    if reply.status != 200 {
+        return Err(format!("HTTP {}: {}", reply.status, reply.text));
+    }
+    Ok(reply.json()["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+/// Waits (bounded) until the gateway lists every one of `tools`.
+pub(super) fn wait_for_tools(gw: &Running, tools: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match modern_tool_names(&gw.url) {
+            Ok(names) if tools.iter().all(|t| names.iter().any(|n| n == t)) => return,
+            Ok(names) => last = format!("tools: {names:?}"),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log: Vec<String> = gw.log.try_iter().collect();
+    panic!(
+        "the gateway did not list {tools:?} within 60 s; last answer: {last}\n{}",
+        log.join("\n")
+    );
+}
+
+/// A 2026-07-28 `tools/call` declaring `capabilities`.
+fn modern_call(url: &str, tool: &str, arguments: Value, capabilities: Value) -> Reply {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        },
+        "name": tool, "arguments": arguments}});
+    post_raw(
+        url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        body.to_string(),
+    )
+}
+
+/// Runs `py_client.py` with the sampling and elicitation callbacks; its JSON report.
+fn python_client(
+    deps: &Deps,
+    url: &str,
+    mode: &str,
+    elicit: &Value,
+    calls: &[(&str, Value)],
+) -> Value {
+    let mut cmd = Command::new(&deps.python);
+    cmd.arg(deps.dir.join("py_client.py"))
+        .args(["--url", url, "--mode", mode, "--timeout", "60"])
+        .args(["--sample-text", SAMPLED])
+        .arg("--elicit")
+        .arg(elicit.to_string());
+    for (name, args) in calls {
+        cmd.arg("--call").arg(name).arg(args.to_string());
+    }
+    cmd.env("PYTHONUNBUFFERED", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    let (ok, stdout, stderr) = peers::run_bounded(cmd, Duration::from_secs(90));
+    let report: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!("no JSON report (exit ok: {ok}); stdout: {stdout:?}; stderr:\n{stderr}")
+        });
+    assert!(
+        ok && report.get("fatal").is_none(),
+        "the Python client failed: {report}\nstderr:\n{stderr}"
+    );
+    report
+}
+
+/// The outcome of call `k` of a `py_client.py` report: its text, after checking it succeeded.
+fn call_text(report: &Value, k: usize) -> String {
+    let call = &report["calls"][k];
+    assert!(
+        call["ok"] == true && call["isError"] == false,
+        "call {k} did not succeed: {call}\nreport: {report}"
+    );
+    call["text"].as_str().unwrap_or_default().to_owned()
+}
+
+#[test]
+fn server_everything_asks_a_python_2026_client_through_input_required() {
+    let Some(deps) =
+        peers::deps("server_everything_asks_a_python_2026_client_through_input_required")
+    else {
+        return;
+    };
+    let dir = TempDir::new("bridging-everything");
+    let command = [
+        deps.node.display().to_string(),
+        deps.everything.display().to_string(),
+        "stdio".into(),
+    ];
+    let config = format!(
+        "[[backend]]\nname = \"everything\"\nprefix = \"ev\"\ncommand = {}\n",
+        serde_json::to_string(&command).unwrap()
+    );
+    let gw = gateway(&config, &dir);
+    // server-everything registers these only for a client declaring sampling / elicitation: mcpgw did
+    wait_for_tools(
+        &gw,
+        &[
+            "ev__trigger-sampling-request",
+            "ev__trigger-elicitation-request",
+        ],
+    );
+
+    // the mechanism, seen raw: the backend's question is an input_required result with a sealed state
+    let prompt = "What is the answer to everything?";
+    let args = json!({"prompt": prompt, "maxTokens": 20});
+    let r = modern_call(
+        &gw.url,
+        "ev__trigger-sampling-request",
+        args.clone(),
+        json!({}),
+    );
+    assert_eq!(r.status, 400, "{r:?}");
+    assert_eq!(r.json()["error"]["code"], -32021, "{r:?}");
+    assert_eq!(
+        r.json()["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    let r = modern_call(
+        &gw.url,
+        "ev__trigger-sampling-request",
+        args.clone(),
+        json!({"sampling": {}}),
+    );
+    let first = r.json();
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    let asked = &first["result"]["inputRequests"]["r0"];
+    assert_eq!(asked["method"], "sampling/createMessage", "{first}");
+    assert_eq!(
+        asked["params"]["messages"][0]["content"]["text"],
+        format!("Resource trigger-sampling-request context: {prompt}")
+    );
+    assert!(first["result"]["requestState"].is_string(), "{first}");
+
+    // the real client: the SDK answers input_required through its callbacks and retries by itself
+    let elicit = json!({"name": "Ada Lovelace", "check": true, "integer": 7});
+    let report = python_client(
+        &deps,
+        &gw.url,
+        "2026-07-28",
+        &elicit,
+        &[
+            ("ev__trigger-sampling-request", args),
+            ("ev__trigger-elicitation-request", json!({})),
+        ],
+    );
+    assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
+    // each question was asked once: the retry's replay answered the backend from the sealed state
+    let asked = report["asked"].as_array().expect("the callbacks' record");
+    assert_eq!(asked.len(), 2, "{report}");
+    assert_eq!(asked[0]["method"], "sampling/createMessage");
+    assert_eq!(
+        asked[0]["params"]["messages"][0]["content"]["text"],
+        format!("Resource trigger-sampling-request context: {prompt}")
+    );
+    assert_eq!(asked[0]["params"]["maxTokens"], 20);
+    assert_eq!(asked[1]["method"], "elicitation/create");
+    assert_eq!(
+        asked[1]["params"]["message"],
+        "Please provide inputs for the following fields:"
+    );
+    assert_eq!(
+        asked[1]["params"]["requestedSchema"]["required"],
+        json!(["name"])
+    );
+
+    // the sampled text the callback returned is in the backend's tool result
+    let sampled = call_text(&report, 0);
+    assert!(sampled.starts_with("LLM sampling result: "), "{sampled}");
+    let echoed: Value = serde_json::from_str(sampled.trim_start_matches("LLM sampling result: "))
+        .unwrap_or_else(|e| {
+            panic!("the backend's JSON echo of the sampling result ({e}): {sampled}")
+        });
+    assert_eq!(
+        echoed,
+        json!({"model": "py-client-model", "role": "assistant", "content": {"type": "text", "text": SAMPLED}})
+    );
+    // and so is the elicitation answer
+    let elicited = call_text(&report, 1);
+    for line in [
+        "User provided the requested information!",
+        "- Name: Ada Lovelace",
+        "- Agreed to terms: true",
+        "- Favorite Integer: 7",
+        "\"action\": \"accept\"",
+    ] {
+        assert!(
+            elicited.contains(line),
+            "{line:?} missing from {elicited:?}"
+        );
+    }
+}
+
+/// The JSON-RPC messages of an SSE response, as they arrive.
+fn sse_messages(resp: reqwest::blocking::Response) -> Receiver<Value> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(resp).lines().map_while(Result::ok) {
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            if let Ok(v) = serde_json::from_str(data.trim()) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}
+
+#[test]
+fn a_python_2026_backend_asks_legacy_clients_on_the_request_stream() {
+    let Some(deps) = peers::deps("a_python_2026_backend_asks_legacy_clients_on_the_request_stream")
+    else {
+        return;
+    };
+    let mut cmd = Command::new(&deps.python);
+    cmd.arg(deps.dir.join("py_asking_server.py"))
+        .args(["--host", "127.0.0.1", "--port", "0", "--max-seconds", "600"])
+        .env("PYTHONUNBUFFERED", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    let py = Proc::start(cmd, "py_asking_server listening on ");
+    let dir = TempDir::new("bridging-asking");
+    let config = format!(
+        "[[backend]]\nname = \"asker\"\nprefix = \"ask\"\nurl = {}\n",
+        serde_json::to_string(&py.url).unwrap()
+    );
+    let gw = gateway(&config, &dir);
+    wait_for_tools(&gw, &["ask__py_ask_name", "ask__py_ask_model"]);
+    let logs = || {
+        let gateway: Vec<String> = gw.log.try_iter().collect();
+        format!(
+            "--- mcpgw ---\n{}\n--- py_asking_server ---\n{}",
+            gateway.join("\n"),
+            py.drain_log().join("\n")
+        )
+    };
+
+    // the backend speaks 2026-07-28: a modern client gets its input_required, passed through
+    let r = modern_call(
+        &gw.url,
+        "ask__py_ask_name",
+        json!({"greeting": "Hi"}),
+        json!({"elicitation": {}}),
+    );
+    let first = r.json();
+    assert_eq!(
+        first["result"]["resultType"],
+        "input_required",
+        "{first}\n{}",
+        logs()
+    );
+    let requests = first["result"]["inputRequests"]
+        .as_object()
+        .expect("inputRequests");
+    assert_eq!(requests.len(), 1, "{first}");
+    let (_, asked) = requests.iter().next().unwrap();
+    assert_eq!(asked["method"], "elicitation/create", "{first}");
+    assert_eq!(asked["params"]["message"], "What is your name?");
+
+    // a raw legacy client: the real elicitation request arrives on the call's own SSE stream
+    let mut host = LegacyClient::connect_with(&gw.url, "2025-06-18", json!({"elicitation": {}}));
+    let resp = host.post_streaming(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+        "params": {"name": "ask__py_ask_name", "arguments": {"greeting": "Hello"}}}));
+    assert_eq!(resp.status().as_u16(), 200);
+    let content_type = resp.headers()["content-type"].to_str().unwrap().to_owned();
+    assert!(
+        content_type.starts_with("text/event-stream"),
+        "{content_type}"
+    );
+    let stream = sse_messages(resp);
+    let ask = stream
+        .recv_timeout(WAIT)
+        .unwrap_or_else(|_| panic!("no elicitation request on the stream\n{}", logs()));
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    assert_eq!(ask["params"]["message"], "What is your name?", "{ask}");
+    assert_eq!(
+        ask["params"]["requestedSchema"]["properties"]["name"]["type"], "string",
+        "{ask}"
+    );
+    let ask_id = ask["id"].as_str().expect("a string id").to_owned();
+    assert!(
+        ask_id.starts_with("mcpgw-ask-"),
+        "the gateway's own id: {ask_id}"
+    );
+    let answered = host.post(&json!({"jsonrpc": "2.0", "id": ask_id, "result": {
+        "action": "accept", "content": {"name": "Grace Hopper"}}}));
+    assert_eq!(answered.status, 202, "{answered:?}");
+    let done = stream
+        .recv_timeout(WAIT)
+        .unwrap_or_else(|_| panic!("no tool result on the stream\n{}", logs()));
+    assert_eq!(done["id"], 10, "{done}");
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Grace Hopper!",
+        "{done}"
+    );
+    assert!(
+        done["result"].get("resultType").is_none(),
+        "no 2026 fields for a 2025-06-18 client: {done}"
+    );
+
+    // the Python SDK client in legacy mode: its callbacks are asked for real, once each
+    let report = python_client(
+        &deps,
+        &gw.url,
+        "legacy",
+        &json!({"name": "Ada Lovelace"}),
+        &[
+            ("ask__py_ask_name", json!({"greeting": "Good morning"})),
+            ("ask__py_ask_model", json!({"topic": "tea"})),
+        ],
+    );
+    assert_eq!(report["protocolVersion"], "2025-11-25", "{report}");
+    let asked = report["asked"].as_array().expect("the callbacks' record");
+    assert_eq!(asked.len(), 2, "{report}");
+    assert_eq!(asked[0]["method"], "elicitation/create");
+    assert_eq!(asked[0]["params"]["message"], "What is your name?");
+    assert_eq!(asked[1]["method"], "sampling/createMessage");
+    assert_eq!(
+        asked[1]["params"]["messages"][0]["content"]["text"],
+        "Write one line about tea."
+    );
+    assert_eq!(call_text(&report, 0), "Good morning, Ada Lovelace!");
+    assert_eq!(call_text(&report, 1), format!("tea: {SAMPLED}"));
+}
