@@ -54,18 +54,34 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                     | Method::NotificationsPromptsListChanged
                     | Method::NotificationsResourcesListChanged,
                 ) => {
+                    if notification.known_method()
+                        == Some(Method::NotificationsResourcesListChanged)
+                    {
+                        gw.resource_cache.clear();
+                    }
                     refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
                     if !list_changes.iter().any(|n| n.method == notification.method) {
                         list_changes.push(notification);
                     }
                 }
-                Some(Method::NotificationsResourcesUpdated) => deliver(&gw, &notification),
+                Some(Method::NotificationsResourcesUpdated) => {
+                    if let Some(uri) = updated_uri(&notification) {
+                        gw.resource_cache.invalidate(&uri);
+                    }
+                    deliver(&gw, &notification);
+                }
                 _ => {
                     tracing::debug!(%backend, method = %notification.method, "backend notification not tied to a request: dropped")
                 }
             },
         }
     }
+}
+
+/// The URI of a `notifications/resources/updated`.
+fn updated_uri(n: &Notification) -> Option<String> {
+    let params = protocol::raw::RawObject::parse(n.params.as_deref()?)?;
+    serde_json::from_str(params.get("uri")?.get()).ok()
 }
 
 /// Sends a notification to every client that asked for it; a session gone meanwhile loses its subscriptions.

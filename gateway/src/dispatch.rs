@@ -41,6 +41,39 @@ pub struct Dispatch<'a> {
 impl Dispatch<'_> {
     /// Runs one call to its outcome; records the backend on the current span.
     pub async fn run(&self, call: &Call) -> Outcome {
+        if call.method == Method::ResourcesRead {
+            return self.read_resource(call).await;
+        }
+        self.run_uncached(call).await
+    }
+
+    /// `resources/read` through the gateway's cache: a fresh public result is answered from it, and a result
+    /// the backend says may be shared is kept (never the result of an `input_required` retry).
+    async fn read_resource(&self, call: &Call) -> Outcome {
+        let uri = match &call.target {
+            Some(Target::Resource(uri)) => uri.clone(),
+            _ => return self.run_uncached(call).await,
+        };
+        let retry = call
+            .request
+            .params
+            .as_deref()
+            .and_then(RawObject::parse)
+            .is_some_and(|p| p.get("inputResponses").is_some() || p.get("requestState").is_some());
+        if !retry {
+            if let Some(hit) = self.gw.resource_cache.get(&uri) {
+                tracing::debug!(%uri, "answered from the resource cache");
+                return Outcome::Result(hit);
+            }
+        }
+        let outcome = self.run_uncached(call).await;
+        if let (false, Outcome::Result(raw)) = (retry, &outcome) {
+            self.gw.resource_cache.offer(&uri, raw);
+        }
+        outcome
+    }
+
+    async fn run_uncached(&self, call: &Call) -> Outcome {
         match call.method {
             Method::Ping => raw(&json!({})),
             Method::ServerDiscover => self.discover(),

@@ -10,6 +10,7 @@ use protocol::payload::Implementation;
 use protocol::shape::{CachePolicy, Stamp};
 use serde_json::{Value, json};
 
+use crate::cache::ResourceCache;
 use crate::catalog::CatalogSnapshot;
 use crate::config::{Config, UnknownToolCode};
 use crate::sealed_state::StateSealer;
@@ -39,6 +40,8 @@ pub struct Gateway {
     pub sealer: Arc<StateSealer>,
     /// Resource subscriptions and listen streams.
     pub subscriptions: Subscriptions,
+    /// Shared `resources/read` results.
+    pub resource_cache: ResourceCache,
 }
 
 impl Gateway {
@@ -69,6 +72,7 @@ impl Gateway {
             server_info,
             sealer: StateSealer::random(),
             subscriptions: Subscriptions::default(),
+            resource_cache: ResourceCache::default(),
             config,
         }
     }
