@@ -266,7 +266,7 @@ def shutil_which(name):
     return None
 
 
-THREADS = {"mcpgw": "main thread (backend handler actors, their HTTP client)",
+THREADS = {"mcpgw": "the main thread (backend handler actors and their I/O)",
            "actix-rt|system": "HTTP worker threads (front door)"}
 CLIENT_CRATES = {"hyper", "hyper_util", "reqwest", "h2", "http", "http_body", "http_body_util", "want",
                  "tower", "tower_service", "ipnet", "idna", "url", "httparse"}
@@ -1025,10 +1025,11 @@ class Report:
                 self.out(f"CPU per request of the proxy process (\"proxy\" = the mcp-proxy or mcpgw process, "
                          f"\"backend\" = its stdio child): mcp-proxy {fmt(pp['proxy'], 1)} µs, mcpgw "
                          f"{fmt(gp['proxy'], 1)} µs ({fmt(pp['proxy'] / gp['proxy'] if pp['proxy'] and gp['proxy'] else None, 1)}× "
-                         f"less). mcp-proxy runs at {fmt(node_cores)} cores: one Node.js event loop, saturated, so on "
-                         f"this machine its ceiling is one core whatever the load, while mcpgw's runs are bounded by "
-                         f"the two cores it shares with the generator and its backend.{extra}")
+                         f"less). mcp-proxy's process runs at {fmt(node_cores)} cores: its JavaScript runs on one "
+                         f"event loop, which is saturated (more sessions raise its throughput little), while mcpgw "
+                         f"shares the two cores with the generator and its backend.{extra}")
                 self.out()
+                self.thread_split([p[1] for p in c["pairs"]], "proxy", "mcpgw")
 
     def section_d(self):
         self.out("## (d) idle legacy sessions: resident memory per session")

@@ -22,6 +22,12 @@ use super::target::Target;
 /// The largest body read; a larger one is an invalid answer.
 const MAX_BODY: usize = 64 * 1024 * 1024;
 
+/// How long an idle pooled connection is reused. Below the keep-alive of common servers (actix-web, and so
+/// mcpgw and the mock backend, close an idle connection after 5 s): reusing a connection at the moment the
+/// server closes it fails with "connection closed before message completed", an error of the generator's
+/// pooling rather than of the target (seen in long open-loop runs: a few calls in 100,000).
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// One HTTP client for the whole run.
 #[derive(Debug, Clone)]
 pub(crate) struct Wire {
@@ -64,7 +70,7 @@ impl Wire {
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .pool_max_idle_per_host(pool)
-            .pool_idle_timeout(Duration::from_secs(90))
+            .pool_idle_timeout(POOL_IDLE)
             .tcp_nodelay(true)
             .connect_timeout(timeout)
             .http1_only();
