@@ -44,12 +44,17 @@ const POST_QUEUE: usize = 256;
 /// The deadline of one best-effort post.
 const POST_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long an idle pooled connection to a backend is reused: below the keep-alive of common servers
+/// (actix-web closes an idle connection after 5 s), so a request never goes out on a connection the backend
+/// is closing at that moment (a spurious "connection closed before message completed").
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// The HTTP client of one backend. No overall timeout: event streams are long-lived, and every request has
 /// its own deadline.
 pub(crate) fn client(config: &BackendConfig) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
-        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_idle_timeout(POOL_IDLE)
         .build()
         .map_err(|e| format!("cannot build the http client: {e}"))
 }
