@@ -17,20 +17,32 @@ use crate::state::Gateway;
 /// Catalog refreshes triggered close together are merged into one.
 const REFRESH_DEBOUNCE: Duration = Duration::from_millis(250);
 
-/// Handles backend events until the channel closes.
+/// The shortest pause between two catalog refreshes caused by lists going stale (a backend that says
+/// `ttlMs: 1` does not make the gateway list it a thousand times a second).
+const MIN_STALE_REFRESH: Duration = Duration::from_secs(1);
+
+/// Handles backend events until the channel closes. Also lists the backends again when a list the catalog
+/// holds goes stale (its backends' `ttlMs` ran out), so that the gateway's own `ttlMs` stays truthful.
 pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
     let mut refresh_at: Option<Instant> = None;
     let mut list_changes: Vec<Notification> = Vec::new();
+    let mut stale_at = stale_refresh_at(&gw, Instant::now());
     loop {
-        let event = match refresh_at {
+        let wake_at = match (refresh_at, stale_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let event = match wake_at {
             Some(at) => tokio::select! {
                 event = events.recv() => event,
                 () = tokio::time::sleep_until(at) => {
+                    let refreshed_at = Instant::now();
                     refresh(&gw).await;
                     for n in list_changes.drain(..) {
                         deliver(&gw, &n);
                     }
                     refresh_at = None;
+                    stale_at = stale_refresh_at(&gw, refreshed_at + MIN_STALE_REFRESH);
                     continue;
                 }
             },
@@ -76,6 +88,12 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
             },
         }
     }
+}
+
+/// When the current catalog's first list goes stale, but not before `earliest`.
+fn stale_refresh_at(gw: &Gateway, earliest: Instant) -> Option<Instant> {
+    let expires = gw.catalog.snapshot().expires_at()?;
+    Some(Instant::from_std(expires).max(earliest))
 }
 
 /// The URI of a `notifications/resources/updated`.

@@ -112,6 +112,9 @@ impl Dispatch<'_> {
         let mut result = json!({
             "supportedVersions": self.gw.validation.served.version_strings(),
             "capabilities": self.gw.capabilities(),
+            // The same for every client; not reusable, since a backend (re)connecting changes `instructions`.
+            "ttlMs": 0,
+            "cacheScope": "public",
         });
         if let Some(instructions) = self.gw.instructions() {
             result["instructions"] = Value::String(instructions);
@@ -138,6 +141,10 @@ impl Dispatch<'_> {
                 if let Some(next) = page.next_cursor {
                     result.insert("nextCursor".to_owned(), Value::String(next));
                 }
+                // Kept on 2026-07-28 results only (the shaper drops them for legacy sessions).
+                let fresh = self.snapshot.freshness(kind, std::time::Instant::now());
+                result.insert("ttlMs".to_owned(), Value::from(fresh.ttl_ms));
+                result.insert("cacheScope".to_owned(), Value::from(fresh.scope()));
                 raw(&Value::Object(result))
             }
             Err(e) => Outcome::Error(Error::new(ErrorCode::InvalidParams, e.to_string())),

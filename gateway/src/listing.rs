@@ -11,7 +11,9 @@ use protocol::Method;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::catalog::{BackendListing, CatalogBuilder, CatalogError, CatalogSnapshot};
+use crate::catalog::{
+    BackendListing, CatalogBuilder, CatalogError, CatalogSnapshot, ListFreshness, ListsFreshness,
+};
 use crate::state::Gateway;
 
 /// The most pages read from one backend for one list (a backend that pages forever is cut off here).
@@ -20,6 +22,7 @@ const MAX_PAGES: usize = 100;
 /// Lists every backend and builds a snapshot. A collision is an error naming both backends.
 pub async fn build_catalog(gw: &Gateway) -> Result<CatalogSnapshot, CatalogError> {
     let deadline = Duration::from_millis(gw.config.server.list_timeout_ms);
+    let listed_at = std::time::Instant::now();
     let prefixes = gw
         .config
         .backends
@@ -33,6 +36,7 @@ pub async fn build_catalog(gw: &Gateway) -> Result<CatalogSnapshot, CatalogError
         })
     });
     let mut builder = CatalogBuilder::new();
+    builder.listed_at(listed_at);
     for (name, result) in join_all(fetches).await {
         match result {
             Ok(Ok(listing)) => builder.add(listing),
@@ -73,28 +77,35 @@ async fn list_backend(handle: &BackendHandle, prefix: &str) -> Result<BackendLis
         prompts: Vec::new(),
         resources: Vec::new(),
         resource_templates: Vec::new(),
+        freshness: ListsFreshness::default(),
     };
+    let fresh = &mut listing.freshness;
     if caps.tools.is_some() {
-        listing.tools = list_all(handle, Method::ToolsList, "tools").await?;
+        let (items, f) = list_all(handle, Method::ToolsList, "tools").await?;
+        (listing.tools, fresh.tools) = (items, Some(f));
     }
     if caps.prompts.is_some() {
-        listing.prompts = list_all(handle, Method::PromptsList, "prompts").await?;
+        let (items, f) = list_all(handle, Method::PromptsList, "prompts").await?;
+        (listing.prompts, fresh.prompts) = (items, Some(f));
     }
     if caps.resources.is_some() {
-        listing.resources = list_all(handle, Method::ResourcesList, "resources").await?;
-        listing.resource_templates =
+        let (items, f) = list_all(handle, Method::ResourcesList, "resources").await?;
+        (listing.resources, fresh.resources) = (items, Some(f));
+        let (items, f) =
             list_all(handle, Method::ResourcesTemplatesList, "resourceTemplates").await?;
+        (listing.resource_templates, fresh.resource_templates) = (items, Some(f));
     }
     Ok(listing)
 }
 
-/// Every page of one list.
+/// Every page of one list, and what the pages said about their reuse (the least fresh page wins).
 async fn list_all(
     handle: &BackendHandle,
     method: Method,
     field: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<(Vec<Value>, ListFreshness), String> {
     let mut items = Vec::new();
+    let mut freshness: Option<ListFreshness> = None;
     let mut cursor: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let params = cursor
@@ -113,6 +124,8 @@ async fn list_all(
         let raw: Box<RawValue> = handle.call(request).await.map_err(|f| f.to_string())?;
         let mut page: serde_json::Map<String, Value> =
             serde_json::from_str(raw.get()).map_err(|e| format!("{method} result: {e}"))?;
+        let page_freshness = ListFreshness::of_page(&page);
+        freshness = Some(freshness.map_or(page_freshness, |f| f.and(page_freshness)));
         match page.remove(field) {
             Some(Value::Array(list)) => items.extend(list),
             Some(_) => return Err(format!("{method} result: {field} is not an array")),
@@ -120,9 +133,9 @@ async fn list_all(
         }
         cursor = match page.remove("nextCursor") {
             Some(Value::String(c)) if !c.is_empty() => Some(c),
-            _ => return Ok(items),
+            _ => return Ok((items, freshness.unwrap_or(ListFreshness::NONE))),
         };
     }
     tracing::warn!(backend = handle.name(), %method, "stopped listing after {MAX_PAGES} pages");
-    Ok(items)
+    Ok((items, freshness.unwrap_or(ListFreshness::NONE)))
 }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
+use std::time::Instant;
 
 use protocol::headers::param_headers;
 use serde_json::{Map, Value};
@@ -13,13 +14,14 @@ use serde_json::{Map, Value};
 use super::names::exposed_name;
 use super::snapshot::{CatalogSnapshot, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 use super::template::UriTemplate;
-use super::{BackendListing, CatalogError};
+use super::{BackendListing, CatalogError, ListFreshness};
 
 /// Collects the backends' listings and builds a [`CatalogSnapshot`].
 #[derive(Debug, Default)]
 pub struct CatalogBuilder {
     listings: Vec<BackendListing>,
     missing: Vec<String>,
+    listed_at: Option<Instant>,
 }
 
 impl CatalogBuilder {
@@ -44,6 +46,12 @@ impl CatalogBuilder {
         self.missing.push(backend.to_owned());
     }
 
+    /// When the backends were asked for their lists: the lists' `ttlMs` count from then. Without it the
+    /// snapshot's lists say `ttlMs: 0`.
+    pub fn listed_at(&mut self, at: Instant) {
+        self.listed_at = Some(at);
+    }
+
     /// Builds the snapshot, or fails on the first collision across backends (see [`CatalogError`]).
     pub fn build(self) -> Result<CatalogSnapshot, CatalogError> {
         let mut listings = self.listings;
@@ -53,6 +61,7 @@ impl CatalogBuilder {
         let mut prompts: BTreeMap<String, PromptEntry> = BTreeMap::new();
         let mut resources: BTreeMap<String, ResourceEntry> = BTreeMap::new();
         let mut templates: BTreeMap<String, TemplateEntry> = BTreeMap::new();
+        let mut freshness = [None; 4];
 
         for listing in listings {
             let BackendListing {
@@ -62,7 +71,9 @@ impl CatalogBuilder {
                 prompts: raw_prompts,
                 resources: raw_resources,
                 resource_templates: raw_templates,
+                freshness: backend_freshness,
             } = listing;
+            backend_freshness.fold_into(&mut freshness);
             for raw in raw_tools {
                 if let Some(e) = tool_entry(&backend, &prefix, raw) {
                     insert(&mut tools, "tool", e.exposed_name.clone(), e, |e| {
@@ -90,13 +101,15 @@ impl CatalogBuilder {
             }
         }
 
-        let snapshot = CatalogSnapshot::from_sorted(
+        let mut snapshot = CatalogSnapshot::from_sorted(
             tools.into_values().collect(),
             prompts.into_values().collect(),
             resources.into_values().collect(),
             templates.into_values().collect(),
             self.missing,
         );
+        snapshot.freshness = freshness.map(|f| f.unwrap_or(ListFreshness::NONE));
+        snapshot.listed_at = self.listed_at;
         tracing::debug!(
             version = snapshot.version(),
             missing = ?snapshot.backends_missing(),

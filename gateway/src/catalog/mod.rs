@@ -14,10 +14,12 @@
 //!   the backends were added in, and [`CatalogSnapshot::version`] is a content hash (module `version`).
 //! - Downstream pagination uses opaque cursors bound to the snapshot version and the list (module `cursor`).
 //! - Resource URIs are routed exactly first, then through RFC 6570 templates ([`template`]).
+//! - Each list says how long it may be reused: the least fresh contributor wins ([`freshness`]).
 //! - [`CatalogSnapshot`] implements [`protocol::validate::Catalog`] (module `lookup`).
 
 mod builder;
 mod cursor;
+mod freshness;
 mod lookup;
 pub mod names;
 mod snapshot;
@@ -29,6 +31,7 @@ mod tests;
 
 pub use builder::CatalogBuilder;
 pub use cursor::{CursorError, ListKind, Page};
+pub use freshness::{ListFreshness, ListsFreshness};
 pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
 
 /// What one backend listed (all pages already fetched by the caller), as raw JSON objects.
@@ -46,6 +49,8 @@ pub struct BackendListing {
     pub resources: Vec<serde_json::Value>,
     /// Raw `ResourceTemplate` objects.
     pub resource_templates: Vec<serde_json::Value>,
+    /// What the backend's pages said about their reuse (`ttlMs` / `cacheScope`), per list.
+    pub freshness: ListsFreshness,
 }
 
 /// Why a catalog cannot be built.

@@ -2,11 +2,13 @@
 //! by [`CatalogBuilder`](super::CatalogBuilder) (or [`CatalogSnapshot::empty`]); shared as an `Arc`.
 
 use std::ops::Range;
+use std::time::Instant;
 
 use protocol::headers::ParamHeader;
 use serde_json::Value;
 
 use super::ListKind;
+use super::freshness::{self, ListFreshness, ListsFreshness};
 use super::template::UriTemplate;
 use super::version::ContentHasher;
 
@@ -93,6 +95,10 @@ pub struct CatalogSnapshot {
     pub(super) version: u64,
     /// Sorted, without duplicates.
     pub(super) missing: Vec<String>,
+    /// Per list (see `freshness::index`): how long it may be reused from `listed_at`.
+    pub(super) freshness: [ListFreshness; 4],
+    /// When the backends were asked (set by the caller that fetched the listings).
+    pub(super) listed_at: Option<Instant>,
 }
 
 impl Default for CatalogSnapshot {
@@ -136,6 +142,8 @@ impl CatalogSnapshot {
             template_order,
             version: 0,
             missing,
+            freshness: ListsFreshness::NONE,
+            listed_at: None,
         };
         snapshot.version = snapshot.content_hash();
         snapshot
@@ -181,6 +189,16 @@ impl CatalogSnapshot {
     /// stable within and across processes. Cursors are bound to it.
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    /// How long `list` may still be reused at `now`, and by whom (the `ttlMs` / `cacheScope` of its pages).
+    pub fn freshness(&self, list: ListKind, now: Instant) -> ListFreshness {
+        freshness::at(self.freshness[freshness::index(list)], self.listed_at, now)
+    }
+
+    /// When the first list with a positive `ttlMs` goes stale: the gateway asks its backends again then.
+    pub fn expires_at(&self) -> Option<Instant> {
+        freshness::first_expiry(&self.freshness, self.listed_at)
     }
 
     /// The backends the caller marked as left out (down), sorted.

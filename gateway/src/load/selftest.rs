@@ -31,6 +31,7 @@ pub(crate) fn mock_args() -> MockArgs {
         crash_after: None,
         name: "mock-backend".into(),
         era: EraMode::Dual,
+        ttl_ms: 0,
     }
 }
 

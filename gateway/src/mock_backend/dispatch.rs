@@ -9,7 +9,7 @@ use protocol::payload::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, GetPromptRequestParams,
     Implementation, PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams,
 };
-use protocol::shape::{CachePolicy, Stamp, response_bytes, shape};
+use protocol::shape::{CachePolicy, CacheScope, Stamp, response_bytes, shape};
 use protocol::validate::{Catalog, ToolRoute};
 use protocol::{Error, ErrorCode, Generation, GenerationSet, Request, RequestId, Response};
 use serde_json::json;
@@ -50,6 +50,17 @@ fn value_name<T: clap::ValueEnum>(v: &T) -> String {
         .unwrap_or_default()
 }
 
+/// What `--ttl-ms` makes the mock say about reusing its cacheable results.
+fn cache_policy(ttl_ms: u64) -> CachePolicy {
+    if ttl_ms == 0 {
+        return CachePolicy::NONE;
+    }
+    CachePolicy {
+        ttl_ms,
+        scope: CacheScope::Public,
+    }
+}
+
 impl Mock {
     /// The mock described by `args`, its fault injection seeded from the operating system.
     pub(crate) fn new(args: &MockArgs) -> Mock {
@@ -79,7 +90,7 @@ impl Mock {
             prompts: PromptSet::default(),
             faults: Faults::new(args.latency_ms, args.latency_dist, args.error_rate, rng),
             crash: CrashCounter::new(args.crash_after),
-            stamp: Stamp::new(&server_info, CachePolicy::NONE),
+            stamp: Stamp::new(&server_info, cache_policy(args.ttl_ms)),
             server_info,
             served: args.era.served(),
             era: args.era,

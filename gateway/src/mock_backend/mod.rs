@@ -91,6 +91,10 @@ pub struct MockArgs {
     /// Which generations it serves.
     #[arg(long, value_enum, default_value = "dual")]
     pub era: EraMode,
+    /// `ttlMs` of its cacheable 2026-07-28 results, with `cacheScope: "public"` when above 0 (0: `ttlMs: 0`,
+    /// `cacheScope: "private"`, nothing may be reused).
+    #[arg(long, default_value_t = 0)]
+    pub ttl_ms: u64,
 }
 
 /// Runs the mock backend: until stdin closes (`--stdio`) or until the process is killed (`--listen`).

@@ -6,6 +6,7 @@
 mod backend_asks;
 mod bad_input;
 mod bridging;
+mod caching;
 mod changes;
 mod eras;
 mod errors;
