@@ -2,10 +2,11 @@
 //! `roots/list`): which caller they belong to, and how the caller's answer goes back.
 //!
 //! Attribution: a request that arrives on one request's own response stream (legacy Streamable HTTP)
-//! belongs to that request. On a multiplexed connection (stdio, HTTP+SSE) nothing in the message says
-//! which request it belongs to, so it is attributed by elimination only: when exactly one request of the
-//! backend is in flight and that request has a sink ([`Callers`]). Otherwise the backend gets -32601, as a
-//! client without the capability would answer, with a message saying why.
+//! belongs to that request. On a multiplexed connection (stdio, HTTP+SSE) or a legacy session's GET stream
+//! (where SDK servers send requests made without a related request id) nothing in the message says which
+//! request it belongs to, so it is attributed by elimination only: when exactly one request of the backend
+//! is in flight and that request has a sink ([`Callers`]). Otherwise the backend gets -32601, as a client
+//! without the capability would answer, with a message saying why.
 //!
 //! The wait for the answer never blocks the reader: it runs in its own task, bounded by the request's
 //! remaining deadline and at most [`MAX_WAIT`], and ends early when the caller goes away. The answer (or
@@ -41,8 +42,6 @@ pub(crate) struct Caller {
 /// Why a backend's request cannot be attributed to a caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unattributed {
-    /// It arrived outside any request's stream (the legacy GET stream).
-    OffStream,
     /// No request of the backend is in flight.
     Idle,
     /// This many requests are in flight: nothing says which one it belongs to.
@@ -54,7 +53,6 @@ pub(crate) enum Unattributed {
 impl Unattributed {
     fn describe(self, method: &str) -> String {
         let why = match self {
-            Unattributed::OffStream => "it did not arrive on a client request's stream".to_owned(),
             Unattributed::Idle => "no client request is in flight on this backend".to_owned(),
             Unattributed::Several(n) => format!(
                 "{n} client requests are in flight on this backend and nothing says which one it belongs to"

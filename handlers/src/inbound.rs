@@ -11,7 +11,7 @@ use protocol::{Message, Request, Response};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::callers::{self, Caller, Unattributed};
+use crate::callers::{self, Caller};
 use crate::events::Notifier;
 use crate::listen::ListenRoute;
 use crate::outbox::Outbox;
@@ -141,8 +141,8 @@ impl Inbound {
     }
 
     /// A request from the backend: `ping` is answered here; anything else goes to the caller it belongs to
-    /// (the request whose stream it arrived on, or on a multiplexed connection the only request in flight),
-    /// or is refused with -32601.
+    /// (the request whose stream it arrived on, or — on a multiplexed connection or a session's GET stream —
+    /// the only request in flight), or is refused with -32601.
     fn server_request(&self, request: Request) {
         let backend = self.notifier.backend();
         let Some(outbox) = &self.outbox else {
@@ -157,11 +157,11 @@ impl Inbound {
             }
             return;
         }
-        let caller = match (&self.related, &self.pending) {
-            (Some(caller), _) => Ok(caller.clone()),
-            // A multiplexed connection (it has an id table): attributed by elimination only.
-            (None, Some(_)) => self.notifier.callers().sole(),
-            (None, None) => Err(Unattributed::OffStream),
+        let caller = match &self.related {
+            Some(caller) => Ok(caller.clone()),
+            // A multiplexed connection (an id table) or a legacy session's GET stream, which every request of
+            // the session shares: attributed by elimination only.
+            None => self.notifier.callers().sole(),
         };
         match caller {
             Ok(caller) => callers::relay(Arc::clone(outbox), backend, caller, request),

@@ -43,6 +43,7 @@ pub(crate) struct Decoder {
     event: String,
     data: String,
     id: Option<String>,
+    retry: Option<u64>,
     has_data: bool,
     started: bool,
 }
@@ -56,9 +57,21 @@ impl Decoder {
             event: String::new(),
             data: String::new(),
             id: None,
+            retry: None,
             has_data: false,
             started: false,
         }
+    }
+
+    /// The last `id:` seen, whether or not its event carried data (the WHATWG "last event ID"): where a
+    /// reconnection resumes the stream from.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.id.as_deref().filter(|id| !id.is_empty())
+    }
+
+    /// The last valid `retry:` field: how long to wait before reconnecting, in milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry
     }
 
     /// Feeds bytes; complete events are appended to `out`.
@@ -132,6 +145,9 @@ impl Decoder {
                 }
             }
             "id" if !value.contains('\0') => self.id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry = value.parse().ok();
+            }
             _ => {}
         }
         Ok(())
@@ -155,6 +171,12 @@ impl EventStream {
             decoder: Decoder::new(max),
             ready: VecDeque::new(),
         }
+    }
+
+    /// Where a reconnection would resume this stream, and after how long (see [`Decoder::last_event_id`]).
+    pub(crate) fn resume_point(&self) -> Option<(String, Option<u64>)> {
+        let id = self.decoder.last_event_id()?;
+        Some((id.to_owned(), self.decoder.retry_ms()))
     }
 
     /// The next event; `None` at the end of the body.
@@ -232,6 +254,26 @@ mod tests {
             vec![ev("", "", Some("1"))]
         );
         assert!(decode(&[b"event: x\n\n"]).is_empty());
+    }
+
+    #[test]
+    fn the_resume_point_follows_ids_and_retry_even_without_data() {
+        let mut d = Decoder::new(1024);
+        let mut out = VecDeque::new();
+        assert_eq!(d.last_event_id(), None);
+        d.feed(b"id: event-1\nretry: 500\ndata: \n\n", &mut out)
+            .unwrap();
+        assert_eq!(
+            (d.last_event_id(), d.retry_ms()),
+            (Some("event-1"), Some(500))
+        );
+        d.feed(b"id: event-2\nretry: 5x\n\n", &mut out).unwrap();
+        assert_eq!(
+            (d.last_event_id(), d.retry_ms()),
+            (Some("event-2"), Some(500))
+        );
+        d.feed(b"id:\nretry: 20\n\n", &mut out).unwrap();
+        assert_eq!((d.last_event_id(), d.retry_ms()), (None, Some(20)));
     }
 
     #[test]

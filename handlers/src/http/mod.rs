@@ -194,7 +194,7 @@ async fn error_body(response: reqwest::Response) -> Vec<u8> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ReadError {
     #[error("the backend's response stream ended before the response")]
-    Ended,
+    Ended(Option<Resume>),
     #[error("reading the backend's response failed: {0}")]
     Io(String),
     #[error("the backend's response exceeds {0} bytes")]
@@ -208,7 +208,7 @@ pub(crate) enum ReadError {
 impl ReadError {
     fn into_failure(self, ctx: &LinkContext) -> Failure {
         match self {
-            ReadError::Ended => Failure::Crashed {
+            ReadError::Ended(_) => Failure::Crashed {
                 backend: ctx.name().to_owned(),
                 reason: self.to_string(),
             },
@@ -226,9 +226,17 @@ impl From<StreamError> for ReadError {
     }
 }
 
+/// Where an event stream that ended early can be resumed (2025-11-25 Streamable HTTP, SEP-1699): GET the
+/// endpoint with `Last-Event-ID` after `retry_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Resume {
+    pub(crate) last_event_id: String,
+    pub(crate) retry_ms: Option<u64>,
+}
+
 /// Reads the JSON-RPC response to request `id` from a 200 answer: one JSON object, or an event stream read
 /// until the response with that id (other messages on it go to `inbound`).
-async fn read_reply(
+pub(super) async fn read_reply(
     response: reqwest::Response,
     id: i64,
     inbound: &Inbound,
@@ -240,17 +248,7 @@ async fn read_reply(
         .unwrap_or("")
         .to_ascii_lowercase();
     if content_type.starts_with("text/event-stream") {
-        let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
-        while let Some(event) = events.next().await {
-            let event = event?;
-            if !event.is_message() {
-                continue;
-            }
-            if let Some(reply) = reply_for(event.data.as_bytes(), id, inbound) {
-                return Ok(reply);
-            }
-        }
-        return Err(ReadError::Ended);
+        return read_stream_reply(EventStream::new(response, MAX_MESSAGE_BYTES), id, inbound).await;
     }
     if !content_type.starts_with("application/json") && !content_type.is_empty() {
         return Err(ReadError::ContentType(content_type));
@@ -260,6 +258,31 @@ async fn read_reply(
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         ReadError::Unrecognised(shown)
     })
+}
+
+/// Reads an event stream until the response to `id`; other messages go to `inbound`. A stream that ends
+/// first says where it could be resumed, if its events had ids.
+pub(super) async fn read_stream_reply(
+    mut events: EventStream,
+    id: i64,
+    inbound: &Inbound,
+) -> Result<Reply, ReadError> {
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if !event.is_message() {
+            continue;
+        }
+        if let Some(reply) = reply_for(event.data.as_bytes(), id, inbound) {
+            return Ok(reply);
+        }
+    }
+    let resume = events
+        .resume_point()
+        .map(|(last_event_id, retry_ms)| Resume {
+            last_event_id,
+            retry_ms,
+        });
+    Err(ReadError::Ended(resume))
 }
 
 /// The reply to `id` if `bytes` is that response; anything else is dispatched to `inbound`.

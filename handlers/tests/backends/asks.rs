@@ -1,7 +1,7 @@
 //! A legacy backend's requests while it serves a caller's request (sampling, elicitation, roots): relayed to
-//! the request's sink when they can be attributed (its own response stream; on stdio, the only request in
-//! flight), answered -32601 when they cannot, and answered with an error when the caller does not reply in
-//! time or goes away. The answer reaches the backend under its own id.
+//! the request's sink when they can be attributed (its own response stream; on stdio or a legacy session's
+//! GET stream, the only request in flight), answered -32601 when they cannot, and answered with an error when
+//! the caller does not reply in time or goes away. The answer reaches the backend under its own id.
 
 use std::time::{Duration, Instant};
 
@@ -173,6 +173,38 @@ async fn a_legacy_http_backend_request_on_a_response_stream_reaches_its_caller()
 
     // without a sink the request on the stream is refused, and the call still completes
     let result = backend.call(call("sample", "{}")).await.unwrap();
+    let text = text_of(&result);
+    assert!(
+        text.starts_with("refused:") && text.contains("-32601"),
+        "{text}"
+    );
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn a_legacy_http_backend_request_on_the_get_stream_reaches_the_only_caller() {
+    let server = fake_http::start(Kind::Legacy);
+    let (backend, mut events) = start(http_config("old", &server.url));
+    events.ready().await;
+    server.fake.wait_for(|r| r.http_method == "GET").await;
+
+    let (sink, mut rx) = mpsc::channel(8);
+    let mut request = call("ask_on_get", "{}");
+    request.related = Some(sink);
+    let answering = async {
+        let (asked, reply) = next_request(&mut rx).await;
+        reply.send(Ok(sampled("hi from the get stream"))).unwrap();
+        asked
+    };
+    let (result, asked) = tokio::join!(backend.call(request), answering);
+    assert_eq!(
+        text_of(&result.unwrap()),
+        "sampled on get: hi from the get stream"
+    );
+    assert_eq!(asked.id.as_string().as_deref(), Some("srv-get-1"));
+
+    // the only request in flight cannot be asked anything: refused, and the call still completes
+    let result = backend.call(call("ask_on_get", "{}")).await.unwrap();
     let text = text_of(&result);
     assert!(
         text.starts_with("refused:") && text.contains("-32601"),

@@ -1,7 +1,8 @@
 //! Fake HTTP MCP backends, served in-process by actix-web on 127.0.0.1 (port chosen at run time): a modern
 //! (2026-07-28) server that validates the routing headers, a legacy Streamable HTTP server with sessions
 //! (that can expire a session once, and whose `sample` tool asks `sampling/createMessage` on its response
-//! stream and waits for the answer), and a 2024-11-05 HTTP+SSE server. Each records what it received.
+//! stream and waits for the answer; `resumable` closes its response stream early and answers on the GET that
+//! resumes it; `ask_on_get` asks on the session's GET stream), and a 2024-11-05 HTTP+SSE server. Each records what it received.
 //! The modern server keeps `subscriptions/listen` streams open (acknowledgement first, then keep-alive
 //! comments) and sends `notifications/resources/updated` on them when a test asks ([`Fake::update`]).
 
@@ -20,6 +21,8 @@ use tokio::sync::{mpsc, oneshot};
 
 #[path = "fake_http_sample.rs"]
 mod sample;
+#[path = "fake_http_streams.rs"]
+mod streams;
 
 /// Which backend a fake server plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +64,9 @@ pub struct Fake {
     listeners: Mutex<Vec<Listener>>,
     /// Legacy: the requests asked on response streams waiting for the client's answer, by id.
     answers: Mutex<HashMap<String, oneshot::Sender<Value>>>,
+    /// Legacy: the `resumable` call whose response stream was closed early, waiting for the GET that
+    /// resumes it.
+    resumable: Mutex<Option<Value>>,
 }
 
 /// One open `subscriptions/listen` stream of the modern server.
@@ -182,6 +188,7 @@ pub fn start_on(kind: Kind, port: u16, expire_on_call: Option<usize>) -> Server 
         streams: Mutex::new(HashMap::new()),
         listeners: Mutex::new(Vec::new()),
         answers: Mutex::new(HashMap::new()),
+        resumable: Mutex::new(None),
     });
     let data = web::Data::from(Arc::clone(&fake));
     let server = HttpServer::new(move || {
@@ -222,7 +229,7 @@ async fn serve(req: HttpRequest, body: Bytes, fake: web::Data<Fake>) -> HttpResp
         (Kind::Modern, "POST", "/mcp") => modern(&fake, &received).await,
         (Kind::Modern, _, _) => HttpResponse::MethodNotAllowed().finish(),
         (Kind::Legacy, "POST", "/mcp") => legacy(&fake, &received).await,
-        (Kind::Legacy, "GET", "/mcp") => legacy_stream(&fake, &received),
+        (Kind::Legacy, "GET", "/mcp") => streams::get(&fake, &received),
         (Kind::Legacy, "DELETE", "/mcp") => {
             if let Some(s) = received.headers.get("mcp-session-id") {
                 fake.sessions.lock().unwrap().remove(s);
@@ -425,6 +432,8 @@ async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
                     reply(StatusCode::OK, &result(id, text("slept")))
                 }
                 "sample" => sample::sample(fake, id, n),
+                "resumable" => streams::resumable(fake, id),
+                "ask_on_get" => streams::ask_on_get(fake, session, id, n).await,
                 "ask_client" => events(&[
                     json!({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"}),
                     result(id, text("asked")),
@@ -437,26 +446,6 @@ async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
         }
         _ => reply(StatusCode::OK, &error(id, -32601, "method not found")),
     }
-}
-
-fn legacy_stream(fake: &Fake, r: &Received) -> HttpResponse {
-    let known = r
-        .headers
-        .get("mcp-session-id")
-        .is_some_and(|s| fake.sessions.lock().unwrap().contains(s));
-    if !known {
-        return HttpResponse::NotFound().finish();
-    }
-    let first = format!(
-        "data: {}\n\n",
-        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-    );
-    let body =
-        futures_util::stream::once(async move { Ok::<_, actix_web::Error>(Bytes::from(first)) })
-            .chain(futures_util::stream::pending());
-    HttpResponse::Ok()
-        .content_type("text/event-stream")
-        .streaming(body)
 }
 
 fn sse_open(fake: &Fake) -> HttpResponse {

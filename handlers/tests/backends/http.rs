@@ -153,6 +153,26 @@ async fn legacy_streamable_backend_keeps_a_session() {
     assert_eq!(delete.headers["mcp-session-id"], "session-1");
 }
 
+#[actix_rt::test]
+async fn a_response_stream_closed_early_is_resumed_with_last_event_id_after_its_retry() {
+    let server = fake_http::start(Kind::Legacy);
+    let (backend, mut events) = start(http_config("old", &server.url));
+    events.ready().await;
+    let started = std::time::Instant::now();
+    let result = backend.call(call("resumable", "{}")).await.unwrap();
+    assert_eq!(text_of(&result), "resumed");
+    // the stream said `retry: 300`: the GET that resumed it waited at least that long
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    let resumed = server
+        .fake
+        .wait_for(|r| r.http_method == "GET" && r.headers.contains_key("last-event-id"))
+        .await;
+    assert_eq!(resumed.headers["last-event-id"], "ev-1");
+    assert_eq!(resumed.headers["mcp-session-id"], "session-1");
+    assert_eq!(resumed.headers["accept"], "text/event-stream");
+    backend.shutdown();
+}
+
 fn call_ask() -> handlers::BackendRequest {
     call("ask_client", "{}")
 }

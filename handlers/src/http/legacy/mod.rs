@@ -11,7 +11,7 @@ use protocol::Generation;
 use protocol::headers::names;
 use protocol::payload::InitializeResult;
 use protocol::shape::Failure;
-use reqwest::header::{ACCEPT, HeaderMap, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
 use serde_json::value::RawValue;
 use tokio::sync::Notify;
@@ -19,12 +19,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
-use super::event_stream::EventStream;
 use super::{
-    MAX_MESSAGE_BYTES, Poster, error_body, is_outage, json_headers, read_reply, status_failure,
+    Poster, ReadError, error_body, is_outage, json_headers, read_reply, status_failure,
     version_header,
 };
-use crate::backoff::Backoff;
 use crate::description::{ServerDescription, TransportKind};
 use crate::handle::BackendRequest;
 use crate::handshake::{self, modern_refusal_in_body};
@@ -32,6 +30,10 @@ use crate::inbound::Inbound;
 use crate::link::{Connected, Lifeline, Link, LinkContext, Renew, Verdict};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::wire;
+
+mod streams;
+
+use streams::listen;
 
 /// How long the DELETE of a session at shutdown may take.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -317,7 +319,13 @@ impl LegacyLink {
                 let failure = status_failure(ctx, session.generation, method, response).await;
                 return Attempt::Done(Err(failure));
             }
-            Attempt::Done(match read_reply(response, id, inbound).await {
+            let reply = match read_reply(response, id, inbound).await {
+                Err(ReadError::Ended(Some(resume))) => {
+                    self.resume(&session, id, resume, inbound).await
+                }
+                other => other,
+            };
+            Attempt::Done(match reply {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(error)) => Err(ctx.backend_error(session.generation, method, error)),
                 Err(e) => Err(e.into_failure(ctx)),
@@ -392,64 +400,4 @@ impl Outbox for SessionOutbox {
         let headers = inner.session().headers();
         inner.poster.post(inner.url.clone(), headers, message)
     }
-}
-
-/// Keeps the session's GET stream open for unsolicited notifications and requests; reconnects with backoff,
-/// gives up on 405 (the backend offers none).
-async fn listen(link: Weak<Inner>, stop: CancellationToken, renewed: Arc<Notify>) {
-    let mut backoff = Backoff::new(
-        Duration::from_secs(1),
-        Duration::from_secs(30),
-        Duration::from_secs(60),
-    );
-    loop {
-        let Some(inner) = link.upgrade() else { return };
-        let mut headers = inner.session().headers();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        headers.remove(reqwest::header::CONTENT_TYPE);
-        let request = inner.client.get(inner.url.clone()).headers(headers);
-        let inbound = inner.inbound.clone();
-        let backend = inner.ctx.name().to_owned();
-        // Hold no strong reference while streaming: dropping the link must end this task.
-        drop(inner);
-        let started = Instant::now();
-        let streamed = tokio::select! {
-            () = stop.cancelled() => return,
-            () = renewed.notified() => continue,
-            r = stream_once(request, &inbound) => r,
-        };
-        match streamed {
-            Err(status) if status == StatusCode::METHOD_NOT_ALLOWED => {
-                debug!(%backend, "the backend offers no GET stream");
-                return;
-            }
-            Err(status) => debug!(%backend, %status, "the GET stream was refused"),
-            Ok(()) => backoff.connection_lost_after(started.elapsed()),
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(backoff.next_delay()) => {}
-        }
-    }
-}
-
-/// One GET stream, read to its end; the refusing status when it was not opened.
-async fn stream_once(
-    request: reqwest::RequestBuilder,
-    inbound: &Inbound,
-) -> Result<(), StatusCode> {
-    let response = request
-        .send()
-        .await
-        .map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
-    if response.status() != StatusCode::OK {
-        return Err(response.status());
-    }
-    let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
-    while let Some(Ok(event)) = events.next().await {
-        if event.is_message() {
-            inbound.text(event.data.as_bytes());
-        }
-    }
-    Ok(())
 }
