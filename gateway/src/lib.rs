@@ -19,6 +19,7 @@ pub mod listen;
 pub mod listing;
 pub mod load;
 pub mod mock_backend;
+pub mod parked;
 pub mod replay;
 pub mod request_stream;
 pub mod response;

@@ -1,12 +1,13 @@
-//! A legacy backend's questions for a 2026-07-28 client, without holding anything between requests.
+//! A legacy backend's questions for a 2026-07-28 client.
 //!
 //! A legacy backend asks (sampling, elicitation, roots) in the middle of a request; a 2026-07-28 client can
 //! only be asked through an `input_required` result. So the gateway ends the client's request with that
-//! result — the question under key `r{k}`, and a `requestState` it seals holding every answer given so far —
-//! and abandons the backend request. The client's retry (`inputResponses` + that state) replays the original
-//! request to the backend, and the gateway answers the backend's questions, in order, from the answers: no
-//! replica needs to remember anything, and a question the answers do not cover starts the next round.
-//! Bounded: at most [`MAX_ROUNDS`] answers are carried.
+//! result — the question under key `r{k}`, and a `requestState` it seals holding every answer given so far
+//! and the ticket of the backend request, which this replica parks meanwhile (see `parked`). A retry that
+//! reaches this replica in time answers the parked question and carries on with the same backend request.
+//! Any other retry replays the original request to the backend, and the gateway answers the backend's
+//! questions, in order, from the answers: no replica needs to remember anything, and a question the answers
+//! do not cover starts the next round. Bounded: at most [`MAX_ROUNDS`] answers are carried.
 
 use handlers::{BackendRequest, Related};
 use protocol::raw::RawObject;
@@ -17,8 +18,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::dispatch::Dispatch;
+use crate::parked::{BackendCall, Parked, Ticket};
 use crate::response::Outcome;
 
 /// The key under which a replay state keeps its answers.
@@ -35,16 +38,24 @@ pub struct Answered {
     pub r: Box<RawValue>,
 }
 
-/// The answers a replayed request brings, in the order the backend asked.
+/// The answers a retried request brings, in the order the backend asked, and the ticket of the backend
+/// request parked for it, if one was.
 #[derive(Debug, Clone, Default)]
 pub struct Replay {
     answers: Vec<Answered>,
+    parked: Option<Ticket>,
 }
 
 #[derive(Serialize, Deserialize)]
 struct State {
     #[serde(rename = "mcpgw/replay")]
     answers: Vec<Answered>,
+    #[serde(
+        rename = "mcpgw/parked",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    parked: Option<Ticket>,
 }
 
 impl Replay {
@@ -67,7 +78,10 @@ impl Replay {
                 break;
             }
         }
-        Some(Replay { answers })
+        Some(Replay {
+            answers,
+            parked: state.parked,
+        })
     }
 }
 
@@ -81,8 +95,9 @@ fn capability(method: &str) -> Option<&'static str> {
     }
 }
 
-/// Sends a request to a legacy backend on behalf of a 2026-07-28 client, answering the backend's questions
-/// from `replay` and turning the first unanswered one into an `input_required` result.
+/// Sends a request to a legacy backend on behalf of a 2026-07-28 client — or carries on with the one this
+/// replica parked for the retry — answering the backend's questions from `replay` and turning the first
+/// unanswered one into an `input_required` result, the backend request parked meanwhile (see `parked`).
 pub async fn forward(
     d: &Dispatch<'_>,
     call: &Call,
@@ -97,15 +112,38 @@ pub async fn forward(
         });
     };
     let outer = request.related.take();
-    let (sink, mut related) = mpsc::channel(16);
-    request.related = Some(sink);
-    let answering = handle.call(request);
-    tokio::pin!(answering);
-    let mut asked = 0;
     let mut answers = replay.answers;
+    let resumed = replay
+        .parked
+        .and_then(|ticket| d.gw.parked.take(&ticket, backend))
+        .and_then(|p| {
+            // The retry answers the parked question (else the parked request is dropped and replayed).
+            let answer = answers.get_mut(p.asked)?;
+            answer.m.clone_from(&p.method);
+            let _ = p.question.send(Ok(answer.r.clone()));
+            Some((p.call, p.related, p.asked + 1))
+        });
+    let (mut answering, mut related, mut asked) = match resumed {
+        Some(resumed) => {
+            tracing::debug!(%backend, "resuming the parked backend request");
+            resumed
+        }
+        None => {
+            let (sink, related) = mpsc::channel(16);
+            request.related = Some(sink);
+            let handle = handle.clone();
+            let call: BackendCall = Box::pin(async move { handle.call(request).await });
+            (call, related, 0)
+        }
+    };
+    let until = Instant::now() + d.gw.config.backend_timeout(backend);
     loop {
-        tokio::select! {
-            result = &mut answering => {
+        let step = tokio::select! {
+            result = &mut answering => Step::Answered(result),
+            message = related.recv() => Step::Related(message),
+        };
+        match step {
+            Step::Answered(result) => {
                 // What the backend sent just before its answer is already queued: pass it on first.
                 while let Ok(message) = related.try_recv() {
                     if let (Related::Notification(n), Some(outer)) = (message, &outer) {
@@ -117,50 +155,66 @@ pub async fn forward(
                     Err(f) => Outcome::Failed(f),
                 };
             }
-            Some(message) = related.recv() => match message {
-                Related::Notification(n) => {
-                    if let Some(outer) = &outer {
-                        let _ = outer.try_send(Related::Notification(n));
-                    }
+            Step::Related(None) => {
+                return match answering.await {
+                    Ok(raw) => Outcome::Result(raw),
+                    Err(f) => Outcome::Failed(f),
+                };
+            }
+            Step::Related(Some(Related::Notification(n))) => {
+                if let Some(outer) = &outer {
+                    let _ = outer.try_send(Related::Notification(n));
                 }
-                Related::Request { request, reply } => {
-                    if let Some(answer) = answers.get_mut(asked) {
-                        if answer.m.is_empty() {
-                            answer.m = request.method.clone();
-                        }
-                        if answer.m != request.method {
-                            return Outcome::Error(Error::new(
-                                ErrorCode::InvalidParams,
-                                format!("invalid params: on replay the backend asked {} where {} was answered", request.method, answer.m),
-                            ));
-                        }
-                        let _ = reply.send(Ok(answer.r.clone()));
-                        asked += 1;
-                        continue;
+            }
+            Step::Related(Some(Related::Request { request, reply })) => {
+                if let Some(answer) = answers.get_mut(asked) {
+                    if answer.m.is_empty() {
+                        answer.m.clone_from(&request.method);
                     }
-                    return question(d, call, backend, asked, &request, answers);
+                    if answer.m != request.method {
+                        return Outcome::Error(Error::new(
+                            ErrorCode::InvalidParams,
+                            format!(
+                                "invalid params: on replay the backend asked {} where {} was answered",
+                                request.method, answer.m
+                            ),
+                        ));
+                    }
+                    let _ = reply.send(Ok(answer.r.clone()));
+                    asked += 1;
+                    continue;
                 }
-            },
+                if let Err(refused) = askable(call, &request.method, asked) {
+                    return refused;
+                }
+                let ticket = d.gw.parked.park(Parked {
+                    backend: backend.to_owned(),
+                    call: answering,
+                    related,
+                    question: reply,
+                    method: request.method.clone(),
+                    asked,
+                    until,
+                });
+                return question(d, call, backend, asked, &request, answers, ticket);
+            }
         }
     }
 }
 
-/// The `input_required` result asking the client the backend's question (or why it cannot be asked).
-fn question(
-    d: &Dispatch<'_>,
-    call: &Call,
-    backend: &str,
-    k: usize,
-    request: &protocol::Request,
-    answers: Vec<Answered>,
-) -> Outcome {
-    let Some(capability) = capability(&request.method) else {
-        return Outcome::Failed(Failure::Internal {
-            reason: format!(
-                "the backend asked {}, which mcpgw does not relay to clients",
-                request.method
-            ),
-        });
+/// What woke the forwarding loop.
+enum Step {
+    Answered(Result<Box<RawValue>, Failure>),
+    Related(Option<Related>),
+}
+
+/// Whether the client can be asked the backend's `k`th question: it declared the capability, and the rounds
+/// are not used up.
+fn askable(call: &Call, method: &str, k: usize) -> Result<(), Outcome> {
+    let Some(capability) = capability(method) else {
+        return Err(Outcome::Failed(Failure::Internal {
+            reason: format!("the backend asked {method}, which mcpgw does not relay to clients"),
+        }));
     };
     let declared = call
         .meta
@@ -169,20 +223,34 @@ fn question(
         .and_then(|c| c.get(capability))
         .is_some_and(|c| !c.is_null());
     if !declared {
-        return Outcome::Error(
+        return Err(Outcome::Error(
             Error::new(
                 ErrorCode::MissingRequiredClientCapability,
                 format!("the backend needs the client's {capability} capability, which the request did not declare"),
             )
             .with_data(json!({ "requiredCapabilities": { capability: {} } })),
-        );
+        ));
     }
     if k >= MAX_ROUNDS {
-        return Outcome::Failed(Failure::Internal {
+        return Err(Outcome::Failed(Failure::Internal {
             reason: format!("the backend still asked questions after {MAX_ROUNDS} answers"),
-        });
+        }));
     }
-    let state = match serde_json::value::to_raw_value(&State { answers }) {
+    Ok(())
+}
+
+/// The `input_required` result asking the client the backend's question: its `requestState` holds the
+/// answers so far and, when the backend request is parked, its ticket.
+fn question(
+    d: &Dispatch<'_>,
+    call: &Call,
+    backend: &str,
+    k: usize,
+    request: &protocol::Request,
+    answers: Vec<Answered>,
+    parked: Option<Ticket>,
+) -> Outcome {
+    let state = match serde_json::value::to_raw_value(&State { answers, parked }) {
         Ok(s) => s,
         Err(e) => {
             return Outcome::Failed(Failure::Internal {

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::cache::ResourceCache;
 use crate::catalog::CatalogSnapshot;
 use crate::config::{Config, UnknownToolCode};
+use crate::parked::ParkedCalls;
 use crate::sealed_state::StateSealer;
 use crate::session::{PendingStreams, SessionStore};
 use crate::subscriptions::Subscriptions;
@@ -42,6 +43,8 @@ pub struct Gateway {
     pub subscriptions: Subscriptions,
     /// Shared `resources/read` results.
     pub resource_cache: ResourceCache,
+    /// Legacy backends' requests held open for a 2026-07-28 client's answer.
+    pub parked: Arc<ParkedCalls>,
 }
 
 impl Gateway {
@@ -73,6 +76,7 @@ impl Gateway {
             sealer: StateSealer::random(),
             subscriptions: Subscriptions::default(),
             resource_cache: ResourceCache::default(),
+            parked: Arc::default(),
             config,
         }
     }

@@ -13,7 +13,7 @@
 //! the error) goes to the backend through the link's outbox with the backend's own id.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -32,11 +32,43 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(120);
 /// The code the MCP SDKs use for a request that timed out.
 const REQUEST_TIMEOUT: i64 = -32001;
 
-/// One request in flight that may be asked things: its sink, and its deadline.
+/// One request in flight that may be asked things: its sink, its deadline, and how many of the backend's
+/// questions it is answering now (shared by its clones).
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     pub(crate) sink: RelatedSink,
     pub(crate) deadline: Instant,
+    asking: Arc<AtomicUsize>,
+}
+
+impl Caller {
+    pub(crate) fn new(sink: RelatedSink, deadline: Instant) -> Caller {
+        Caller {
+            sink,
+            deadline,
+            asking: Arc::default(),
+        }
+    }
+
+    fn is_asking(&self) -> bool {
+        self.asking.load(Ordering::Relaxed) > 0
+    }
+}
+
+/// Counts a question a caller is answering, for as long as it lives.
+struct Asking(Arc<AtomicUsize>);
+
+impl Asking {
+    fn start(caller: &Caller) -> Asking {
+        caller.asking.fetch_add(1, Ordering::Relaxed);
+        Asking(Arc::clone(&caller.asking))
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Why a backend's request cannot be attributed to a caller.
@@ -104,21 +136,21 @@ impl Callers {
         }
     }
 
-    /// The caller of the only request in flight, if there is exactly one and it has a sink.
+    /// The caller of the only request in flight that is not answering a question of the backend already
+    /// (a request waiting for the answer to its question is not asking another one), if there is exactly
+    /// one and it has a sink.
     pub(crate) fn sole(&self) -> Result<Caller, Unattributed> {
         let in_flight = self
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        match in_flight.len() {
-            0 => Err(Unattributed::Idle),
-            1 => in_flight
-                .values()
-                .next()
-                .cloned()
-                .flatten()
-                .ok_or(Unattributed::Deaf),
-            n => Err(Unattributed::Several(n)),
+        let mut candidates = in_flight
+            .values()
+            .filter(|c| !c.as_ref().is_some_and(Caller::is_asking));
+        match (candidates.next(), candidates.next(), in_flight.len()) {
+            (_, _, 0) => Err(Unattributed::Idle),
+            (Some(only), None, _) => only.clone().ok_or(Unattributed::Deaf),
+            (_, _, n) => Err(Unattributed::Several(n)),
         }
     }
 }
@@ -155,6 +187,7 @@ pub(crate) fn relay(outbox: Arc<dyn Outbox>, backend: &str, caller: Caller, requ
         return;
     }
     debug!(%backend, %method, "relaying a backend request to its caller");
+    let asking = Asking::start(&caller);
     let limit = caller.deadline.min(Instant::now() + MAX_WAIT);
     let waited = limit.saturating_duration_since(Instant::now());
     let backend = backend.to_owned();
@@ -174,6 +207,7 @@ pub(crate) fn relay(outbox: Arc<dyn Outbox>, backend: &str, caller: Caller, requ
             )),
         };
         answer(&*outbox, &backend, &method, wire::answer(&id, reply));
+        drop(asking);
     });
 }
 
@@ -190,10 +224,7 @@ mod tests {
 
     fn caller() -> (Caller, mpsc::Receiver<Related>) {
         let (sink, rx) = mpsc::channel(4);
-        let caller = Caller {
-            sink,
-            deadline: Instant::now() + Duration::from_secs(5),
-        };
+        let caller = Caller::new(sink, Instant::now() + Duration::from_secs(5));
         (caller, rx)
     }
 
@@ -210,6 +241,23 @@ mod tests {
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Deaf);
         drop(deaf);
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Idle);
+    }
+
+    #[test]
+    fn a_request_answering_a_question_leaves_the_next_one_to_the_other() {
+        let callers = Arc::new(Callers::default());
+        let (waiting, _rx) = caller();
+        let _first = callers.register(Some(waiting.clone()));
+        let (other, _rx2) = caller();
+        let _second = callers.register(Some(other.clone()));
+        assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
+        let asking = Asking::start(&waiting);
+        let sole = callers.sole().unwrap();
+        assert!(sole.sink.same_channel(&other.sink));
+        let also = Asking::start(&other);
+        assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
+        drop((asking, also));
+        assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
     }
 
     #[test]

@@ -216,7 +216,7 @@ impl BackendHandle {
             request
                 .related
                 .clone()
-                .map(|sink| Caller { sink, deadline }),
+                .map(|sink| Caller::new(sink, deadline)),
         );
         let cancel = CancellationToken::new();
         let _abandon_on_drop = cancel.clone().drop_guard();

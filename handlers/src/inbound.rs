@@ -66,7 +66,7 @@ impl Inbound {
     /// go to `related` (progress is routed by token either way), requests waiting at most until `deadline`.
     pub(crate) fn with_related(&self, related: Option<RelatedSink>, deadline: Instant) -> Inbound {
         Inbound {
-            related: related.map(|sink| Caller { sink, deadline }),
+            related: related.map(|sink| Caller::new(sink, deadline)),
             ..self.clone()
         }
     }

@@ -198,6 +198,16 @@ fn valid_token(s: &str) -> bool {
 }
 
 impl Config {
+    /// The request timeout of the backend named `backend` (the server's default for an unknown name).
+    pub fn backend_timeout(&self, backend: &str) -> Duration {
+        self.backends
+            .iter()
+            .find(|b| b.name == backend)
+            .map_or(Duration::from_millis(self.server.request_timeout_ms), |b| {
+                b.timeout(&self.server)
+            })
+    }
+
     /// Reads and validates a TOML file.
     pub fn from_toml_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {

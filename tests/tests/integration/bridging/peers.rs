@@ -187,7 +187,7 @@ fn server_everything_asks_a_python_2026_client_through_input_required() {
         ],
     );
     assert_eq!(report["protocolVersion"], "2026-07-28", "{report}");
-    // each question was asked once: the retry's replay answered the backend from the sealed state
+    // each question was asked once: each retry answered the backend request parked for it
     let asked = report["asked"].as_array().expect("the callbacks' record");
     assert_eq!(asked.len(), 2, "{report}");
     assert_eq!(asked[0]["method"], "sampling/createMessage");
@@ -229,6 +229,103 @@ fn server_everything_asks_a_python_2026_client_through_input_required() {
         assert!(
             elicited.contains(line),
             "{line:?} missing from {elicited:?}"
+        );
+    }
+}
+
+/// A 2026-07-28 retry of a `tools/call` answering question `r0` with `answer` under `state`.
+fn modern_retry(url: &str, tool: &str, arguments: &Value, answer: &Value, state: &Value) -> Reply {
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"sampling": {}},
+        },
+        "name": tool, "arguments": arguments,
+        "inputResponses": {"r0": answer}, "requestState": state}});
+    post_raw(
+        url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", tool),
+        ],
+        body.to_string(),
+    )
+}
+
+/// Whether the gateway logged `needle` within a short wait.
+fn logged(gw: &Running, needle: &str, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match gw.log.recv_timeout(left) {
+            Ok(line) if line.contains(needle) => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+#[test]
+fn a_legacy_backends_question_is_answered_on_its_parked_request_or_replayed_once_it_expired() {
+    let Some(deps) = peers::deps(
+        "a_legacy_backends_question_is_answered_on_its_parked_request_or_replayed_once_it_expired",
+    ) else {
+        return;
+    };
+    let dir = TempDir::new("bridging-parked");
+    let command = [
+        deps.node.display().to_string(),
+        deps.everything.display().to_string(),
+        "stdio".into(),
+    ];
+    let config = format!(
+        "[[backend]]\nname = \"everything\"\nprefix = \"ev\"\ntimeout_ms = 3000\ncommand = {}\n",
+        serde_json::to_string(&command).unwrap()
+    );
+    let path = dir.file("mcpgw.toml", &config);
+    let mut cmd = Command::new(mcpgw());
+    cmd.args(["serve", "--config"])
+        .arg(path)
+        .args(["--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info,gateway::replay=debug");
+    let gw = start(cmd, "mcpgw listening on ");
+    let tool = "ev__trigger-sampling-request";
+    wait_for_tools(&gw, &[tool]);
+    let args = json!({"prompt": "parked?", "maxTokens": 5});
+    let answer = json!({"role": "assistant", "model": "m",
+        "content": {"type": "text", "text": SAMPLED}});
+
+    // answered in time: the backend request asked is the one that carries on
+    for (round, wait, resumed) in [
+        (1, Duration::ZERO, true),
+        (2, Duration::from_millis(3_500), false),
+    ] {
+        let first = modern_call(&gw.url, tool, args.clone(), json!({"sampling": {}})).json();
+        assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+        let state = first["result"]["requestState"].clone();
+        // round 2: the parked request's deadline (the backend's 3 s timeout) passes first; the retry is
+        // then replayed to the backend, which asks again and is answered from the retry
+        std::thread::sleep(wait);
+        let retry = modern_retry(&gw.url, tool, &args, &answer, &state).json();
+        let text = retry["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.starts_with("LLM sampling result: "),
+            "round {round}: {retry}"
+        );
+        assert!(text.contains(SAMPLED), "round {round}: {retry}");
+        assert_eq!(
+            logged(
+                &gw,
+                "resuming the parked backend request",
+                Duration::from_millis(500)
+            ),
+            resumed,
+            "round {round}"
         );
     }
 }
