@@ -1,6 +1,7 @@
 //! What backends announce on their own, handled in one place: (re)connections and list changes rebuild the
 //! catalog (merged when they come in bursts) and re-establish each backend's subscription; list changes and
-//! resource updates then fan out to the clients that asked (see `subscriptions`).
+//! resource updates then fan out to the clients that asked (see `subscriptions`), and log messages sent
+//! outside a request to the legacy sessions that asked for logging.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::listing::refresh;
+use crate::request_stream::level_passes;
 use crate::response::sse_event;
 use crate::state::Gateway;
 
@@ -76,6 +78,7 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                         list_changes.push(notification);
                     }
                 }
+                Some(Method::NotificationsMessage) => deliver_log(&gw, &backend, &notification),
                 Some(Method::NotificationsResourcesUpdated) => {
                     if let Some(uri) = updated_uri(&notification) {
                         gw.resource_cache.invalidate(&uri);
@@ -131,6 +134,25 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
             tracing::debug!("notification dropped: a subscription stream is full");
         }
     }
+}
+
+/// A log message a backend sent outside any request (process-wide): to every legacy session that asked for
+/// logging (`logging/setLevel`) at or below its level, on its GET stream. 2026-07-28 clients ask per request
+/// only, and log messages never go on their listen streams.
+fn deliver_log(gw: &Gateway, backend: &str, n: &Notification) {
+    let event = sse_event(&Message::Notification(n.clone()).to_bytes());
+    let mut sent = 0usize;
+    for session in gw.sessions.all() {
+        if !level_passes(n, session.log_level()) {
+            continue;
+        }
+        if session.handle.push(event.clone()).is_err() {
+            tracing::debug!(session = %session.id, "log message dropped: the session's mailbox is full");
+        } else {
+            sent += 1;
+        }
+    }
+    tracing::debug!(%backend, sent, "relayed a backend's log message sent outside a request");
 }
 
 /// Makes `backend`'s own subscription cover what clients want from it now: every list change (the gateway

@@ -222,7 +222,7 @@ fn forward(tx: &mpsc::Sender<Vec<u8>>, n: Notification, wants: Wants) {
 }
 
 /// A log message passes when the client asked for logging and its level is at least the client's.
-fn level_passes(n: &Notification, wanted: Option<LoggingLevel>) -> bool {
+pub(crate) fn level_passes(n: &Notification, wanted: Option<LoggingLevel>) -> bool {
     let Some(wanted) = wanted else {
         return false;
     };

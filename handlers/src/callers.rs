@@ -105,6 +105,17 @@ pub(crate) struct Callers {
     in_flight: Mutex<HashMap<u64, Option<Caller>>>,
 }
 
+/// Which requests of a backend are in flight.
+#[derive(Debug)]
+pub(crate) enum InFlight {
+    /// None.
+    Idle,
+    /// Exactly one, with its caller when it has a sink.
+    One(Option<Caller>),
+    /// This many.
+    Several(usize),
+}
+
 /// Removes a request from [`Callers`] when it ends.
 #[derive(Debug)]
 pub(crate) struct CallerGuard {
@@ -133,6 +144,19 @@ impl Callers {
         CallerGuard {
             callers: Arc::clone(self),
             key,
+        }
+    }
+
+    /// The requests in flight, whatever they are doing.
+    pub(crate) fn in_flight(&self) -> InFlight {
+        let in_flight = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match in_flight.len() {
+            0 => InFlight::Idle,
+            1 => InFlight::One(in_flight.values().next().cloned().flatten()),
+            n => InFlight::Several(n),
         }
     }
 

@@ -11,7 +11,7 @@ use protocol::{Message, Request, Response};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::callers::{self, Caller};
+use crate::callers::{self, Caller, InFlight};
 use crate::events::Notifier;
 use crate::listen::ListenRoute;
 use crate::outbox::Outbox;
@@ -118,6 +118,24 @@ impl Inbound {
             Some(caller) if n.method != "notifications/progress" => {
                 if caller.sink.try_send(Related::Notification(n)).is_err() {
                     debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
+                }
+            }
+            // A log message on a multiplexed link says nothing of the request it is about: the one request
+            // in flight, else nobody (another client must not read it), else the backend itself.
+            None if self.pending.is_some() && n.method == "notifications/message" => {
+                match self.notifier.callers().in_flight() {
+                    InFlight::Idle => self.notifier.notification(n),
+                    InFlight::One(Some(caller)) => {
+                        if caller.sink.try_send(Related::Notification(n)).is_err() {
+                            debug!(backend = %self.notifier.backend(), "dropping a log message: its request's stream is full or gone");
+                        }
+                    }
+                    InFlight::One(None) => {
+                        debug!(backend = %self.notifier.backend(), "dropping a log message: its request's client cannot receive it");
+                    }
+                    InFlight::Several(n) => {
+                        debug!(backend = %self.notifier.backend(), in_flight = n, "dropping a log message: it cannot be told which request it is about");
+                    }
                 }
             }
             _ => self.notifier.notification(n),

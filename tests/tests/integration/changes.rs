@@ -175,3 +175,80 @@ fn resource_updates_reach_subscribers_only_and_list_changes_reach_everyone() {
         "the catalog was refreshed before the notification: {names:?}"
     );
 }
+
+/// The `notifications/message` in an answer's SSE body.
+fn logs_in(reply: &Reply) -> Vec<Value> {
+    reply
+        .text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|m| m["method"] == "notifications/message")
+        .collect()
+}
+
+#[test]
+fn log_messages_reach_only_the_clients_that_asked_at_their_level() {
+    let dir = TempDir::new("changes-logs");
+    let gw = gateway_with_subscribing_backend(&dir);
+    let mut info = LegacyClient::connect(&gw.url, "2025-11-25");
+    let mut errors_only = LegacyClient::connect(&gw.url, "2025-06-18");
+    let mut silent = LegacyClient::connect(&gw.url, "2025-11-25");
+    for (client, level) in [(&mut info, "info"), (&mut errors_only, "error")] {
+        let r = client.request("logging/setLevel", json!({"level": level}));
+        assert_eq!(r.json()["result"], json!({}), "{r:?}");
+    }
+    let info_stream = get_stream(&gw.url, &info.session);
+    let errors_stream = get_stream(&gw.url, &errors_only.session);
+    let silent_stream = get_stream(&gw.url, &silent.session);
+
+    // a log sent while a request runs (the only one in flight on this stdio backend) is that request's:
+    // on its own stream, if its client asked for that level
+    let r = info.request(
+        "tools/call",
+        json!({"name": "log_inside", "arguments": {"tag": "a"}}),
+    );
+    let logs = logs_in(&r);
+    assert_eq!(logs.len(), 1, "{r:?}");
+    assert_eq!(logs[0]["params"]["data"], "inside a");
+    assert_eq!(logs[0]["params"]["level"], "info");
+    for client in [&mut errors_only, &mut silent] {
+        let r = client.request(
+            "tools/call",
+            json!({"name": "log_inside", "arguments": {"tag": "b"}}),
+        );
+        assert_eq!(r.json()["result"]["content"][0]["text"], "logged", "{r:?}");
+        assert!(logs_in(&r).is_empty(), "{r:?}");
+    }
+
+    // a log sent outside any request: to the sessions whose level admits it, on their GET stream
+    let r = silent.request(
+        "tools/call",
+        json!({"name": "log_outside", "arguments": {}}),
+    );
+    assert_eq!(
+        r.json()["result"]["content"][0]["text"],
+        "will log",
+        "{r:?}"
+    );
+    let heard = next_with(
+        &info_stream,
+        "notifications/message",
+        Duration::from_secs(10),
+    )
+    .expect("the info session hears the warning");
+    assert_eq!(
+        heard["params"]["data"], "outside",
+        "request logs never go on GET streams"
+    );
+    assert_eq!(heard["params"]["level"], "warning");
+    for (rx, who) in [
+        (&errors_stream, "an error-level session"),
+        (&silent_stream, "a session without a level"),
+    ] {
+        assert!(
+            next_with(rx, "notifications/message", Duration::from_millis(700)).is_none(),
+            "{who} heard it"
+        );
+    }
+}
