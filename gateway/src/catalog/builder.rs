@@ -108,7 +108,10 @@ impl CatalogBuilder {
             templates.into_values().collect(),
             self.missing,
         );
-        snapshot.freshness = freshness.map(|f| f.unwrap_or(ListFreshness::NONE));
+        // A backend left out may come back at any moment and change every list: nothing is reusable then.
+        if snapshot.missing.is_empty() {
+            snapshot.freshness = freshness.map(|f| f.unwrap_or(ListFreshness::NONE));
+        }
         snapshot.listed_at = self.listed_at;
         tracing::debug!(
             version = snapshot.version(),

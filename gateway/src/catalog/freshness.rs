@@ -6,7 +6,8 @@
 //! backend put on any page of that list, counted from when the gateway asked, and it is `public` only when every
 //! page of every contributor said `public`. A backend that says nothing (every legacy backend, or a 2026 backend
 //! with an invalid or negative value) contributes `ttlMs: 0`, as the spec tells a client to read it. A list no
-//! backend contributes to says `ttlMs: 0`: a backend may come up at any moment.
+//! backend contributes to says `ttlMs: 0`, and so does every list while a backend is left out of the catalog:
+//! a backend may come up at any moment.
 
 use std::time::{Duration, Instant};
 

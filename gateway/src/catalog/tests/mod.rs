@@ -404,6 +404,48 @@ fn missing_backends_and_empty() {
 }
 
 #[test]
+fn lists_are_as_fresh_as_their_least_fresh_backend_and_not_at_all_with_one_missing() {
+    let fresh = |ttl_ms, public| Some(ListFreshness { ttl_ms, public });
+    let listed_at = std::time::Instant::now();
+    let build = |missing: bool| {
+        let mut b = CatalogBuilder::new();
+        b.listed_at(listed_at);
+        let mut a = listing("a", "a");
+        a.tools = vec![tool("t")];
+        a.freshness.tools = fresh(60_000, true);
+        a.freshness.prompts = fresh(5_000, false);
+        let mut c = listing("c", "c");
+        c.tools = vec![tool("t")];
+        c.freshness.tools = fresh(30_000, true);
+        b.add(a);
+        b.add(c);
+        if missing {
+            b.missing("down", "connection refused");
+        }
+        b.build().expect("no collision")
+    };
+    let snap = build(false);
+    let tools = snap.freshness(ListKind::Tools, listed_at);
+    assert_eq!((tools.ttl_ms, tools.public), (30_000, true));
+    let prompts = snap.freshness(ListKind::Prompts, listed_at);
+    assert_eq!((prompts.ttl_ms, prompts.public), (5_000, false));
+    assert_eq!(
+        snap.freshness(ListKind::Resources, listed_at).ttl_ms,
+        0,
+        "no contributor"
+    );
+    assert_eq!(
+        snap.expires_at(),
+        Some(listed_at + std::time::Duration::from_millis(5_000))
+    );
+    let snap = build(true);
+    for list in [ListKind::Tools, ListKind::Prompts] {
+        assert_eq!(snap.freshness(list, listed_at).ttl_ms, 0, "{list:?}");
+    }
+    assert_eq!(snap.expires_at(), None);
+}
+
+#[test]
 fn snapshot_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
     assert_send_sync::<CatalogSnapshot>();
