@@ -8,6 +8,10 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use gateway::config::{Config, demo_config, from_mcp_json};
 
+/// mimalloc: see the dependency's note in Cargo.toml (measured by bench/run.sh).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// An actor-based, multi-session gateway for the Model Context Protocol.
 #[derive(Debug, Parser)]
 #[command(name = "mcpgw", version, about)]
@@ -84,12 +88,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// Logs go to standard error (standard output carries the protocol in stdio modes). `RUST_LOG` overrides.
+/// Colours only on a terminal: a log file gets plain text (and no request pays for formatting escapes).
 fn init_logging(default: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
 }

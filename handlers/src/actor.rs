@@ -1,6 +1,7 @@
 //! The backend actor: owns one backend's connection and everything that lives longer than a request: the
 //! connect and handshake, the remembered era, the reconnect schedule, the renewal of expired legacy
-//! sessions, and the shutdown. Requests themselves run beside it (see the `Call` handler).
+//! sessions, and the shutdown. It publishes the current link in [`Shared`]; requests run on the worker
+//! that received them, in that worker's actor for the backend (`worker`).
 //!
 //! Messages come only from this crate's [`crate::BackendHandle`], which bounds them with its permits.
 
@@ -8,20 +9,18 @@ use std::sync::Arc;
 
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{
-    Actor, ActorContext, AsyncContext, AtomicResponse, Context, Handler, Message, ResponseFuture,
-    Running, SpawnHandle, WeakAddr,
+    Actor, ActorContext, AsyncContext, AtomicResponse, Context, Handler, Message, Running,
+    SpawnHandle, WeakAddr,
 };
 use protocol::shape::Failure;
-use serde_json::value::RawValue;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span, debug, info, info_span, warn};
 
 use crate::backoff::Backoff;
 use crate::config::{BackendConfig, Transport};
 use crate::description::ServerDescription;
 use crate::events::Notifier;
-use crate::handle::{BackendRequest, Shared, State};
+use crate::handle::{Shared, State};
 use crate::link::{
     self, ConnectFailure, Connected, Link, LinkContext, Renew, Verdict, VerdictUpdate,
 };
@@ -29,16 +28,6 @@ use crate::listen::{self, RenewFactory};
 
 /// Mailbox room beyond the permits (actix does not bound `send` by it; the permits do).
 const MAILBOX_SLACK: usize = 16;
-
-/// One request (see [`crate::BackendHandle::call`]).
-#[derive(Message)]
-#[rtype(result = "Result<Box<RawValue>, Failure>")]
-pub(crate) struct Call {
-    pub(crate) request: BackendRequest,
-    pub(crate) deadline: Instant,
-    /// Cancelled when the caller stops waiting.
-    pub(crate) cancel: CancellationToken,
-}
 
 /// Renew the legacy session whose id got a 404.
 #[derive(Message)]
@@ -137,6 +126,7 @@ impl BackendActor {
                 info!(parent: &self.span, generation = %description.generation,
                     transport = ?description.transport, "backend ready");
                 self.verdict = Some(verdict);
+                self.shared.set_link(Some(link.clone()));
                 self.link = Some(link);
                 self.up_since = Some(Instant::now());
                 self.shared.set(State::Ready(Arc::clone(&description)));
@@ -165,6 +155,7 @@ impl BackendActor {
         if epoch != self.epoch || self.link.take().is_none() {
             return;
         }
+        self.shared.set_link(None);
         self.stop_listening(ctx);
         if let Some(since) = self.up_since.take() {
             self.backoff.connection_lost_after(since.elapsed());
@@ -240,6 +231,7 @@ impl Actor for BackendActor {
         self.epoch += 1;
         self.stop_listening(ctx);
         self.shared.set(State::Stopped);
+        self.shared.set_link(None);
         if let Some(link) = self.link.take() {
             link.close();
         }
@@ -249,46 +241,8 @@ impl Actor for BackendActor {
     }
 }
 
-impl Handler<Call> for BackendActor {
-    /// `ResponseFuture`: once the link is cloned out, a request needs no actor state, so it runs detached
-    /// on this arbiter and any number of requests (up to the permits) share the backend at once. With
-    /// `AtomicResponse` they would queue behind one another; `ResponseActFuture` would tie them to the
-    /// actor's lifetime for nothing (the link answers them when it closes). The caller's token ends the
-    /// future when the caller stops waiting, which cancels the backend request.
-    type Result = ResponseFuture<Result<Box<RawValue>, Failure>>;
-
-    fn handle(&mut self, msg: Call, ctx: &mut Context<Self>) -> Self::Result {
-        let Some(link) = self.link.clone() else {
-            let failure = self.ctx.unavailable(match self.shared.state() {
-                State::Down(reason) => format!("the backend is down: {reason}"),
-                _ => "the backend is not connected".to_owned(),
-            });
-            return Box::pin(std::future::ready(Err(failure)));
-        };
-        let renew = matches!(link, Link::Legacy(_))
-            .then(|| renewer(ctx.address().downgrade(), self.ctx.name().to_owned()));
-        let Call {
-            request,
-            deadline,
-            cancel,
-        } = msg;
-        let request_span = info_span!(parent: &self.span, "request", method = %request.method);
-        Box::pin(
-            async move {
-                tokio::select! {
-                    outcome = link.call(request, deadline, renew) => outcome,
-                    () = cancel.cancelled() => Err(Failure::Internal {
-                        reason: "the caller stopped waiting".to_owned(),
-                    }),
-                }
-            }
-            .instrument(request_span),
-        )
-    }
-}
-
 /// How a legacy request asks this actor to renew an expired session.
-fn renewer(addr: WeakAddr<BackendActor>, backend: String) -> Renew {
+pub(crate) fn renewer(addr: WeakAddr<BackendActor>, backend: String) -> Renew {
     Box::new(move |stale| {
         Box::pin(async move {
             let gone = || Failure::Unavailable {

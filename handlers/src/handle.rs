@@ -2,7 +2,8 @@
 //! (`try_acquire`: a full backend answers `Overloaded` at once instead of queueing), answers `Unavailable`
 //! at once while the backend is down, and puts a deadline on every request.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use actix::{Actor, Addr, MailboxError};
@@ -13,13 +14,15 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::actor::{BackendActor, Call};
+use crate::actor::BackendActor;
 use crate::callers::{Caller, Callers};
 use crate::config::BackendConfig;
 use crate::description::ServerDescription;
 use crate::events::{BackendEvent, Notifier};
+use crate::link::Link;
 use crate::listen::ListenFilter;
 use crate::related::{ProgressRoutes, RelatedSink};
+use crate::worker::{self, Call};
 
 /// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
 /// deadline answers first; this only guards against an actor that cannot run.
@@ -69,11 +72,16 @@ pub(crate) enum State {
     Stopped,
 }
 
-/// What the actor and its handles share.
+/// What the actor, its worker actors and its handles share.
 #[derive(Debug)]
 pub(crate) struct Shared {
+    /// Unique in the process (keys each thread's worker actor for this backend).
+    pub(crate) id: u64,
     pub(crate) name: String,
     request_timeout: Duration,
+    pub(crate) max_in_flight: usize,
+    /// The current connection, published by the backend actor while it is up.
+    link: RwLock<Option<Link>>,
     state: watch::Sender<State>,
     /// Cancelled by [`BackendHandle::shutdown`]; the actor stops when it is.
     pub(crate) stop: CancellationToken,
@@ -97,6 +105,19 @@ impl Shared {
 
     pub(crate) fn state(&self) -> State {
         self.state.borrow().clone()
+    }
+
+    /// The current connection, if up (cloned out: the lock is released at once).
+    pub(crate) fn link(&self) -> Option<Link> {
+        self.link
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Publishes (or withdraws) the connection requests use.
+    pub(crate) fn set_link(&self, link: Option<Link>) {
+        *self.link.write().unwrap_or_else(PoisonError::into_inner) = link;
     }
 
     /// Follows the filter the gateway wants.
@@ -153,9 +174,13 @@ impl BackendHandle {
     /// System) and begins connecting at once. Events go to `events` without ever blocking the backend.
     pub fn start(config: BackendConfig, events: mpsc::Sender<BackendEvent>) -> BackendHandle {
         let (state, _) = watch::channel(State::Connecting);
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: config.name.clone(),
             request_timeout: config.request_timeout,
+            max_in_flight: config.max_in_flight.max(1),
+            link: RwLock::new(None),
             state,
             stop: CancellationToken::new(),
             filter: watch::Sender::new(ListenFilter::default()),
@@ -173,6 +198,12 @@ impl BackendHandle {
             shared,
             permits,
         }
+    }
+
+    /// The process-unique id of the backend (keys its worker actors).
+    #[cfg(test)]
+    pub(crate) fn shared_id(&self) -> u64 {
+        self.shared.id
     }
 
     /// The backend's name.
@@ -220,11 +251,13 @@ impl BackendHandle {
         );
         let cancel = CancellationToken::new();
         let _abandon_on_drop = cancel.clone().drop_guard();
-        // `send` is bounded here by the permit held until the answer.
-        let answer = self.addr.send(Call {
+        // `send` is bounded here by the permit held until the answer. The request runs in this worker's
+        // actor for the backend, on this thread.
+        let answer = worker::local(&self.shared, &self.addr).send(Call {
             request,
             deadline,
             cancel,
+            span: tracing::Span::current(),
         });
         match tokio::time::timeout_at(deadline + DELIVERY_SLACK, answer).await {
             Ok(Ok(outcome)) => outcome,

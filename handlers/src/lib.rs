@@ -36,6 +36,7 @@ mod pending;
 mod related;
 mod stdio;
 mod wire;
+mod worker;
 
 pub use config::{BackendConfig, Transport};
 pub use description::{ServerDescription, TransportKind};

@@ -28,6 +28,8 @@ const STDIO_PROBE_LIMIT: Duration = Duration::from_secs(5);
 
 /// What every connection of one backend shares.
 pub(crate) struct LinkContext {
+    /// Unique in the process: keys what each thread keeps for this backend (its HTTP client).
+    pub(crate) id: u64,
     pub(crate) config: BackendConfig,
     pub(crate) notifier: Notifier,
     client_info: Box<RawValue>,
@@ -51,7 +53,9 @@ impl LinkContext {
         };
         let client_info = serde_json::to_string(&config.client_info)
             .unwrap_or_else(|_| r#"{"name":"mcpgw","version":"0"}"#.to_owned());
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         Arc::new(LinkContext {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             config,
             notifier,
             client_info: raw(client_info),

@@ -59,6 +59,23 @@ pub(crate) fn client(config: &BackendConfig) -> Result<reqwest::Client, String> 
         .map_err(|e| format!("cannot build the http client: {e}"))
 }
 
+/// The HTTP client of `ctx`'s backend for the current thread, made on first use: requests go out on
+/// connections this thread's runtime drives, so a request never crosses threads (a pooled connection runs
+/// as a task on the runtime that opened it). One per backend per thread; `fallback` if none can be built.
+pub(crate) fn thread_client(ctx: &LinkContext, fallback: &reqwest::Client) -> reqwest::Client {
+    thread_local! {
+        static CLIENTS: std::cell::RefCell<std::collections::HashMap<u64, reqwest::Client>> =
+            std::cell::RefCell::default();
+    }
+    CLIENTS.with(|clients| {
+        let mut clients = clients.borrow_mut();
+        clients
+            .entry(ctx.id)
+            .or_insert_with(|| client(&ctx.config).unwrap_or_else(|_| fallback.clone()))
+            .clone()
+    })
+}
+
 /// Connects to an HTTP backend: the remembered era's handshake, or the probe and its fallbacks.
 pub(crate) async fn connect(
     ctx: Arc<LinkContext>,

@@ -15,7 +15,7 @@ use reqwest::{StatusCode, Url};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::{is_outage, json_headers, read_reply, status_failure, version_header};
+use super::{is_outage, json_headers, read_reply, status_failure, thread_client, version_header};
 use crate::description::{ServerDescription, TransportKind};
 use crate::handle::BackendRequest;
 use crate::handshake::{self, MODERN, Probe};
@@ -182,8 +182,7 @@ impl ModernLink {
         let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, request.method.as_str(), params.as_deref());
-        let response = inner
-            .client
+        let response = thread_client(&inner.ctx, &inner.client)
             .post(inner.url.clone())
             .headers(headers)
             .body(body)

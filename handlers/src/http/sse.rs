@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::event_stream::EventStream;
-use super::{MAX_MESSAGE_BYTES, Poster, error_body, is_outage, json_headers};
+use super::{MAX_MESSAGE_BYTES, Poster, error_body, is_outage, json_headers, thread_client};
 use crate::description::{ServerDescription, TransportKind};
 use crate::handle::BackendRequest;
 use crate::handshake;
@@ -261,8 +261,7 @@ impl SseLink {
     /// POSTs one message to the endpoint; the answer, if any, comes on the stream.
     async fn post(&self, message: Vec<u8>) -> Result<(), String> {
         let inner = &*self.0;
-        let response = inner
-            .client
+        let response = thread_client(&inner.ctx, &inner.client)
             .post(inner.endpoint.clone())
             .headers(json_headers())
             .body(message)

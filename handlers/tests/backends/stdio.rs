@@ -313,11 +313,19 @@ async fn backend_requests_are_answered_and_notifications_forwarded() {
         "mcpgw cannot relay sampling/createMessage: the client request in flight cannot receive \
          server requests"
     );
-    assert_eq!(kind(&backend.call(call("notify", "{}")).await), "ok");
+    // a log message sent while the call is the only request in flight is the call's: on its sink
+    let (sink, mut related) = tokio::sync::mpsc::channel(8);
+    let mut notify = call("notify", "{}");
+    notify.related = Some(sink);
+    assert_eq!(kind(&backend.call(notify).await), "ok");
     events
         .notification("notifications/tools/list_changed")
         .await;
-    let message = events.notification("notifications/message").await;
+    let message = match related.try_recv() {
+        Ok(handlers::Related::Notification(n)) => n,
+        other => panic!("no log message on the call's sink: {other:?}"),
+    };
+    assert_eq!(message.method, "notifications/message");
     assert!(
         message
             .params

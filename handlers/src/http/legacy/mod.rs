@@ -21,7 +21,7 @@ use tracing::{debug, info};
 
 use super::{
     Poster, ReadError, error_body, is_outage, json_headers, read_reply, status_failure,
-    version_header,
+    thread_client, version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
 use crate::handle::BackendRequest;
@@ -299,8 +299,7 @@ impl LegacyLink {
         let body = wire::request(id, method.as_str(), params);
         let mut guard = CancelGuard::new(&*inner.outbox, id, true);
         let exchange = async {
-            let response = inner
-                .client
+            let response = thread_client(&inner.ctx, &inner.client)
                 .post(inner.url.clone())
                 .headers(session.headers())
                 .body(body)

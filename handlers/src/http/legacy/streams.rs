@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::super::event_stream::EventStream;
-use super::super::{MAX_MESSAGE_BYTES, ReadError, Resume, read_stream_reply};
+use super::super::{MAX_MESSAGE_BYTES, ReadError, Resume, read_stream_reply, thread_client};
 use super::{Inner, LegacyLink, Session};
 use crate::backoff::Backoff;
 use crate::inbound::Inbound;
@@ -55,8 +55,7 @@ impl LegacyLink {
             headers.insert(LAST_EVENT_ID, last_event_id);
             debug!(backend = %inner.ctx.name(), id, last_event_id = %resume.last_event_id,
                 "resuming the backend's response stream");
-            let response = inner
-                .client
+            let response = thread_client(&inner.ctx, &inner.client)
                 .get(inner.url.clone())
                 .headers(headers)
                 .send()
