@@ -226,11 +226,17 @@ fi
 
 step "(b) 2026-07-28 tools/call through mcpgw vs an actix-web JSON echo, $B_SESSIONS sessions"
 start echo '^echo listening on \(http[^ ]*\)$' "$ECHO"; ECHO_PID=$SRV_PID; ECHO_URL=$SRV_URL
+# mcpgw with the mock built in (in-process backend): the stateless path with no second HTTP exchange.
+printf '[server]\nlisten = "127.0.0.1:0"\n[[backend]]\nname = "mock"\nbuiltin = ["mock-backend"]\nmax_in_flight = 4096\n' \
+  >"$WORK/gwb.toml"
+start_gw gwb "$WORK/gwb.toml"; GWB_PID=$SRV_PID; GWB_URL=$SRV_URL
 for rep in $(seq 1 "$REPS"); do
-  for which in $(order "$rep" echo gateway) gateway-list; do
+  for which in $(order "$rep" echo gateway-builtin) gateway gateway-list; do
     case "$which" in
       echo) measure b echo "$rep" --pid target="$ECHO_PID" -- \
               $(load --url "$ECHO_URL" --sessions "$B_SESSIONS" --duration "${DUR}s") ;;
+      gateway-builtin) measure b gateway-builtin "$rep" --pid target="$GWB_PID" -- \
+              $(load --url "$GWB_URL" --sessions "$B_SESSIONS" --duration "${DUR}s") ;;
       gateway) measure b gateway "$rep" --pid target="$GW0_PID" --pid mock="$MOCK0_PID" -- \
               $(load --url "$GW0_URL" --sessions "$B_SESSIONS" --duration "${DUR}s") ;;
       gateway-list) measure b gateway-list "$rep" --pid target="$GW0_PID" --pid mock="$MOCK0_PID" -- \
@@ -239,6 +245,7 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 stop "$ECHO_PID"
+stop "$GWB_PID"
 
 step "(e) session creation: legacy churn, $E_SESSIONS sessions, mock directly vs through mcpgw"
 for rep in $(seq 1 "$REPS"); do

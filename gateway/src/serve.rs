@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use actix_web::{App, HttpServer};
 use futures_util::future::join_all;
-use handlers::{BackendConfig, BackendEvent, BackendHandle, Transport};
+use handlers::{BackendConfig, BackendEvent, BackendHandle, InProcess, Transport};
 use tokio::sync::mpsc;
 
 use crate::catalog::CatalogError;
@@ -78,6 +78,7 @@ fn start_backends(
                     Transport::Stdio { command, env, cwd }
                 }
                 BackendTransport::Http { url } => Transport::Http { url },
+                BackendTransport::Builtin { words } => builtin(&words),
             };
             let mut bc = BackendConfig::new(entry.name.clone(), transport);
             bc.request_timeout = entry.timeout(&config.server);
@@ -86,6 +87,19 @@ fn start_backends(
             (entry.name.clone(), BackendHandle::start(bc, events.clone()))
         })
         .collect()
+}
+
+/// The in-process transport of a `builtin` backend (its words were checked when the config was read).
+fn builtin(words: &[String]) -> Transport {
+    let flags = words.get(1..).unwrap_or_default();
+    match crate::mock_backend::InProcessMock::from_words(flags) {
+        Ok(mock) => Transport::InProcess(InProcess(Arc::new(mock))),
+        // Unreachable after validation; an HTTP transport without a URL never connects and says why.
+        Err(why) => {
+            tracing::error!(%why, "builtin backend refused");
+            Transport::Http { url: String::new() }
+        }
+    }
 }
 
 async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {

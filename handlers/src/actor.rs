@@ -74,7 +74,7 @@ impl BackendActor {
                     None
                 }
             },
-            Transport::Stdio { .. } => None,
+            Transport::Stdio { .. } | Transport::InProcess(_) => None,
         };
         BackendActor {
             ctx: LinkContext::new(config, notifier),

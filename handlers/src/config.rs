@@ -41,6 +41,8 @@ pub enum Transport {
         /// The MCP endpoint URL (for HTTP+SSE backends, the URL of the event stream).
         url: String,
     },
+    /// A server inside the gateway process, called directly (2026-07-28 only).
+    InProcess(crate::in_process::InProcess),
 }
 
 impl BackendConfig {

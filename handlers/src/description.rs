@@ -28,6 +28,8 @@ pub enum TransportKind {
     StreamableHttp,
     /// The 2024-11-05 HTTP+SSE transport (an event stream plus a POST endpoint).
     HttpSse,
+    /// A server inside the gateway process.
+    InProcess,
 }
 
 impl ServerDescription {

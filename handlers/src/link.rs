@@ -19,6 +19,7 @@ use crate::events::Notifier;
 use crate::handle::BackendRequest;
 use crate::handshake::{self, MODERN};
 use crate::http::{LegacyLink, ModernLink, SseLink};
+use crate::in_process::InProcessLink;
 use crate::meta::{self, ModernMeta};
 use crate::pending::Lost;
 use crate::stdio::{self, StdioLink};
@@ -284,6 +285,7 @@ pub(crate) enum Link {
     Modern(ModernLink),
     Legacy(LegacyLink),
     Sse(SseLink),
+    InProcess(InProcessLink),
 }
 
 impl Link {
@@ -299,6 +301,7 @@ impl Link {
             Link::Modern(l) => l.call(request, deadline).await,
             Link::Legacy(l) => l.call(request, deadline, renew).await,
             Link::Sse(l) => l.call(request, deadline).await,
+            Link::InProcess(l) => l.call(request, deadline).await,
         }
     }
 
@@ -307,7 +310,7 @@ impl Link {
     pub(crate) fn close(&self) {
         match self {
             Link::Stdio(l) => l.close(),
-            Link::Modern(_) => {}
+            Link::Modern(_) | Link::InProcess(_) => {}
             Link::Legacy(l) => l.close(),
             Link::Sse(l) => l.close(),
         }
@@ -327,6 +330,10 @@ pub(crate) async fn connect(
         }
         (Transport::Http { .. }, None) => {
             Err(ConnectFailure::outage("the http client could not be built"))
+        }
+        (Transport::InProcess(server), _) => {
+            let server = Arc::clone(&server.0);
+            crate::in_process::connect(ctx, server).await
         }
     }
 }

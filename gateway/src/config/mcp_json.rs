@@ -56,6 +56,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
             env: s.env,
             cwd: s.cwd,
             url: s.url,
+            builtin: None,
             prefix: None,
             timeout_ms: None,
             max_in_flight: None,

@@ -104,6 +104,8 @@ pub struct BackendEntry {
     pub cwd: Option<PathBuf>,
     /// Streamable HTTP (or 2024-11-05 HTTP+SSE) URL.
     pub url: Option<String>,
+    /// A server built into mcpgw, run inside its process: `["mock-backend", flags…]`.
+    pub builtin: Option<Vec<String>>,
     /// Name prefix of its tools and prompts; default: the name; `""`: none.
     pub prefix: Option<String>,
     /// Request timeout in milliseconds (default: `[server] request_timeout_ms`).
@@ -129,6 +131,11 @@ pub enum BackendTransport {
         /// The URL.
         url: String,
     },
+    /// A server built into mcpgw: its name and flags.
+    Builtin {
+        /// `["mock-backend", flags…]`.
+        words: Vec<String>,
+    },
 }
 
 impl BackendEntry {
@@ -139,6 +146,11 @@ impl BackendEntry {
 
     /// The transport (valid after [`Config::validate`]).
     pub fn transport(&self) -> BackendTransport {
+        if let Some(words) = &self.builtin {
+            return BackendTransport::Builtin {
+                words: words.clone(),
+            };
+        }
         match (&self.command, &self.url) {
             (Some(command), _) => BackendTransport::Stdio {
                 command: command.clone(),
@@ -281,19 +293,38 @@ impl Config {
                     ),
                 ));
             }
+            let given = [b.command.is_some(), b.url.is_some(), b.builtin.is_some()];
+            match given.iter().filter(|g| **g).count() {
+                0 => {
+                    return Err(invalid(
+                        field("command"),
+                        "give command (stdio), url (HTTP) or builtin",
+                    ));
+                }
+                1 => {}
+                _ => {
+                    return Err(invalid(
+                        field("command"),
+                        "give only one of command, url and builtin",
+                    ));
+                }
+            }
+            if let Some(words) = &b.builtin {
+                match words.split_first() {
+                    Some((server, flags)) if server == "mock-backend" => {
+                        if let Err(why) = crate::mock_backend::InProcessMock::from_words(flags) {
+                            return Err(invalid(field("builtin"), why));
+                        }
+                    }
+                    _ => {
+                        return Err(invalid(
+                            field("builtin"),
+                            "the builtin servers are: [\"mock-backend\", flags...]",
+                        ));
+                    }
+                }
+            }
             match (&b.command, &b.url) {
-                (Some(_), Some(_)) => {
-                    return Err(invalid(
-                        field("command"),
-                        "give either command or url, not both",
-                    ));
-                }
-                (None, None) => {
-                    return Err(invalid(
-                        field("command"),
-                        "give command (stdio) or url (HTTP)",
-                    ));
-                }
                 (Some(c), None) if c.is_empty() || c[0].is_empty() => {
                     return Err(invalid(field("command"), "must name a program"));
                 }

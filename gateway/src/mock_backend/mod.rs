@@ -5,11 +5,13 @@
 //!
 //! Files: [`MockArgs`] and [`run`] here; `dispatch` (request → response, shared by both transports),
 //! `lifecycle` (negotiation, capabilities, discover), `tools`, `resources`, `prompts` (and completion),
-//! `pagination` (cursors), `faults` (latency, errors, crash), `stdio` and `http` (the transports).
+//! `pagination` (cursors), `faults` (latency, errors, crash), `stdio` and `http` (the transports), and
+//! `in_process` (the mock inside the gateway's own process, a `builtin` backend).
 
 mod dispatch;
 mod faults;
 mod http;
+mod in_process;
 mod lifecycle;
 mod pagination;
 mod prompts;
@@ -23,6 +25,7 @@ use std::sync::Arc;
 use protocol::{Generation, GenerationSet};
 
 use dispatch::Mock;
+pub use in_process::InProcessMock;
 
 /// How the injected latency is distributed around `--latency-ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

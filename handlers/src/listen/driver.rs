@@ -181,6 +181,9 @@ fn open(link: &Link, ctx: &Arc<LinkContext>, filter: ListenFilter) -> Subscripti
         Link::Legacy(_) | Link::Sse(_) => Subscription::spawn(notifier, filter, |_| async {
             End::Refused("a legacy connection has no subscriptions/listen".to_owned())
         }),
+        Link::InProcess(_) => Subscription::spawn(notifier, filter, |_| async {
+            End::Refused("an in-process server sends no notifications".to_owned())
+        }),
     }
 }
 

@@ -311,3 +311,82 @@ fn wait_bounded(
     let _ = child.kill();
     None
 }
+
+#[test]
+fn a_builtin_backend_serves_both_eras_from_inside_the_gateway() {
+    let dir = TempDir::new("eras-builtin");
+    let config = "[[backend]]\nname = \"inside\"\nprefix = \"in\"\nbuiltin = [\"mock-backend\", \"--name\", \"inside\", \"--tools\", \"2\"]\n";
+    let gw = gateway(config, &dir);
+    let list = modern_request(&gw.url, "tools/list", json!({}), &[]).json();
+    let names = tool_names(&list["result"]);
+    assert!(
+        names.contains(&"in__echo".to_owned()) && names.contains(&"in__tool_1".to_owned()),
+        "{names:?}"
+    );
+    let r = modern_request(
+        &gw.url,
+        "tools/call",
+        json!({"name": "in__echo", "arguments": {"text": "from inside"}}),
+        &[],
+    )
+    .json();
+    assert_eq!(r["result"]["content"][0]["text"], "from inside", "{r}");
+    // a tool failure is still a tool error, a resource failure a JSON-RPC error
+    let r = modern_request(
+        &gw.url,
+        "tools/call",
+        json!({"name": "in__fail", "arguments": {}}),
+        &[],
+    )
+    .json();
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = modern_request(
+        &gw.url,
+        "resources/read",
+        json!({"uri": "mock://inside/items/nope/more"}),
+        &[],
+    );
+    assert!(r.json().get("error").is_some(), "{r:?}");
+    let mut legacy = LegacyClient::connect(&gw.url, "2025-06-18");
+    let r = legacy
+        .request("resources/read", json!({"uri": "mock://inside/readme"}))
+        .json();
+    assert!(r["result"]["contents"][0]["text"].is_string(), "{r}");
+    let r = legacy
+        .request(
+            "tools/call",
+            json!({"name": "in__echo", "arguments": {"text": "legacy"}}),
+        )
+        .json();
+    assert_eq!(r["result"]["content"][0]["text"], "legacy", "{r}");
+}
+
+#[test]
+fn a_builtin_backend_with_flags_that_cannot_apply_is_a_config_error() {
+    let dir = TempDir::new("eras-builtin-bad");
+    for (builtin, why) in [
+        (
+            "[\"mock-backend\", \"--crash-after\", \"1\"]",
+            "--crash-after",
+        ),
+        ("[\"nope\"]", "builtin servers are"),
+    ] {
+        let path = dir.file(
+            "bad.toml",
+            &format!("[[backend]]\nname = \"b\"\nbuiltin = {builtin}\n"),
+        );
+        let out = Command::new(mcpgw())
+            .args(["serve", "--config"])
+            .arg(&path)
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{builtin}");
+        assert!(
+            stderr.contains("builtin") && stderr.contains(why),
+            "{builtin}: {stderr}"
+        );
+    }
+}
