@@ -12,6 +12,7 @@ use protocol::{Error, ErrorCode, Generation, Method, Notification, Response};
 use serde_json::json;
 use tracing::Instrument;
 
+use crate::auth_context::AuthContext;
 use crate::catalog::CatalogSnapshot;
 use crate::dispatch::{Dispatch, raw_value};
 use crate::listen;
@@ -65,6 +66,8 @@ pub struct Answering<'a> {
     /// Whether the transport can carry a request's notifications before its response (an SSE response,
     /// the HTTP+SSE stream, stdio).
     pub can_stream: bool,
+    /// Who is asking (sealed states are bound to it, private cache entries keyed by it).
+    pub auth: AuthContext,
 }
 
 impl Answering<'_> {
@@ -131,6 +134,7 @@ impl Answering<'_> {
                         response: self.response.clone(),
                         snapshot: snapshot.clone(),
                         session: self.session.cloned(),
+                        auth: self.auth,
                         call,
                         generation,
                         wants,
@@ -230,6 +234,7 @@ impl Answering<'_> {
             generation,
             session: self.session.map(|s| s.as_ref()),
             related: None,
+            auth: self.auth,
         };
         let work = async {
             let outcome = dispatch.run(&call).await;

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
+use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
 use crate::replay::{self, Replay};
 use crate::response::Outcome;
@@ -36,6 +37,8 @@ pub struct Dispatch<'a> {
     pub session: Option<&'a Session>,
     /// Where the request's own notifications (progress, logging) go, when the client can receive them.
     pub related: Option<RelatedSink>,
+    /// Who is asking: sealed states are bound to it, private cache entries keyed by it.
+    pub auth: AuthContext,
 }
 
 impl Dispatch<'_> {
@@ -47,8 +50,9 @@ impl Dispatch<'_> {
         self.run_uncached(call).await
     }
 
-    /// `resources/read` through the gateway's cache: a fresh public result is answered from it, and a result
-    /// the backend says may be shared is kept (never the result of an `input_required` retry).
+    /// `resources/read` through the gateway's cache: a fresh public result, or one private to this client's
+    /// authorization context, is answered from it; a result the backend says may be reused is kept (never
+    /// the result of an `input_required` retry).
     async fn read_resource(&self, call: &Call) -> Outcome {
         let uri = match &call.target {
             Some(Target::Resource(uri)) => uri.clone(),
@@ -61,14 +65,14 @@ impl Dispatch<'_> {
             .and_then(RawObject::parse)
             .is_some_and(|p| p.get("inputResponses").is_some() || p.get("requestState").is_some());
         if !retry {
-            if let Some(hit) = self.gw.resource_cache.get(&uri) {
+            if let Some(hit) = self.gw.resource_cache.get(&uri, &self.auth) {
                 tracing::debug!(%uri, "answered from the resource cache");
                 return Outcome::Result(hit);
             }
         }
         let outcome = self.run_uncached(call).await;
         if let (false, Outcome::Result(raw)) = (retry, &outcome) {
-            self.gw.resource_cache.offer(&uri, raw);
+            self.gw.resource_cache.offer(&uri, &self.auth, raw);
         }
         outcome
     }
@@ -337,6 +341,7 @@ impl Dispatch<'_> {
             .gw
             .sealer
             .open(
+                &self.auth,
                 call.method.as_str(),
                 call.request.params.as_deref(),
                 &sealed,
@@ -386,6 +391,7 @@ impl Dispatch<'_> {
             return outcome;
         }
         let sealed = self.gw.sealer.seal(
+            &self.auth,
             backend,
             call.method.as_str(),
             call.request.params.as_deref(),

@@ -8,6 +8,7 @@
 //! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
 
 pub mod answer;
+pub mod auth_context;
 pub mod cache;
 pub mod catalog;
 pub mod changes;

@@ -259,6 +259,7 @@ fn question(
         }
     };
     let sealed = d.gw.sealer.seal(
+        &d.auth,
         backend,
         call.method.as_str(),
         call.request.params.as_deref(),

@@ -23,6 +23,8 @@ use protocol::shape::Failure;
 use protocol::validate::Call;
 use protocol::{Generation, Message, Notification};
 use tokio::sync::mpsc;
+
+use crate::auth_context::AuthContext;
 use tracing::Instrument;
 
 use crate::catalog::CatalogSnapshot;
@@ -80,6 +82,8 @@ pub struct Streamed {
     pub snapshot: Arc<CatalogSnapshot>,
     /// The legacy session, if any.
     pub session: Option<Arc<Session>>,
+    /// Who is asking.
+    pub auth: AuthContext,
     /// The call.
     pub call: Call,
     /// The client's generation.
@@ -124,6 +128,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
             &s.snapshot,
             s.generation,
             s.session.as_deref(),
+            s.auth,
             &call,
             &tx,
             s.wants,
@@ -165,6 +170,7 @@ async fn dispatch_once(
     snapshot: &CatalogSnapshot,
     generation: Generation,
     session: Option<&Session>,
+    auth: AuthContext,
     call: &Call,
     tx: &mpsc::Sender<Vec<u8>>,
     wants: Wants,
@@ -176,6 +182,7 @@ async fn dispatch_once(
         generation,
         session,
         related: Some(sink),
+        auth,
     };
     let run = dispatch.run(call);
     tokio::pin!(run);

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::auth_context::AuthContext;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
@@ -42,6 +43,9 @@ pub enum StateError {
     /// Already used once.
     #[error("requestState was already used")]
     Replayed,
+    /// Issued to another authorization context (other credentials).
+    #[error("requestState was issued to other credentials")]
+    OtherCredentials,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -58,6 +62,9 @@ struct Envelope {
     e: u64,
     /// Single-use id.
     j: String,
+    /// The authorization context it was issued to ([`AuthContext::tag`]).
+    #[serde(default)]
+    p: String,
 }
 
 /// Seals and opens request states. One per gateway; cheap to share.
@@ -106,6 +113,7 @@ impl StateSealer {
     /// Seals a backend's state for the request `params` of `method`.
     pub fn seal(
         &self,
+        auth: &AuthContext,
         backend: &str,
         method: &str,
         params: Option<&RawValue>,
@@ -122,6 +130,7 @@ impl StateSealer {
             d: digest(params),
             e: now_ms() + LIFETIME.as_millis() as u64,
             j: URL_SAFE_NO_PAD.encode(jti),
+            p: auth.tag(),
         };
         let plain = serde_json::to_vec(&envelope).unwrap_or_default();
         let sealed = self
@@ -144,6 +153,7 @@ impl StateSealer {
     /// Opens a client's state for the request `params` of `method`, once.
     pub fn open(
         &self,
+        auth: &AuthContext,
         method: &str,
         params: Option<&RawValue>,
         sealed: &str,
@@ -172,6 +182,9 @@ impl StateSealer {
         }
         if envelope.m != method || envelope.d != digest(params) {
             return Err(StateError::Mismatch);
+        }
+        if envelope.p != auth.tag() {
+            return Err(StateError::OtherCredentials);
         }
         if self.used.len() >= REMEMBERED {
             self.used.retain(|_, expiry| *expiry >= now);
@@ -217,6 +230,7 @@ mod tests {
         let sealer = StateSealer::with_key(1, &[7; 32]);
         let params = raw(r#"{"name":"t","arguments":{"a":1,"b":2}}"#);
         let sealed = sealer.seal(
+            &AuthContext::ANONYMOUS,
             "web",
             "tools/call",
             Some(&params),
@@ -226,12 +240,14 @@ mod tests {
         let retry = raw(
             r#"{"arguments":{"b":2,"a":1},"name":"t","inputResponses":{},"requestState":"x","_meta":{}}"#,
         );
-        let opened = sealer.open("tools/call", Some(&retry), &sealed).unwrap();
+        let opened = sealer
+            .open(&AuthContext::ANONYMOUS, "tools/call", Some(&retry), &sealed)
+            .unwrap();
         assert_eq!(opened.backend, "web");
         assert_eq!(opened.state.get(), r#""backend-state""#);
         assert_eq!(
             sealer
-                .open("tools/call", Some(&retry), &sealed)
+                .open(&AuthContext::ANONYMOUS, "tools/call", Some(&retry), &sealed)
                 .unwrap_err(),
             StateError::Replayed
         );
@@ -241,7 +257,13 @@ mod tests {
     fn tampering_and_mismatches_are_refused() {
         let sealer = StateSealer::with_key(1, &[7; 32]);
         let params = raw(r#"{"name":"t"}"#);
-        let sealed = sealer.seal("web", "tools/call", Some(&params), &raw("1"));
+        let sealed = sealer.seal(
+            &AuthContext::ANONYMOUS,
+            "web",
+            "tools/call",
+            Some(&params),
+            &raw("1"),
+        );
         let mut bytes = URL_SAFE_NO_PAD.decode(&sealed).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
@@ -276,7 +298,9 @@ mod tests {
         ];
         for (method, p, state, want) in table {
             assert_eq!(
-                sealer.open(method, Some(&raw(p)), state).unwrap_err(),
+                sealer
+                    .open(&AuthContext::ANONYMOUS, method, Some(&raw(p)), state)
+                    .unwrap_err(),
                 want,
                 "{method} {p}"
             );
@@ -284,9 +308,28 @@ mod tests {
         let other_key = StateSealer::with_key(1, &[8; 32]);
         assert_eq!(
             other_key
-                .open("tools/call", Some(&params), &sealed)
+                .open(
+                    &AuthContext::ANONYMOUS,
+                    "tools/call",
+                    Some(&params),
+                    &sealed
+                )
                 .unwrap_err(),
             StateError::Forged
+        );
+        // the same request under other credentials
+        let alice = AuthContext::from_authorization(Some(b"Bearer alice"));
+        let hers = sealer.seal(&alice, "web", "tools/call", Some(&params), &raw("1"));
+        assert_eq!(
+            sealer
+                .open(&AuthContext::ANONYMOUS, "tools/call", Some(&params), &hers)
+                .unwrap_err(),
+            StateError::OtherCredentials
+        );
+        assert!(
+            sealer
+                .open(&alice, "tools/call", Some(&params), &hers)
+                .is_ok()
         );
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::answer::{Answer, Answering};
+use crate::auth_context::AuthContext;
 use crate::http::Worker;
 use crate::routing::Origin;
 use crate::serve::ServeError;
@@ -84,6 +85,7 @@ where
                 response: &worker.response,
                 session: None,
                 can_stream: true,
+                auth: AuthContext::ANONYMOUS,
             };
             if let Answer::Initialize {
                 generation,
@@ -120,6 +122,7 @@ where
                 response: &worker.response,
                 session: session.as_ref(),
                 can_stream: true,
+                auth: AuthContext::ANONYMOUS,
             };
             match answering.answer(routed.valid, &routed.snapshot).await {
                 Answer::Message { body, .. } => {

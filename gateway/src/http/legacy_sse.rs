@@ -15,6 +15,7 @@ use super::body::read_body;
 use super::stream::{KEEP_ALIVE, sse_body};
 use super::{Worker, rejection_response};
 use crate::answer::{Answer, Answering};
+use crate::auth_context::AuthContext;
 use crate::response::sse_event;
 use crate::routing::Origin;
 use crate::session::SessionTransport;
@@ -112,6 +113,7 @@ pub(super) async fn post(
         response: &worker.response,
         session: session.as_ref(),
         can_stream: true,
+        auth: AuthContext::of_headers(req.headers()),
     };
     match answering.answer(routed.valid, &routed.snapshot).await {
         Answer::Initialize {

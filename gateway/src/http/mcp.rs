@@ -14,6 +14,7 @@ use super::body::read_body;
 use super::stream::{KEEP_ALIVE, messages_body, sse_body};
 use super::{Worker, message_response, rejection_response};
 use crate::answer::{Answer, Answering};
+use crate::auth_context::AuthContext;
 use crate::routing::Origin;
 use crate::session::{Session, SessionTransport};
 
@@ -80,6 +81,7 @@ async fn handle(
         response: &worker.response,
         session: session.as_ref(),
         can_stream: accepts.sse,
+        auth: AuthContext::of_headers(req.headers()),
     };
     match answering.answer(routed.valid, &routed.snapshot).await {
         Answer::Accepted | Answer::Cancelled => HttpResponse::Accepted().finish(),

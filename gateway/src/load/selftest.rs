@@ -32,6 +32,7 @@ pub(crate) fn mock_args() -> MockArgs {
         name: "mock-backend".into(),
         era: EraMode::Dual,
         ttl_ms: 0,
+        cache_scope: crate::mock_backend::Scope::Public,
     }
 }
 

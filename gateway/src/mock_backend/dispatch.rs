@@ -20,7 +20,7 @@ use super::lifecycle::{discover_result, initialize_result};
 use super::prompts::PromptSet;
 use super::resources::ResourceSet;
 use super::tools::{ToolSet, to_raw};
-use super::{EraMode, MockArgs};
+use super::{EraMode, MockArgs, Scope};
 
 /// A response ready for the wire: the HTTP status (for the HTTP transport) and the JSON-RPC message bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,13 +51,16 @@ fn value_name<T: clap::ValueEnum>(v: &T) -> String {
 }
 
 /// What `--ttl-ms` makes the mock say about reusing its cacheable results.
-fn cache_policy(ttl_ms: u64) -> CachePolicy {
+fn cache_policy(ttl_ms: u64, scope: Scope) -> CachePolicy {
     if ttl_ms == 0 {
         return CachePolicy::NONE;
     }
     CachePolicy {
         ttl_ms,
-        scope: CacheScope::Public,
+        scope: match scope {
+            Scope::Public => CacheScope::Public,
+            Scope::Private => CacheScope::Private,
+        },
     }
 }
 
@@ -90,7 +93,7 @@ impl Mock {
             prompts: PromptSet::default(),
             faults: Faults::new(args.latency_ms, args.latency_dist, args.error_rate, rng),
             crash: CrashCounter::new(args.crash_after),
-            stamp: Stamp::new(&server_info, cache_policy(args.ttl_ms)),
+            stamp: Stamp::new(&server_info, cache_policy(args.ttl_ms, args.cache_scope)),
             server_info,
             served: args.era.served(),
             era: args.era,

@@ -94,10 +94,22 @@ pub struct MockArgs {
     /// Which generations it serves.
     #[arg(long, value_enum, default_value = "dual")]
     pub era: EraMode,
-    /// `ttlMs` of its cacheable 2026-07-28 results, with `cacheScope: "public"` when above 0 (0: `ttlMs: 0`,
-    /// `cacheScope: "private"`, nothing may be reused).
+    /// `ttlMs` of its cacheable 2026-07-28 results (0: `ttlMs: 0`, `cacheScope: "private"`, nothing may be
+    /// reused).
     #[arg(long, default_value_t = 0)]
     pub ttl_ms: u64,
+    /// `cacheScope` of its cacheable 2026-07-28 results when `--ttl-ms` is above 0.
+    #[arg(long, value_enum, default_value = "public")]
+    pub cache_scope: Scope,
+}
+
+/// Who may reuse the mock's cacheable results (`--cache-scope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    /// Anyone, shared caches included.
+    Public,
+    /// The same authorization context only.
+    Private,
 }
 
 /// Runs the mock backend: until stdin closes (`--stdio`) or until the process is killed (`--listen`).

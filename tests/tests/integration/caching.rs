@@ -87,3 +87,69 @@ fn a_stale_catalog_is_listed_again_and_its_ttl_renewed() {
         "the catalog was not listed again after going stale"
     );
 }
+
+/// The `ttlMs` and `cacheScope` of a 2026-07-28 `resources/read` through the gateway, with credentials.
+fn read(url: &str, uri: &str, authorization: Option<&str>) -> (u64, String) {
+    let headers: Vec<(&str, &str)> = authorization
+        .map(|a| vec![("Authorization", a)])
+        .unwrap_or_default();
+    let reply = modern_request(url, "resources/read", json!({"uri": uri}), &headers);
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let result = reply.json()["result"].clone();
+    assert!(result["contents"].is_array(), "{result}");
+    (
+        result["ttlMs"].as_u64().expect("ttlMs"),
+        result["cacheScope"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[test]
+fn private_reads_are_reused_for_the_same_credentials_only_and_public_ones_for_all() {
+    let dir = TempDir::new("caching-scopes");
+    let private = http_mock(&[
+        "--name",
+        "p",
+        "--ttl-ms",
+        "60000",
+        "--cache-scope",
+        "private",
+    ]);
+    let public = http_mock(&["--name", "q", "--ttl-ms", "60000"]);
+    let config = format!(
+        "[[backend]]\nname = \"p\"\nurl = \"{}\"\n[[backend]]\nname = \"q\"\nurl = \"{}\"\n",
+        private.url, public.url
+    );
+    let gw = gateway(&config, &dir);
+    let (alice, bob) = (Some("Bearer alice"), Some("Bearer bob"));
+
+    // a fresh read carries the backend's own 60000; a reused one the time left
+    let (ttl, scope) = read(&gw.url, "mock://p/readme", alice);
+    assert_eq!((ttl, scope.as_str()), (60_000, "private"));
+    std::thread::sleep(Duration::from_millis(30));
+    let (ttl, _) = read(&gw.url, "mock://p/readme", alice);
+    assert!(
+        ttl < 60_000 && ttl > 50_000,
+        "alice reuses her own entry: {ttl}"
+    );
+    assert_eq!(
+        read(&gw.url, "mock://p/readme", bob).0,
+        60_000,
+        "bob does not"
+    );
+    assert_eq!(
+        read(&gw.url, "mock://p/readme", None).0,
+        60_000,
+        "nor an anonymous client"
+    );
+
+    let (ttl, scope) = read(&gw.url, "mock://q/readme", alice);
+    assert_eq!((ttl, scope.as_str()), (60_000, "public"));
+    std::thread::sleep(Duration::from_millis(30));
+    for who in [bob, None] {
+        let (ttl, _) = read(&gw.url, "mock://q/readme", who);
+        assert!(
+            ttl < 60_000 && ttl > 50_000,
+            "a public entry is shared: {ttl}"
+        );
+    }
+}

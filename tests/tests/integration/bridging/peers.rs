@@ -233,8 +233,16 @@ fn server_everything_asks_a_python_2026_client_through_input_required() {
     }
 }
 
-/// A 2026-07-28 retry of a `tools/call` answering question `r0` with `answer` under `state`.
-fn modern_retry(url: &str, tool: &str, arguments: &Value, answer: &Value, state: &Value) -> Reply {
+/// A 2026-07-28 retry of a `tools/call` answering question `r0` with `answer` under `state`, with the
+/// client's credentials (`Authorization`), if any.
+fn modern_retry(
+    url: &str,
+    tool: &str,
+    arguments: &Value,
+    answer: &Value,
+    state: &Value,
+    authorization: Option<&str>,
+) -> Reply {
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -250,7 +258,10 @@ fn modern_retry(url: &str, tool: &str, arguments: &Value, answer: &Value, state:
             ("MCP-Protocol-Version", "2026-07-28"),
             ("Mcp-Method", "tools/call"),
             ("Mcp-Name", tool),
-        ],
+        ]
+        .into_iter()
+        .chain(authorization.map(|a| ("Authorization", a)))
+        .collect::<Vec<_>>(),
         body.to_string(),
     )
 }
@@ -309,7 +320,25 @@ fn a_legacy_backends_question_is_answered_on_its_parked_request_or_replayed_once
         // round 2: the parked request's deadline (the backend's 3 s timeout) passes first; the retry is
         // then replayed to the backend, which asks again and is answered from the retry
         std::thread::sleep(wait);
-        let retry = modern_retry(&gw.url, tool, &args, &answer, &state).json();
+        // the state is bound to the credentials it was issued to (none here): a retry under others fails,
+        // and does not use the state up
+        let stolen = modern_retry(
+            &gw.url,
+            tool,
+            &args,
+            &answer,
+            &state,
+            Some("Bearer mallory"),
+        )
+        .json();
+        assert_eq!(stolen["error"]["code"], -32602, "round {round}: {stolen}");
+        assert!(
+            stolen["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("other credentials")),
+            "round {round}: {stolen}"
+        );
+        let retry = modern_retry(&gw.url, tool, &args, &answer, &state, None).json();
         let text = retry["result"]["content"][0]["text"]
             .as_str()
             .unwrap_or_default();
