@@ -122,19 +122,16 @@ async fn run(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
 async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let mut call = s.call;
     let mut round = 0;
+    let base = Dispatch {
+        gw: &s.gw,
+        snapshot: &s.snapshot,
+        generation: s.generation,
+        session: s.session.as_deref(),
+        related: None,
+        auth: s.auth,
+    };
     let outcome = loop {
-        let Some(outcome) = dispatch_once(
-            &s.gw,
-            &s.snapshot,
-            s.generation,
-            s.session.as_deref(),
-            s.auth,
-            &call,
-            &tx,
-            s.wants,
-        )
-        .await
-        else {
+        let Some(outcome) = dispatch_once(&base, &call, &tx, s.wants).await else {
             tracing::debug!("the client closed the request's stream: cancelling it");
             return;
         };
@@ -163,26 +160,23 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let _ = tx.send(shaped.body).await;
 }
 
-/// One dispatch of the call, passing its notifications on and relaying the backend's requests to the client;
-/// `None` when the client went away meanwhile.
+/// One dispatch of the call (in `base`'s context, with its own sink), passing its notifications on and
+/// relaying the backend's requests to the client; `None` when the client went away meanwhile.
 async fn dispatch_once(
-    gw: &Arc<Gateway>,
-    snapshot: &CatalogSnapshot,
-    generation: Generation,
-    session: Option<&Session>,
-    auth: AuthContext,
+    base: &Dispatch<'_>,
     call: &Call,
     tx: &mpsc::Sender<Vec<u8>>,
     wants: Wants,
 ) -> Option<Outcome> {
     let (sink, mut related) = mpsc::channel::<Related>(BUFFER);
+    let session = base.session;
     let dispatch = Dispatch {
-        gw,
-        snapshot,
-        generation,
+        gw: base.gw,
+        snapshot: base.snapshot,
+        generation: base.generation,
         session,
         related: Some(sink),
-        auth,
+        auth: base.auth,
     };
     let run = dispatch.run(call);
     tokio::pin!(run);
