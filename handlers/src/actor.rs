@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{
-    Actor, ActorContext, AsyncContext, AtomicResponse, Context, Handler, Message, Running,
-    SpawnHandle, WeakAddr,
+    Actor, AsyncContext, AtomicResponse, Context, Handler, Message, Running, SpawnHandle, WeakAddr,
 };
 use protocol::shape::Failure;
 use tokio::time::Instant;
@@ -216,14 +215,7 @@ impl Actor for BackendActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let capacity = self.ctx.config.max_in_flight.saturating_add(MAILBOX_SLACK);
-        ctx.set_mailbox_capacity(capacity);
-        let stop = self.shared.stop.clone();
-        ctx.spawn(
-            stop.cancelled_owned()
-                .into_actor(self)
-                .map(|(), _act, ctx| ctx.stop()),
-        );
+        self.shared.start_actor(ctx, MAILBOX_SLACK);
         self.connect(ctx);
     }
 

@@ -134,6 +134,18 @@ impl Shared {
         });
     }
 
+    /// What every actor of the backend does when it starts: bound its mailbox to the permits plus `slack`
+    /// (actix does not bound `send`; the permits do) and stop when the backend is shut down.
+    pub(crate) fn start_actor<A>(&self, ctx: &mut actix::Context<A>, slack: usize)
+    where
+        A: actix::Actor<Context = actix::Context<A>>,
+    {
+        use actix::{ActorContext, ActorFutureExt, AsyncContext};
+        ctx.set_mailbox_capacity(self.max_in_flight.saturating_add(slack));
+        let stopped = actix::fut::wrap_future::<_, A>(self.stop.clone().cancelled_owned());
+        ctx.spawn(stopped.map(|(), _act, ctx: &mut actix::Context<A>| ctx.stop()));
+    }
+
     /// Why a request cannot be sent now, if it cannot.
     fn refusal(&self) -> Option<Failure> {
         let reason = match &*self.state.borrow() {

@@ -13,10 +13,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use actix::{
-    Actor, ActorContext, ActorFutureExt, Addr, AsyncContext, Context, Handler, Message,
-    ResponseFuture, WeakAddr, WrapFuture,
-};
+use actix::{Actor, Addr, Context, Handler, Message, ResponseFuture, WeakAddr};
 use protocol::shape::Failure;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
@@ -83,14 +80,7 @@ impl Actor for WorkerActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Context<Self>) {
-        let capacity = self.shared.max_in_flight.saturating_add(MAILBOX_SLACK);
-        ctx.set_mailbox_capacity(capacity);
-        let stop = self.shared.stop.clone();
-        ctx.spawn(
-            stop.cancelled_owned()
-                .into_actor(self)
-                .map(|(), _act, ctx| ctx.stop()),
-        );
+        self.shared.start_actor(ctx, MAILBOX_SLACK);
     }
 
     fn stopped(&mut self, _ctx: &mut Context<Self>) {

@@ -72,6 +72,19 @@ fn modern_call(url: &str, tool: &str, arguments: Value, capabilities: Value) -> 
     )
 }
 
+/// A config with server-everything (stdio) as the backend `everything` (prefix `ev`), plus `extra` lines.
+fn everything_config(deps: &Deps, extra: &str) -> String {
+    let command = [
+        deps.node.display().to_string(),
+        deps.everything.display().to_string(),
+        "stdio".into(),
+    ];
+    format!(
+        "[[backend]]\nname = \"everything\"\nprefix = \"ev\"\n{extra}command = {}\n",
+        serde_json::to_string(&command).unwrap()
+    )
+}
+
 /// Runs `py_client.py` with the sampling and elicitation callbacks; its JSON report.
 fn python_client(
     deps: &Deps,
@@ -124,16 +137,7 @@ fn server_everything_asks_a_python_2026_client_through_input_required() {
         return;
     };
     let dir = TempDir::new("bridging-everything");
-    let command = [
-        deps.node.display().to_string(),
-        deps.everything.display().to_string(),
-        "stdio".into(),
-    ];
-    let config = format!(
-        "[[backend]]\nname = \"everything\"\nprefix = \"ev\"\ncommand = {}\n",
-        serde_json::to_string(&command).unwrap()
-    );
-    let gw = gateway(&config, &dir);
+    let gw = gateway(&everything_config(&deps, ""), &dir);
     // server-everything registers these only for a client declaring sampling / elicitation: mcpgw did
     wait_for_tools(
         &gw,
@@ -287,16 +291,10 @@ fn a_legacy_backends_question_is_answered_on_its_parked_request_or_replayed_once
         return;
     };
     let dir = TempDir::new("bridging-parked");
-    let command = [
-        deps.node.display().to_string(),
-        deps.everything.display().to_string(),
-        "stdio".into(),
-    ];
-    let config = format!(
-        "[[backend]]\nname = \"everything\"\nprefix = \"ev\"\ntimeout_ms = 3000\ncommand = {}\n",
-        serde_json::to_string(&command).unwrap()
+    let path = dir.file(
+        "mcpgw.toml",
+        &everything_config(&deps, "timeout_ms = 3000\n"),
     );
-    let path = dir.file("mcpgw.toml", &config);
     let mut cmd = Command::new(mcpgw());
     cmd.args(["serve", "--config"])
         .arg(path)
