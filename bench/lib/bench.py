@@ -1136,9 +1136,11 @@ class Report:
             if silent and silent[0]["startup_s"] > (f.get("list_timeout_ms") or 0) / 1000 + 1:
                 self.out(f"A backend that never answers delays start-up by ~{fmt(silent[0]['startup_s'], 1)} s "
                          "whatever its `timeout_ms` and `list_timeout_ms`: its era probe (`server/discover`) has a "
-                         "fixed 10 s deadline and start-up waits up to 10 s for every backend to connect before "
-                         "listing (`serve::CONNECT_WAIT`); the backend is then left out as \"not connected\". A "
-                         "backend that connects but never answers its list costs exactly `list_timeout_ms`.")
+                         "10 s deadline (the backend's connect timeout) and start-up waits up to 10 s for every "
+                         "backend's first connect attempt to settle before listing (`serve::CONNECT_WAIT`); the "
+                         "backend is then left out as \"not connected\". One that refuses connections or "
+                         "crashes settles at once and is not waited for. A backend that connects but never "
+                         "answers its list costs exactly `list_timeout_ms`.")
                 self.out()
         rf = [x for x in self.r if x.get("case") == "f-refresh"]
         if rf:

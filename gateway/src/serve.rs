@@ -16,7 +16,8 @@ use crate::config::{BackendTransport, Config};
 use crate::listing::build_catalog;
 use crate::state::{Gateway, server_info};
 
-/// How long start-up waits for backends to connect before serving without the slow ones.
+/// How long start-up waits for backends' first connect attempts before serving without the slow ones. A
+/// backend whose attempt fails (refused, crashed) is not waited for: it joins the catalog when it comes up.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
@@ -41,7 +42,7 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let backends = start_backends(&config, events_tx);
     let gw = Arc::new(Gateway::new(config, backends));
-    join_all(gw.backends.values().map(|b| b.wait_ready(CONNECT_WAIT))).await;
+    join_all(gw.backends.values().map(|b| b.wait_settled(CONNECT_WAIT))).await;
     let snapshot = build_catalog(&gw).await?;
     tracing::info!(
         backends = gw.backends.len(),

@@ -287,12 +287,24 @@ impl BackendHandle {
 
     /// Waits until the backend is ready (handshake done) or `within` passes.
     pub async fn wait_ready(&self, within: Duration) -> Option<Arc<ServerDescription>> {
+        self.wait_until(within, |s| matches!(s, State::Ready(_) | State::Stopped))
+            .await
+    }
+
+    /// Waits until the backend's first connect attempt settles — ready, or down (refused, failed, timed
+    /// out: it keeps reconnecting in the background) — or `within` passes; its description if ready.
+    pub async fn wait_settled(&self, within: Duration) -> Option<Arc<ServerDescription>> {
+        self.wait_until(within, |s| !matches!(s, State::Connecting))
+            .await
+    }
+
+    async fn wait_until(
+        &self,
+        within: Duration,
+        done: impl FnMut(&State) -> bool,
+    ) -> Option<Arc<ServerDescription>> {
         let mut rx = self.shared.state.subscribe();
-        let ready = tokio::time::timeout(
-            within,
-            rx.wait_for(|s| matches!(s, State::Ready(_) | State::Stopped)),
-        )
-        .await;
+        let ready = tokio::time::timeout(within, rx.wait_for(done)).await;
         match ready {
             Ok(Ok(state)) => match &*state {
                 State::Ready(d) => Some(Arc::clone(d)),

@@ -269,6 +269,19 @@ async fn an_unreachable_backend_is_down_until_it_comes_up() {
     };
     let url = format!("http://127.0.0.1:{port}/mcp");
     let (backend, mut events) = start(http_config("late", &url));
+    // its first attempt is refused: settled (down), not ready, and nobody waits out the deadline for it
+    let waited = Instant::now();
+    assert!(
+        backend
+            .wait_settled(Duration::from_secs(30))
+            .await
+            .is_none()
+    );
+    assert!(
+        waited.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        waited.elapsed()
+    );
     let reason = events.down().await;
     assert!(reason.contains("server/discover"), "{reason}");
     let started = Instant::now();
@@ -277,6 +290,7 @@ async fn an_unreachable_backend_is_down_until_it_comes_up() {
     let _server = fake_http::start_on(Kind::Modern, port, None);
     let description = events.ready().await;
     assert_eq!(description.generation, Generation::V2026_07_28);
+    assert!(backend.wait_settled(Duration::from_secs(1)).await.is_some());
     assert_eq!(kind(&backend.call(call("echo", "{}")).await), "ok");
     backend.shutdown();
 }
