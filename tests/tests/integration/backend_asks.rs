@@ -3,8 +3,6 @@
 //! backend, and the tool result carries what the client's model said. A client that cannot be asked gets an
 //! answer all the same, without hanging.
 
-use std::io::{BufRead, BufReader};
-use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -22,24 +20,6 @@ fn gateway_with_sampling_backend(dir: &TempDir) -> Running {
         script.to_string_lossy()
     );
     gateway(&config, dir)
-}
-
-/// The JSON-RPC messages of an SSE response, as they arrive.
-fn sse_messages(resp: reqwest::blocking::Response) -> Receiver<Value> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(resp).lines().map_while(Result::ok) {
-            let Some(data) = line.strip_prefix("data:") else {
-                continue;
-            };
-            if let Ok(v) = serde_json::from_str(data.trim()) {
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    rx
 }
 
 /// The text of a tool result's first content block.

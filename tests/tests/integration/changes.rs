@@ -2,8 +2,7 @@
 //! (a legacy session's GET stream, a 2026-07-28 listen stream tagged with its subscription id), list changes
 //! to every legacy session and to the listen streams that asked, after the catalog was refreshed.
 
-use std::io::{BufRead, BufReader};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -20,23 +19,6 @@ fn gateway_with_subscribing_backend(dir: &TempDir) -> Running {
     gateway(&config, dir)
 }
 
-/// Reads an SSE response's `data:` lines into a channel.
-fn sse_lines(resp: reqwest::blocking::Response) -> Receiver<Value> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(resp).lines().map_while(Result::ok) {
-            if let Some(data) = line.strip_prefix("data: ") {
-                if let Ok(v) = serde_json::from_str(data) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    rx
-}
-
 fn get_stream(url: &str, session: &str) -> Receiver<Value> {
     let resp = client()
         .get(url)
@@ -45,7 +27,7 @@ fn get_stream(url: &str, session: &str) -> Receiver<Value> {
         .send()
         .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    sse_lines(resp)
+    sse_messages(resp)
 }
 
 /// The next message with `method`, within a bounded wait.
@@ -123,7 +105,7 @@ fn resource_updates_reach_subscribers_only_and_list_changes_reach_everyone() {
         .send()
         .unwrap();
     assert_eq!(listen.status().as_u16(), 200);
-    let listen = sse_lines(listen);
+    let listen = sse_messages(listen);
     let ack = next_with(
         &listen,
         "notifications/subscriptions/acknowledged",

@@ -316,3 +316,22 @@ pub fn write_line(w: &mut impl Write, v: &Value) {
     w.write_all(b"\n").unwrap();
     w.flush().unwrap();
 }
+
+/// The JSON-RPC messages of an SSE response (its `data:` lines), as they arrive, read on a thread of their
+/// own until the stream ends or the receiver is dropped.
+pub fn sse_messages(resp: reqwest::blocking::Response) -> mpsc::Receiver<Value> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(resp).lines().map_while(Result::ok) {
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            if let Ok(v) = serde_json::from_str(data.trim()) {
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    rx
+}

@@ -1,9 +1,7 @@
 //! Real peers across eras: server-everything behind a 2026-07-28 Python client, and a 2026-07-28 Python
 //! backend behind legacy clients.
 
-use std::io::{BufRead, BufReader};
 use std::process::Command;
-use std::sync::mpsc::{Receiver, channel};
 
 use std::time::{Duration, Instant};
 
@@ -355,24 +353,6 @@ fn a_legacy_backends_question_is_answered_on_its_parked_request_or_replayed_once
             "round {round}"
         );
     }
-}
-
-/// The JSON-RPC messages of an SSE response, as they arrive.
-fn sse_messages(resp: reqwest::blocking::Response) -> Receiver<Value> {
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(resp).lines().map_while(Result::ok) {
-            let Some(data) = line.strip_prefix("data:") else {
-                continue;
-            };
-            if let Ok(v) = serde_json::from_str(data.trim()) {
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        }
-    });
-    rx
 }
 
 #[test]
