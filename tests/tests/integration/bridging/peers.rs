@@ -57,17 +57,22 @@ fn modern_call(url: &str, tool: &str, arguments: Value, capabilities: Value) -> 
             "io.modelcontextprotocol/clientCapabilities": capabilities,
         },
         "name": tool, "arguments": arguments}});
-    post_raw(
-        url,
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", tool),
-        ],
-        body.to_string(),
-    )
+    post_tools_call(url, tool, &body, None)
+}
+
+/// POSTs a 2026-07-28 `tools/call` body with its headers, and the client's credentials, if any.
+fn post_tools_call(url: &str, tool: &str, body: &Value, authorization: Option<&str>) -> Reply {
+    let headers: Vec<(&str, &str)> = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ]
+    .into_iter()
+    .chain(authorization.map(|a| ("Authorization", a)))
+    .collect();
+    post_raw(url, &headers, body.to_string())
 }
 
 /// A config with server-everything (stdio) as the backend `everything` (prefix `ev`), plus `extra` lines.
@@ -252,20 +257,7 @@ fn modern_retry(
         },
         "name": tool, "arguments": arguments,
         "inputResponses": {"r0": answer}, "requestState": state}});
-    post_raw(
-        url,
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json, text/event-stream"),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", tool),
-        ]
-        .into_iter()
-        .chain(authorization.map(|a| ("Authorization", a)))
-        .collect::<Vec<_>>(),
-        body.to_string(),
-    )
+    post_tools_call(url, tool, &body, authorization)
 }
 
 /// Whether the gateway logged `needle` within a short wait.
