@@ -39,8 +39,11 @@ impl ResourceCache {
         let now = Instant::now();
         let (result, left) = {
             let mut entries = self.entries.lock().ok()?;
+            // The public entry first, then the caller's private one (one key, its scope changed).
+            let mut key: Key = (uri.to_owned(), None);
             let mut found = None;
-            for key in [(uri.to_owned(), None), (uri.to_owned(), Some(*auth))] {
+            for scope in [None, Some(*auth)] {
+                key.1 = scope;
                 match entries.get(&key) {
                     Some(entry) if entry.expires > now => {
                         found = Some((entry.result.clone(), entry.expires - now));

@@ -96,30 +96,13 @@ fn python_client(
     elicit: &Value,
     calls: &[(&str, Value)],
 ) -> Value {
-    let mut cmd = Command::new(&deps.python);
-    cmd.arg(deps.dir.join("py_client.py"))
-        .args(["--url", url, "--mode", mode, "--timeout", "60"])
-        .args(["--sample-text", SAMPLED])
-        .arg("--elicit")
-        .arg(elicit.to_string());
-    for (name, args) in calls {
-        cmd.arg("--call").arg(name).arg(args.to_string());
-    }
-    cmd.env("PYTHONUNBUFFERED", "1")
-        .env("NO_PROXY", "127.0.0.1,localhost");
-    let (ok, stdout, stderr) = peers::run_bounded(cmd, Duration::from_secs(90));
-    let report: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!("no JSON report (exit ok: {ok}); stdout: {stdout:?}; stderr:\n{stderr}")
-        });
-    assert!(
-        ok && report.get("fatal").is_none(),
-        "the Python client failed: {report}\nstderr:\n{stderr}"
-    );
-    report
+    let extra = [
+        "--sample-text".to_owned(),
+        SAMPLED.to_owned(),
+        "--elicit".to_owned(),
+        elicit.to_string(),
+    ];
+    peers::py_client(deps, url, mode, &extra, calls).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The outcome of call `k` of a `py_client.py` report: its text, after checking it succeeded.

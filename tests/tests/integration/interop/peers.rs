@@ -384,6 +384,40 @@ pub fn check_calls(outcomes: &[Result<CallOutcome, String>]) -> Vec<String> {
 }
 
 /// Runs a command to completion within `limit` (killed after it), returning (exit success, stdout, stderr).
+/// Runs `py_client.py` (see its docstring) against `url` in `mode` with `extra` arguments and the `--call`s;
+/// its parsed JSON report, or what went wrong.
+pub fn py_client(
+    deps: &Deps,
+    url: &str,
+    mode: &str,
+    extra: &[String],
+    calls: &[(&str, Value)],
+) -> Result<Value, String> {
+    let mut cmd = Command::new(&deps.python);
+    cmd.arg(deps.dir.join("py_client.py"))
+        .args(["--url", url, "--mode", mode, "--timeout", "60"])
+        .args(extra);
+    for (name, args) in calls {
+        cmd.arg("--call").arg(name).arg(args.to_string());
+    }
+    cmd.env("PYTHONUNBUFFERED", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    let (ok, stdout, stderr) = run_bounded(cmd, Duration::from_secs(90));
+    let report: Value = stdout
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .ok_or_else(|| {
+            format!("no JSON report (exit ok: {ok}); stdout: {stdout:?}; stderr:\n{stderr}")
+        })?;
+    if !ok || report.get("fatal").is_some() {
+        return Err(format!(
+            "the Python client failed: {report}\nstderr:\n{stderr}"
+        ));
+    }
+    Ok(report)
+}
+
 pub fn run_bounded(mut cmd: Command, limit: Duration) -> (bool, String, String) {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())

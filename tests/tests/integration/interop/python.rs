@@ -16,31 +16,9 @@ const MODES: [(&str, &str); 3] = [
     ("2026-07-28", "2026-07-28"),
 ];
 
-/// Runs `py_client.py` once; the parsed JSON report, or what went wrong.
+/// Runs `py_client.py` once with the standard calls; the parsed JSON report, or what went wrong.
 fn run_client(deps: &Deps, url: &str, mode: &str) -> Result<Value, String> {
-    let mut cmd = Command::new(&deps.python);
-    cmd.arg(deps.dir.join("py_client.py"))
-        .args(["--url", url, "--mode", mode, "--timeout", "60"]);
-    for (name, args) in peers::calls() {
-        cmd.arg("--call").arg(name).arg(args.to_string());
-    }
-    cmd.env("PYTHONUNBUFFERED", "1")
-        .env("NO_PROXY", "127.0.0.1,localhost");
-    let (ok, stdout, stderr) = peers::run_bounded(cmd, Duration::from_secs(90));
-    let report: Value = stdout
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l).ok())
-        .ok_or_else(|| {
-            format!("no JSON report (exit ok: {ok}); stdout: {stdout:?}; stderr:\n{stderr}")
-        })?;
-    if !ok || report.get("fatal").is_some() {
-        return Err(format!(
-            "client failed: {}\nstderr:\n{stderr}",
-            report["fatal"]
-        ));
-    }
-    Ok(report)
+    peers::py_client(deps, url, mode, &[], &peers::calls())
 }
 
 fn check_report(report: &Value, expected_version: &str) -> Vec<String> {
