@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use handlers::{BackendRequest, RelatedSink};
+use handlers::{BackendRequest, RelatedSink, TransportKind};
 use protocol::headers::{argument_at, value_for};
 use protocol::meta::{LOG_LEVEL, RequestMeta};
 use protocol::payload::LoggingLevel;
@@ -360,8 +360,9 @@ impl Dispatch<'_> {
         Ok(None)
     }
 
-    /// Whether the call goes through the replay (a 2026-07-28 client's request that may need input, to a
-    /// legacy backend, which asks with server-to-client requests).
+    /// Whether the call goes through the replay: a 2026-07-28 client's request that may need input, to a
+    /// backend that may ask with server-to-client requests — any but one built into the gateway: legacy
+    /// backends do, and so do 2026-07-28 SDK servers in their stateless mode, on the response stream.
     fn replays(&self, call: &Call, backend: &str) -> bool {
         self.generation.is_modern()
             && call.method.may_require_input()
@@ -370,11 +371,12 @@ impl Dispatch<'_> {
                 .backends
                 .get(backend)
                 .and_then(|h| h.description())
-                .is_some_and(|d| !d.generation.is_modern())
+                .is_some_and(|d| d.transport != TransportKind::InProcess)
     }
 
-    /// An `input_required` result for a 2026-07-28 client: its `requestState` is sealed by the gateway.
-    fn seal_state(&self, call: &Call, backend: &str, outcome: Outcome) -> Outcome {
+    /// An `input_required` result of the backend's own for a 2026-07-28 client: its `requestState` is
+    /// sealed by the gateway.
+    pub(crate) fn seal_state(&self, call: &Call, backend: &str, outcome: Outcome) -> Outcome {
         let Outcome::Result(raw) = &outcome else {
             return outcome;
         };

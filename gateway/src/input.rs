@@ -149,27 +149,23 @@ pub async fn relay(
     let _ = reply.send(answer);
 }
 
-/// The error for a request whose capability the client did not declare (or that mcpgw does not relay).
+/// The error for a request whose capability the client did not declare (-32021 naming it), or that mcpgw
+/// does not relay.
 fn undeclared(session: &Session, request: &Request) -> Option<Error> {
-    let capability = match request.known_method() {
-        Some(Method::SamplingCreateMessage) => "sampling",
-        Some(Method::ElicitationCreate) => "elicitation",
-        Some(Method::RootsList) => "roots",
-        _ => {
-            return Some(Error::new(
-                ErrorCode::MethodNotFound,
-                format!("mcpgw does not relay {} to clients", request.method),
-            ));
-        }
+    let Some(capability) = request.known_method().and_then(Method::client_capability) else {
+        return Some(Error::new(
+            ErrorCode::MethodNotFound,
+            format!("mcpgw does not relay {} to clients", request.method),
+        ));
     };
     let declared = session
         .client_capabilities
         .get(capability)
         .is_some_and(|c| !c.is_null());
     (!declared).then(|| {
-        Error::new(
-            ErrorCode::MethodNotFound,
-            format!("the client did not declare {capability}"),
+        Error::missing_client_capability(
+            capability,
+            format!("the client did not declare the {capability} capability"),
         )
     })
 }
@@ -294,29 +290,46 @@ mod tests {
         let store = SessionStore::new(4);
         let s = session(&store, json!({"roots": {}}));
         let (tx, mut stream) = mpsc::channel(4);
+        // (session, method, code, what the message says)
         let cases = [
             (
                 Some(&*s),
                 "sampling/createMessage",
-                "the client did not declare sampling",
+                ErrorCode::MissingRequiredClientCapability,
+                "the client did not declare the sampling capability",
             ),
             (
                 Some(&*s),
                 "elicitation/create",
-                "the client did not declare elicitation",
+                ErrorCode::MissingRequiredClientCapability,
+                "the client did not declare the elicitation capability",
             ),
             (
                 Some(&*s),
                 "tasks/get",
+                ErrorCode::MethodNotFound,
                 "mcpgw does not relay tasks/get to clients",
             ),
-            (None, "roots/list", "can ask through input_required"),
+            (
+                None,
+                "roots/list",
+                ErrorCode::MethodNotFound,
+                "can ask through input_required",
+            ),
         ];
-        for (session, method, says) in cases {
+        for (session, method, code, says) in cases {
             let (reply, replied) = oneshot::channel();
             relay(session, &tx, backend_request(method), reply).await;
             let error = replied.await.unwrap().unwrap_err();
-            assert_eq!(error.code(), ErrorCode::MethodNotFound, "{method}");
+            assert_eq!(error.code(), code, "{method}");
+            if code == ErrorCode::MissingRequiredClientCapability {
+                let capability = method.split('/').next().unwrap();
+                assert_eq!(
+                    error.data(),
+                    Some(&json!({"requiredCapabilities": {capability: {}}})),
+                    "{method}"
+                );
+            }
             assert!(
                 error.message().contains(says),
                 "{method}: {}",

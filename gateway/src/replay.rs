@@ -1,7 +1,8 @@
-//! A legacy backend's questions for a 2026-07-28 client.
+//! A backend's server-to-client questions for a 2026-07-28 client.
 //!
-//! A legacy backend asks (sampling, elicitation, roots) in the middle of a request; a 2026-07-28 client can
-//! only be asked through an `input_required` result. So the gateway ends the client's request with that
+//! A legacy backend asks (sampling, elicitation, roots) in the middle of a request, and so does a 2026-07-28
+//! SDK server in its stateless mode, on the request's response stream; a 2026-07-28 client can only be
+//! asked through an `input_required` result. So the gateway ends the client's request with that
 //! result — the question under key `r{k}`, and a `requestState` it seals holding every answer given so far
 //! and the ticket of the backend request, which this replica parks meanwhile (see `parked`). A retry that
 //! reaches this replica in time answers the parked question and carries on with the same backend request.
@@ -85,17 +86,7 @@ impl Replay {
     }
 }
 
-/// The capability a backend's question needs from the client.
-fn capability(method: &str) -> Option<&'static str> {
-    match Method::parse(method) {
-        Some(Method::SamplingCreateMessage) => Some("sampling"),
-        Some(Method::ElicitationCreate) => Some("elicitation"),
-        Some(Method::RootsList) => Some("roots"),
-        _ => None,
-    }
-}
-
-/// Sends a request to a legacy backend on behalf of a 2026-07-28 client — or carries on with the one this
+/// Sends a request to a backend on behalf of a 2026-07-28 client — or carries on with the one this
 /// replica parked for the retry — answering the backend's questions from `replay` and turning the first
 /// unanswered one into an `input_required` result, the backend request parked meanwhile (see `parked`).
 pub async fn forward(
@@ -150,17 +141,9 @@ pub async fn forward(
                         let _ = outer.try_send(Related::Notification(n));
                     }
                 }
-                return match result {
-                    Ok(raw) => Outcome::Result(raw),
-                    Err(f) => Outcome::Failed(f),
-                };
+                return answered(d, call, backend, result);
             }
-            Step::Related(None) => {
-                return match answering.await {
-                    Ok(raw) => Outcome::Result(raw),
-                    Err(f) => Outcome::Failed(f),
-                };
-            }
+            Step::Related(None) => return answered(d, call, backend, answering.await),
             Step::Related(Some(Related::Notification(n))) => {
                 if let Some(outer) = &outer {
                     let _ = outer.try_send(Related::Notification(n));
@@ -202,6 +185,19 @@ pub async fn forward(
     }
 }
 
+/// The backend's answer: a 2026-07-28 backend's own `input_required` gets its state sealed.
+fn answered(
+    d: &Dispatch<'_>,
+    call: &Call,
+    backend: &str,
+    result: Result<Box<RawValue>, Failure>,
+) -> Outcome {
+    match result {
+        Ok(raw) => d.seal_state(call, backend, Outcome::Result(raw)),
+        Err(f) => Outcome::Failed(f),
+    }
+}
+
 /// What woke the forwarding loop.
 enum Step {
     Answered(Result<Box<RawValue>, Failure>),
@@ -211,7 +207,7 @@ enum Step {
 /// Whether the client can be asked the backend's `k`th question: it declared the capability, and the rounds
 /// are not used up.
 fn askable(call: &Call, method: &str, k: usize) -> Result<(), Outcome> {
-    let Some(capability) = capability(method) else {
+    let Some(capability) = Method::parse(method).and_then(Method::client_capability) else {
         return Err(Outcome::Failed(Failure::Internal {
             reason: format!("the backend asked {method}, which mcpgw does not relay to clients"),
         }));
@@ -223,13 +219,12 @@ fn askable(call: &Call, method: &str, k: usize) -> Result<(), Outcome> {
         .and_then(|c| c.get(capability))
         .is_some_and(|c| !c.is_null());
     if !declared {
-        return Err(Outcome::Error(
-            Error::new(
-                ErrorCode::MissingRequiredClientCapability,
-                format!("the backend needs the client's {capability} capability, which the request did not declare"),
-            )
-            .with_data(json!({ "requiredCapabilities": { capability: {} } })),
-        ));
+        return Err(Outcome::Error(Error::missing_client_capability(
+            capability,
+            format!(
+                "the backend needs the client's {capability} capability, which the request did not declare"
+            ),
+        )));
     }
     if k >= MAX_ROUNDS {
         return Err(Outcome::Failed(Failure::Internal {
@@ -265,10 +260,8 @@ fn question(
         call.request.params.as_deref(),
         &state,
     );
-    let params = request
-        .params
-        .as_deref()
-        .map(|p| serde_json::from_str::<serde_json::Value>(p.get()).unwrap_or_default());
+    // The backend's params go to the client as they came (byte for byte, keys in their order).
+    let params = request.params.as_deref();
     let result = json!({
         "resultType": "input_required",
         "inputRequests": { format!("r{k}"): { "method": request.method, "params": params } },

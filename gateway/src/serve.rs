@@ -85,6 +85,7 @@ fn start_backends(
             bc.request_timeout = entry.timeout(&config.server);
             bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
             bc.client_info = client_info.clone();
+            bc.roots.clone_from(&entry.roots);
             (entry.name.clone(), BackendHandle::start(bc, events.clone()))
         })
         .collect()

@@ -1,12 +1,17 @@
 //! Requests a backend asks while serving a client's request (`sampling/createMessage`, `elicitation/create`,
 //! `roots/list`): which caller they belong to, and how the caller's answer goes back.
 //!
-//! Attribution: a request that arrives on one request's own response stream (legacy Streamable HTTP)
+//! Attribution: a request that arrives on one request's own response stream (Streamable HTTP, either era)
 //! belongs to that request. On a multiplexed connection (stdio, HTTP+SSE) or a legacy session's GET stream
 //! (where SDK servers send requests made without a related request id) nothing in the message says which
 //! request it belongs to, so it is attributed by elimination only: when exactly one request of the backend
-//! is in flight and that request has a sink ([`Callers`]). Otherwise the backend gets -32601, as a client
-//! without the capability would answer, with a message saying why.
+//! is in flight and that request has a sink ([`Callers`]).
+//!
+//! What cannot be relayed is answered here, never left waiting: `roots/list` with the roots configured for
+//! the backend (always, when there are some: they are the operator's word on what the backend may use) or,
+//! when no client request can be told, with no roots; a question the asking client did not declare the
+//! capability for with -32021 naming it; anything else with -32601 (what a client without the capability
+//! answers), with a message saying why.
 //!
 //! The wait for the answer never blocks the reader: it runs in its own task, bounded by the request's
 //! remaining deadline and at most [`MAX_WAIT`], and ends early when the caller goes away. The answer (or
@@ -17,7 +22,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use protocol::{Error, ErrorCode, Request};
+use protocol::{Error, ErrorCode, Method, Request};
+use serde_json::json;
+use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tracing::{debug, warn};
@@ -71,6 +78,79 @@ impl Drop for Asking {
     }
 }
 
+/// Which of the capabilities a backend's questions need the client of a request declared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Declared {
+    sampling: bool,
+    elicitation: bool,
+    roots: bool,
+}
+
+impl Declared {
+    /// From the client capabilities of a request (`None`: nothing declared).
+    pub(crate) fn of(capabilities: Option<&serde_json::Value>) -> Declared {
+        let has = |name: &str| {
+            capabilities
+                .and_then(|c| c.get(name))
+                .is_some_and(|c| !c.is_null())
+        };
+        Declared {
+            sampling: has("sampling"),
+            elicitation: has("elicitation"),
+            roots: has("roots"),
+        }
+    }
+
+    /// Whether the capability named `capability` (a `ClientCapabilities` field) was declared.
+    fn has(self, capability: &str) -> bool {
+        match capability {
+            "sampling" => self.sampling,
+            "elicitation" => self.elicitation,
+            "roots" => self.roots,
+            _ => false,
+        }
+    }
+}
+
+/// A request in flight as the backend's questions see it: the caller that can be asked, or, when its client
+/// cannot receive requests, what that client declared (which says how to refuse).
+#[derive(Debug, Clone)]
+pub(crate) enum Asker {
+    /// The request has a sink: questions go to it.
+    Caller(Caller),
+    /// The request has none.
+    Deaf(Declared),
+}
+
+impl Asker {
+    /// The asker of a request with `sink` (if any), `deadline` and the client's `capabilities`.
+    pub(crate) fn new(
+        sink: Option<RelatedSink>,
+        deadline: Instant,
+        capabilities: Option<&serde_json::Value>,
+    ) -> Asker {
+        match sink {
+            Some(sink) => Asker::Caller(Caller::new(sink, deadline)),
+            None => Asker::Deaf(Declared::of(capabilities)),
+        }
+    }
+
+    pub(crate) fn caller(&self) -> Option<&Caller> {
+        match self {
+            Asker::Caller(c) => Some(c),
+            Asker::Deaf(_) => None,
+        }
+    }
+
+    /// The caller, or why it cannot be asked.
+    pub(crate) fn reach(&self) -> Result<Caller, Unattributed> {
+        match self {
+            Asker::Caller(c) => Ok(c.clone()),
+            Asker::Deaf(declared) => Err(Unattributed::Deaf(*declared)),
+        }
+    }
+}
+
 /// Why a backend's request cannot be attributed to a caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unattributed {
@@ -78,8 +158,9 @@ pub(crate) enum Unattributed {
     Idle,
     /// This many requests are in flight: nothing says which one it belongs to.
     Several(usize),
-    /// The one request in flight cannot be asked anything (its client cannot receive requests).
-    Deaf,
+    /// The request it belongs to cannot be asked anything (its client cannot receive requests); what that
+    /// client declared.
+    Deaf(Declared),
 }
 
 impl Unattributed {
@@ -89,20 +170,22 @@ impl Unattributed {
             Unattributed::Several(n) => format!(
                 "{n} client requests are in flight on this backend and nothing says which one it belongs to"
             ),
-            Unattributed::Deaf => {
-                "the client request in flight cannot receive server requests".to_owned()
+            Unattributed::Deaf(_) => {
+                "the client request it belongs to cannot receive server requests".to_owned()
             }
         };
         format!("mcpgw cannot relay {method}: {why}")
     }
 }
 
-/// The requests of one backend in flight, each with its caller when it has a sink. Its lock is held only
-/// for map operations.
+/// The requests of one backend in flight, each with its caller when it has a sink, and the roots configured
+/// for the backend. Its lock is held only for map operations.
 #[derive(Debug, Default)]
 pub(crate) struct Callers {
     next: AtomicU64,
-    in_flight: Mutex<HashMap<u64, Option<Caller>>>,
+    in_flight: Mutex<HashMap<u64, Asker>>,
+    /// The `roots/list` result made of the configured roots; `None` when none are configured.
+    roots: Option<Box<RawValue>>,
 }
 
 /// Which requests of a backend are in flight.
@@ -134,8 +217,24 @@ impl Drop for CallerGuard {
 }
 
 impl Callers {
+    /// No request in flight yet; `roots` (URIs) answer every `roots/list` of the backend when not empty.
+    pub(crate) fn new(roots: &[String]) -> Callers {
+        Callers {
+            roots: (!roots.is_empty()).then(|| roots_result(roots)),
+            ..Callers::default()
+        }
+    }
+
+    /// The answer to `request` when the configuration gives it: the configured roots for `roots/list`.
+    pub(crate) fn configured_answer(&self, request: &Request) -> Option<Box<RawValue>> {
+        match request.known_method() {
+            Some(Method::RootsList) => self.roots.clone(),
+            _ => None,
+        }
+    }
+
     /// Records a request in flight (with its caller, if it has a sink) for as long as the guard lives.
-    pub(crate) fn register(self: &Arc<Self>, caller: Option<Caller>) -> CallerGuard {
+    pub(crate) fn register(self: &Arc<Self>, caller: Asker) -> CallerGuard {
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         self.in_flight
             .lock()
@@ -155,7 +254,7 @@ impl Callers {
             .unwrap_or_else(PoisonError::into_inner);
         match in_flight.len() {
             0 => InFlight::Idle,
-            1 => InFlight::One(in_flight.values().next().cloned().flatten()),
+            1 => InFlight::One(in_flight.values().next().and_then(Asker::caller).cloned()),
             n => InFlight::Several(n),
         }
     }
@@ -170,26 +269,80 @@ impl Callers {
             .unwrap_or_else(PoisonError::into_inner);
         let mut candidates = in_flight
             .values()
-            .filter(|c| !c.as_ref().is_some_and(Caller::is_asking));
+            .filter(|c| !c.caller().is_some_and(Caller::is_asking));
         match (candidates.next(), candidates.next(), in_flight.len()) {
             (_, _, 0) => Err(Unattributed::Idle),
-            (Some(only), None, _) => only.clone().ok_or(Unattributed::Deaf),
+            (Some(only), None, _) => only.reach(),
             (_, _, n) => Err(Unattributed::Several(n)),
         }
     }
 }
 
-/// Answers a backend's request with -32601 because it cannot be attributed.
+/// A `roots/list` result naming `uris`, each named after its last path segment.
+fn roots_result(uris: &[String]) -> Box<RawValue> {
+    let roots: Vec<serde_json::Value> = uris
+        .iter()
+        .map(|uri| {
+            let name = uri
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .filter(|n| !n.is_empty())
+                .unwrap_or(uri);
+            json!({ "uri": uri, "name": name })
+        })
+        .collect();
+    serde_json::value::to_raw_value(&json!({ "roots": roots }))
+        .unwrap_or_else(|_| unreachable!("a json value serializes"))
+}
+
+/// Answers a backend's request that cannot be relayed (see the module's text for the rules).
 pub(crate) fn refuse(outbox: &dyn Outbox, backend: &str, request: &Request, why: Unattributed) {
-    let message = why.describe(&request.method);
-    debug!(%backend, method = %request.method, %message, "refusing a backend request");
-    let error = Error::new(ErrorCode::MethodNotFound, message);
+    let reply = unrelayed(request, why);
+    match &reply {
+        Ok(_) => {
+            debug!(%backend, method = %request.method, reason = %why.describe(&request.method),
+            "answering the backend's roots/list with no roots")
+        }
+        Err(e) => {
+            debug!(%backend, method = %request.method, code = e.code().code(), message = %e.message(),
+            "refusing a backend request")
+        }
+    }
     answer(
         outbox,
         backend,
         &request.method,
-        wire::answer(&request.id, Err(error)),
+        wire::answer(&request.id, reply),
     );
+}
+
+/// The answer to a backend's request that no client is asked.
+fn unrelayed(request: &Request, why: Unattributed) -> Result<Box<RawValue>, Error> {
+    let method = request.known_method();
+    if method == Some(Method::RootsList)
+        && matches!(why, Unattributed::Idle | Unattributed::Several(_))
+    {
+        // Nobody to ask: as the backend's client, the gateway has no roots to offer it.
+        return Ok(roots_result(&[]));
+    }
+    if let (Unattributed::Deaf(declared), Some(capability)) =
+        (why, method.and_then(Method::client_capability))
+    {
+        if !declared.has(capability) {
+            return Err(Error::missing_client_capability(
+                capability,
+                format!(
+                    "mcpgw cannot relay {}: the client did not declare the {capability} capability",
+                    request.method
+                ),
+            ));
+        }
+    }
+    Err(Error::new(
+        ErrorCode::MethodNotFound,
+        why.describe(&request.method),
+    ))
 }
 
 /// Hands a backend's request to its caller and answers the backend, in a task of its own, with what the
@@ -257,12 +410,15 @@ mod tests {
         let callers = Arc::new(Callers::default());
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Idle);
         let (c, _rx) = caller();
-        let first = callers.register(Some(c));
+        let first = callers.register(Asker::Caller(c));
         assert!(callers.sole().is_ok());
-        let deaf = callers.register(None);
+        let deaf = callers.register(Asker::Deaf(Declared::default()));
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
         drop(first);
-        assert_eq!(callers.sole().unwrap_err(), Unattributed::Deaf);
+        assert_eq!(
+            callers.sole().unwrap_err(),
+            Unattributed::Deaf(Declared::default())
+        );
         drop(deaf);
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Idle);
     }
@@ -271,9 +427,9 @@ mod tests {
     fn a_request_answering_a_question_leaves_the_next_one_to_the_other() {
         let callers = Arc::new(Callers::default());
         let (waiting, _rx) = caller();
-        let _first = callers.register(Some(waiting.clone()));
+        let _first = callers.register(Asker::Caller(waiting.clone()));
         let (other, _rx2) = caller();
-        let _second = callers.register(Some(other.clone()));
+        let _second = callers.register(Asker::Caller(other.clone()));
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
         let asking = Asking::start(&waiting);
         let sole = callers.sole().unwrap();
@@ -282,6 +438,87 @@ mod tests {
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
         drop((asking, also));
         assert_eq!(callers.sole().unwrap_err(), Unattributed::Several(2));
+    }
+
+    fn backend_request(method: &str) -> Request {
+        Request {
+            id: protocol::RequestId::number(7),
+            method: method.to_owned(),
+            params: None,
+        }
+    }
+
+    #[test]
+    fn what_cannot_be_relayed_is_answered_by_rule() {
+        let nothing = Declared::default();
+        let sampling = Declared::of(Some(&json!({"sampling": {}})));
+        // (method, why, Ok(result) | Err(code))
+        let table: [(&str, Unattributed, Result<&str, i64>); 8] = [
+            ("roots/list", Unattributed::Idle, Ok(r#"{"roots":[]}"#)),
+            (
+                "roots/list",
+                Unattributed::Several(3),
+                Ok(r#"{"roots":[]}"#),
+            ),
+            ("roots/list", Unattributed::Deaf(nothing), Err(-32021)),
+            (
+                "sampling/createMessage",
+                Unattributed::Deaf(nothing),
+                Err(-32021),
+            ),
+            (
+                "sampling/createMessage",
+                Unattributed::Deaf(sampling),
+                Err(-32601),
+            ),
+            (
+                "elicitation/create",
+                Unattributed::Deaf(sampling),
+                Err(-32021),
+            ),
+            ("sampling/createMessage", Unattributed::Idle, Err(-32601)),
+            ("x/unknown", Unattributed::Deaf(nothing), Err(-32601)),
+        ];
+        for (method, why, expected) in table {
+            let got = unrelayed(&backend_request(method), why);
+            match (got, expected) {
+                (Ok(raw), Ok(text)) => assert_eq!(raw.get(), text, "{method} {why:?}"),
+                (Err(e), Err(code)) => assert_eq!(e.code().code(), code, "{method} {why:?}"),
+                (got, expected) => panic!("{method} {why:?}: {got:?}, expected {expected:?}"),
+            }
+        }
+        let e = unrelayed(
+            &backend_request("elicitation/create"),
+            Unattributed::Deaf(sampling),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("elicitation capability"), "{e}");
+        assert_eq!(
+            e.data(),
+            Some(&json!({"requiredCapabilities": {"elicitation": {}}}))
+        );
+    }
+
+    #[test]
+    fn configured_roots_answer_roots_list_only() {
+        let callers = Callers::new(&["file:///srv/data".into(), "file:///srv/logs/".into()]);
+        let answer = callers
+            .configured_answer(&backend_request("roots/list"))
+            .unwrap();
+        assert_eq!(
+            answer.get(),
+            r#"{"roots":[{"name":"data","uri":"file:///srv/data"},{"name":"logs","uri":"file:///srv/logs/"}]}"#
+        );
+        assert!(
+            callers
+                .configured_answer(&backend_request("sampling/createMessage"))
+                .is_none()
+        );
+        assert!(
+            Callers::new(&[])
+                .configured_answer(&backend_request("roots/list"))
+                .is_none()
+        );
     }
 
     #[test]

@@ -22,6 +22,10 @@ pub struct BackendConfig {
     pub max_in_flight: usize,
     /// What the gateway calls itself towards backends (`clientInfo`).
     pub client_info: Implementation,
+    /// Root URIs (`file://...`) the gateway answers the backend's `roots/list` with, whoever's request it
+    /// arrives in; empty: `roots/list` goes to the client of the request it belongs to, and is answered with
+    /// no roots when it belongs to none.
+    pub roots: Vec<String>,
 }
 
 /// How a backend is reached.
@@ -66,6 +70,7 @@ impl BackendConfig {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 ..Implementation::default()
             },
+            roots: Vec::new(),
         }
     }
 }

@@ -62,7 +62,12 @@ pub(crate) struct Notifier {
 impl Notifier {
     /// A notifier for `backend`; starts its lifecycle forwarder on the current arbiter. It ends when every
     /// clone of the notifier is gone or the gateway drops its receiver.
-    pub(crate) fn start(backend: &str, events: mpsc::Sender<BackendEvent>) -> Notifier {
+    /// `callers` holds what the backend's own requests are answered from (its configured roots).
+    pub(crate) fn start(
+        backend: &str,
+        callers: Callers,
+        events: mpsc::Sender<BackendEvent>,
+    ) -> Notifier {
         let (lifecycle, mut queue) = mpsc::channel::<BackendEvent>(LIFECYCLE_QUEUE);
         let out = events.clone();
         actix_rt::spawn(async move {
@@ -75,7 +80,7 @@ impl Notifier {
         Notifier {
             backend: Arc::from(backend),
             progress: Arc::default(),
-            callers: Arc::default(),
+            callers: Arc::new(callers),
             events,
             lifecycle,
         }

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::actor::BackendActor;
-use crate::callers::{Caller, Callers};
+use crate::callers::{Asker, Callers};
 use crate::config::BackendConfig;
 use crate::description::ServerDescription;
 use crate::events::{BackendEvent, Notifier};
@@ -42,10 +42,10 @@ pub struct BackendRequest {
     /// Ready-made `("Region", encoded value)` pairs, sent as `Mcp-Param-Region` headers.
     pub param_headers: Vec<(String, String)>,
     /// Where this request's own messages go: its progress, on HTTP the notifications the backend sends on
-    /// the request's response stream, and the requests a legacy backend asks while serving it
+    /// the request's response stream, and the requests the backend asks while serving it
     /// ([`crate::Related::Request`]: sampling, elicitation, roots), which must be answered through their
     /// `reply`. `None`: notifications are not wanted (a client progress token is removed) and the backend's
-    /// requests are answered -32601.
+    /// requests are refused: -32021 naming a capability `client_capabilities` lacks, else -32601.
     pub related: Option<RelatedSink>,
 }
 
@@ -199,7 +199,7 @@ impl BackendHandle {
             honoured: watch::Sender::new(None),
         });
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
-        let notifier = Notifier::start(&config.name, events);
+        let notifier = Notifier::start(&config.name, Callers::new(&config.roots), events);
         let progress = Arc::clone(notifier.progress());
         let callers = Arc::clone(notifier.callers());
         let addr = BackendActor::new(config, Arc::clone(&shared), notifier).start();
@@ -236,9 +236,10 @@ impl BackendHandle {
     /// a failure within the request timeout. Dropping the future abandons the request: the backend is told
     /// (`notifications/cancelled`, or the response stream is dropped).
     ///
-    /// While it is in flight, a legacy backend's requests (sampling, elicitation, roots) that belong to it
-    /// go to `request.related` as [`crate::Related::Request`]: those on its own response stream, and on a
-    /// multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only request in flight.
+    /// While it is in flight, the backend's requests (sampling, elicitation, roots) that belong to it go to
+    /// `request.related` as [`crate::Related::Request`]: those on its own response stream (Streamable HTTP,
+    /// either era), and on a multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only
+    /// request in flight.
     pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {
         let Ok(_permit) = self.permits.try_acquire() else {
             return Err(Failure::Overloaded {
@@ -255,12 +256,11 @@ impl BackendHandle {
         request.params = params;
         let deadline = Instant::now() + self.shared.request_timeout;
         // In flight until the call ends: the backend's requests may be attributed to it.
-        let _caller = self.callers.register(
-            request
-                .related
-                .clone()
-                .map(|sink| Caller::new(sink, deadline)),
-        );
+        let _caller = self.callers.register(Asker::new(
+            request.related.clone(),
+            deadline,
+            request.client_capabilities.as_ref(),
+        ));
         let cancel = CancellationToken::new();
         let _abandon_on_drop = cancel.clone().drop_guard();
         // `send` is bounded here by the permit held until the answer. The request runs in this worker's

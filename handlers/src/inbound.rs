@@ -11,12 +11,13 @@ use protocol::{Message, Request, Response};
 use tokio::time::Instant;
 use tracing::{debug, warn};
 
-use crate::callers::{self, Caller, InFlight};
+use crate::callers::{self, Asker, InFlight};
 use crate::events::Notifier;
+use crate::handle::BackendRequest;
 use crate::listen::ListenRoute;
 use crate::outbox::Outbox;
 use crate::pending::Pending;
-use crate::related::{Related, RelatedSink};
+use crate::related::Related;
 use crate::wire;
 
 /// How many bytes of an unreadable line are shown in a log.
@@ -28,12 +29,12 @@ pub(crate) struct Inbound {
     notifier: Notifier,
     /// The id table responses are routed to, for multiplexed connections.
     pending: Option<Arc<Pending>>,
-    /// Where answers to the backend's requests go; `None` where the backend may not send requests (modern
-    /// HTTP): they are then logged and ignored.
+    /// Where answers to the backend's requests go; `None` on streams that carry no request of the backend
+    /// (probes, subscriptions): one arriving there is logged and ignored.
     outbox: Option<Arc<dyn Outbox>>,
-    /// On one request's own response stream: where that request's notifications and the backend's requests
-    /// go.
-    related: Option<Caller>,
+    /// On one request's own response stream: that request, to which its notifications and the backend's
+    /// requests belong.
+    own: Option<Asker>,
     /// Where subscriptions' notifications go, on streams that carry them.
     listen: Option<ListenRoute>,
 }
@@ -49,7 +50,7 @@ impl Inbound {
             notifier,
             pending,
             outbox,
-            related: None,
+            own: None,
             listen: None,
         }
     }
@@ -62,11 +63,18 @@ impl Inbound {
         }
     }
 
-    /// The same dispatch for one request's response stream: its notifications and the backend's requests
-    /// go to `related` (progress is routed by token either way), requests waiting at most until `deadline`.
-    pub(crate) fn with_related(&self, related: Option<RelatedSink>, deadline: Instant) -> Inbound {
+    /// The same dispatch for the response stream of `request`: its notifications and the backend's requests
+    /// go to the request's sink (taken from it; progress is routed by token either way), requests waiting at
+    /// most until `deadline`; without a sink, the backend's requests are refused by what its client
+    /// declared.
+    pub(crate) fn for_request(&self, request: &mut BackendRequest, deadline: Instant) -> Inbound {
+        let asker = Asker::new(
+            request.related.take(),
+            deadline,
+            request.client_capabilities.as_ref(),
+        );
         Inbound {
-            related: related.map(|sink| Caller::new(sink, deadline)),
+            own: Some(asker),
             ..self.clone()
         }
     }
@@ -114,7 +122,7 @@ impl Inbound {
             },
             None => n,
         };
-        match &self.related {
+        match self.own.as_ref().and_then(Asker::caller) {
             Some(caller) if n.method != "notifications/progress" => {
                 if caller.sink.try_send(Related::Notification(n)).is_err() {
                     debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
@@ -158,25 +166,34 @@ impl Inbound {
         }
     }
 
-    /// A request from the backend: `ping` is answered here; anything else goes to the caller it belongs to
-    /// (the request whose stream it arrived on, or — on a multiplexed connection or a session's GET stream —
-    /// the only request in flight), or is refused with -32601.
+    /// A request from the backend: `ping`, and `roots/list` when the backend has configured roots, are
+    /// answered here; anything else goes to the caller it belongs to (the request whose stream it arrived
+    /// on, or — on a multiplexed connection or a session's GET stream — the only request in flight), or is
+    /// answered as [`callers::refuse`] says.
     fn server_request(&self, request: Request) {
         let backend = self.notifier.backend();
         let Some(outbox) = &self.outbox else {
             warn!(%backend, method = %request.method,
-                "ignoring a request from a modern backend (servers must not send requests)");
+                "ignoring a backend request on a stream that carries no request of the gateway");
             return;
         };
-        if request.known_method() == Some(Method::Ping) {
-            debug!(%backend, "answering the backend's ping");
-            if !outbox.deliver(wire::pong(&request.id)) {
-                warn!(%backend, "could not answer a backend ping: queue full");
+        let own_answer = match request.known_method() {
+            Some(Method::Ping) => Some(wire::pong(&request.id)),
+            _ => self
+                .notifier
+                .callers()
+                .configured_answer(&request)
+                .map(|result| wire::answer(&request.id, Ok(result))),
+        };
+        if let Some(answer) = own_answer {
+            debug!(%backend, method = %request.method, "answering the backend's request");
+            if !outbox.deliver(answer) {
+                warn!(%backend, method = %request.method, "could not answer a backend request: queue full");
             }
             return;
         }
-        let caller = match &self.related {
-            Some(caller) => Ok(caller.clone()),
+        let caller = match &self.own {
+            Some(asker) => asker.reach(),
             // A multiplexed connection (an id table) or a legacy session's GET stream, which every request of
             // the session shares: attributed by elimination only.
             None => self.notifier.callers().sole(),

@@ -190,6 +190,16 @@ impl Error {
         .with_data(serde_json::json!({ "supported": supported, "requested": requested }))
     }
 
+    /// `MissingRequiredClientCapability` for `capability` (a `ClientCapabilities` field), with
+    /// `data.requiredCapabilities` naming it as the spec shows it.
+    pub fn missing_client_capability(
+        capability: &str,
+        message: impl Into<Cow<'static, str>>,
+    ) -> Error {
+        Error::new(ErrorCode::MissingRequiredClientCapability, message)
+            .with_data(serde_json::json!({ "requiredCapabilities": { capability: {} } }))
+    }
+
     /// `HeaderMismatch` with a readable reason.
     pub fn header_mismatch(reason: impl Into<Cow<'static, str>>) -> Error {
         Error::new(ErrorCode::HeaderMismatch, reason)

@@ -162,6 +162,17 @@ impl Method {
             Method::ToolsCall | Method::PromptsGet | Method::ResourcesRead
         )
     }
+
+    /// For the requests a server sends a client, the client capability that must have been declared for the
+    /// client to be asked (`ClientCapabilities` field name).
+    pub const fn client_capability(self) -> Option<&'static str> {
+        match self {
+            Method::SamplingCreateMessage => Some("sampling"),
+            Method::ElicitationCreate => Some("elicitation"),
+            Method::RootsList => Some("roots"),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Display for Method {
@@ -218,5 +229,20 @@ mod tests {
         assert_eq!(Method::ToolsList.name_field(), None);
         assert!(Method::ServerDiscover.is_cacheable());
         assert!(!Method::ToolsCall.is_cacheable());
+    }
+
+    #[test]
+    fn server_requests_name_the_client_capability_they_need() {
+        // (method, capability)
+        let table = [
+            (Method::SamplingCreateMessage, Some("sampling")),
+            (Method::ElicitationCreate, Some("elicitation")),
+            (Method::RootsList, Some("roots")),
+            (Method::Ping, None),
+            (Method::ToolsCall, None),
+        ];
+        for (m, capability) in table {
+            assert_eq!(m.client_capability(), capability, "{m}");
+        }
     }
 }

@@ -60,6 +60,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
             prefix: None,
             timeout_ms: None,
             max_in_flight: None,
+            roots: Vec::new(),
             name,
         })
         .collect();

@@ -112,6 +112,10 @@ pub struct BackendEntry {
     pub timeout_ms: Option<u64>,
     /// Requests in flight at once (default 64); more are answered "overloaded" at once.
     pub max_in_flight: Option<usize>,
+    /// `file://` URIs the gateway answers the backend's `roots/list` with, whoever's request it arrives in;
+    /// none: `roots/list` goes to the client whose request it belongs to, and gets no roots outside any.
+    #[serde(default)]
+    pub roots: Vec<String>,
 }
 
 /// How a backend is reached.
@@ -348,9 +352,32 @@ impl Config {
             if b.max_in_flight == Some(0) {
                 return Err(invalid(field("max_in_flight"), "must be at least 1"));
             }
+            if b.builtin.is_some() && !b.roots.is_empty() {
+                return Err(invalid(
+                    field("roots"),
+                    "a builtin backend never asks for roots",
+                ));
+            }
+            for (k, root) in b.roots.iter().enumerate() {
+                if !is_file_uri(root) {
+                    return Err(invalid(
+                        format!("{}[{k}]", field("roots")),
+                        format!("{root:?} must be a file:// URI with a path (file:///srv/data)"),
+                    ));
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// A root as MCP has them: `file://`, an absolute path, no whitespace or control characters.
+fn is_file_uri(uri: &str) -> bool {
+    uri.strip_prefix("file://").is_some_and(|rest| {
+        let path = rest.find('/').map(|slash| &rest[slash..]);
+        path.is_some_and(|p| p.len() > 1 || rest.len() == 1)
+            && !uri.chars().any(|c| c.is_whitespace() || c.is_control())
+    })
 }
 
 #[cfg(test)]

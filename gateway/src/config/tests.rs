@@ -28,6 +28,7 @@ fn a_full_config_loads() {
         url = "http://127.0.0.1:8000/mcp"
         prefix = ""
         timeout_ms = 500
+        roots = ["file:///srv/data", "file:///"]
     "#,
     )
     .unwrap();
@@ -42,6 +43,8 @@ fn a_full_config_loads() {
     ));
     assert_eq!(c.backends[1].timeout(&c.server).as_millis(), 500);
     assert_eq!(c.backends[0].timeout(&c.server).as_millis(), 30_000);
+    assert!(c.backends[0].roots.is_empty());
+    assert_eq!(c.backends[1].roots, ["file:///srv/data", "file:///"]);
 }
 
 #[test]
@@ -101,6 +104,18 @@ fn every_rule_names_its_field() {
         (
             "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nsurprise = 1",
             "surprise",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nroots = [\"file:///ok\", \"/srv/data\"]",
+            "backend[0].roots[1]",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nroots = [\"file://\"]",
+            "backend[0].roots[0]",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nbuiltin = [\"mock-backend\"]\nroots = [\"file:///srv\"]",
+            "backend[0].roots",
         ),
     ];
     for (text, field) in table {

@@ -21,10 +21,12 @@ pub(crate) use modern::ModernLink;
 pub(crate) use sse::SseLink;
 
 use protocol::Generation;
+use protocol::message::Parsed;
 use protocol::method::Method;
 use protocol::shape::Failure;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
@@ -251,8 +253,9 @@ pub(crate) struct Resume {
     pub(crate) retry_ms: Option<u64>,
 }
 
-/// Reads the JSON-RPC response to request `id` from a 200 answer: one JSON object, or an event stream read
-/// until the response with that id (other messages on it go to `inbound`).
+/// Reads the JSON-RPC response to request `id` from a 200 answer: a JSON body (one object, a batch, or
+/// several messages one after the other, as some SDK servers send notifications before the response), or an
+/// event stream read until the response with that id (other messages on it go to `inbound`).
 pub(super) async fn read_reply(
     response: reqwest::Response,
     id: i64,
@@ -271,10 +274,38 @@ pub(super) async fn read_reply(
         return Err(ReadError::ContentType(content_type));
     }
     let body = read_body(response, MAX_MESSAGE_BYTES).await?;
-    reply_for(&body, id, inbound).ok_or_else(|| {
+    json_reply(&body, id, inbound).ok_or_else(|| {
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
         ReadError::Unrecognised(shown)
     })
+}
+
+/// The reply to `id` in a JSON body; every other message in it goes to `inbound`, in order. One message is
+/// parsed once; a body that is not one message is read as a sequence of JSON values (any whitespace,
+/// newlines included, between them), each dispatched as it comes.
+fn json_reply(body: &[u8], id: i64, inbound: &Inbound) -> Option<Reply> {
+    use protocol::message::parse;
+    let body = body.trim_ascii();
+    if let Ok(parsed) = parse(body) {
+        return reply_in(parsed, body, id, inbound);
+    }
+    let mut reply = None;
+    for value in serde_json::Deserializer::from_slice(body).into_iter::<&RawValue>() {
+        let Ok(value) = value else {
+            // Not JSON from here on: shown once, and nothing after it is read.
+            inbound.text(body);
+            break;
+        };
+        let bytes = value.get().as_bytes();
+        match (parse(bytes), &reply) {
+            (Ok(parsed), None) => reply = reply_in(parsed, bytes, id, inbound),
+            (Ok(parsed), Some(_)) => {
+                let _ = reply_in(parsed, bytes, id, inbound);
+            }
+            (Err(_), _) => inbound.text(bytes),
+        }
+    }
+    reply
 }
 
 /// Reads an event stream until the response to `id`; other messages go to `inbound`. A stream that ends
@@ -304,22 +335,47 @@ pub(super) async fn read_stream_reply(
 
 /// The reply to `id` if `bytes` is that response; anything else is dispatched to `inbound`.
 fn reply_for(bytes: &[u8], id: i64, inbound: &Inbound) -> Option<Reply> {
-    use protocol::message::{Parsed, parse};
-    match parse(bytes.trim_ascii()) {
-        Ok(Parsed::Single(protocol::Message::Response(r)))
-            if r.id.as_ref().and_then(protocol::RequestId::as_i64) == Some(id) =>
-        {
-            Some(r.body)
-        }
-        Ok(Parsed::Single(other)) => {
-            inbound.message(other);
-            None
-        }
-        _ => {
+    match protocol::message::parse(bytes.trim_ascii()) {
+        Ok(parsed) => reply_in(parsed, bytes, id, inbound),
+        Err(_) => {
             inbound.text(bytes);
             None
         }
     }
+}
+
+/// The reply to `id` in a parsed message or batch (`bytes` its text); every other message goes to
+/// `inbound`.
+fn reply_in(parsed: Parsed, bytes: &[u8], id: i64, inbound: &Inbound) -> Option<Reply> {
+    match parsed {
+        Parsed::Single(protocol::Message::Response(r)) if is_reply_id(&r, id) => Some(r.body),
+        Parsed::Single(other) => {
+            inbound.message(other);
+            None
+        }
+        Parsed::Batch(entries) => {
+            let mut reply = None;
+            for entry in entries {
+                match entry {
+                    Ok(protocol::Message::Response(r))
+                        if reply.is_none() && is_reply_id(&r, id) =>
+                    {
+                        reply = Some(r.body);
+                    }
+                    Ok(m) => inbound.message(m),
+                    Err(e) => {
+                        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
+                        warn!(why = %e.error, batch = %shown, "skipping a batch entry that is not JSON-RPC");
+                    }
+                }
+            }
+            reply
+        }
+    }
+}
+
+fn is_reply_id(r: &protocol::Response, id: i64) -> bool {
+    r.id.as_ref().and_then(protocol::RequestId::as_i64) == Some(id)
 }
 
 /// What a non-200 answer to a request means: the JSON-RPC error in its body (such as -32020 when an

@@ -2,6 +2,11 @@
 //! (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`) and the `_meta` stamp; the probe.
 //! Cancellation is dropping the response stream (the spec's rule for modern HTTP); a `subscriptions/listen`
 //! keeps its response stream open as the subscription ([`ModernLink::stream`]).
+//!
+//! Lenient in what it accepts: the spec forbids a 2026-07-28 server to send requests on a response stream,
+//! but SDK servers in their stateless mode do (sampling, elicitation, roots while a tool runs), so they are
+//! relayed like a legacy backend's, and the answer is POSTed back to the endpoint as a JSON-RPC response
+//! with `MCP-Protocol-Version` (the only header such a POST can carry).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -15,12 +20,15 @@ use reqwest::{StatusCode, Url};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use super::{is_outage, json_headers, read_reply, status_failure, thread_client, version_header};
+use super::{
+    Poster, is_outage, json_headers, read_reply, status_failure, thread_client, version_header,
+};
 use crate::description::{ServerDescription, TransportKind};
 use crate::handle::BackendRequest;
 use crate::handshake::{self, MODERN, Probe};
 use crate::inbound::Inbound;
 use crate::link::{Connected, Lifeline, Link, LinkContext, Verdict};
+use crate::outbox::Outbox;
 use crate::wire;
 
 /// A modern backend. Stateless: every request stands alone.
@@ -33,7 +41,8 @@ struct Inner {
     client: reqwest::Client,
     url: Url,
     last_id: AtomicI64,
-    /// Notifications on response streams go to the events; requests are not allowed from modern servers.
+    /// Messages on response streams: notifications, and the backend's requests, answered through an
+    /// [`EndpointPoster`].
     inbound: Inbound,
     /// Cut when an answer shows the backend is not (or no longer) the modern server it was probed as: the
     /// actor then reconnects, which probes the era again.
@@ -97,7 +106,11 @@ pub(super) fn connected(
     discover: DiscoverResult,
 ) -> Connected {
     let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
-    let inbound = Inbound::new(ctx.notifier.clone(), None, None);
+    let outbox: Arc<dyn Outbox> = Arc::new(EndpointPoster {
+        poster: Poster::start(client.clone(), Arc::from(ctx.name())),
+        url: url.clone(),
+    });
+    let inbound = Inbound::new(ctx.notifier.clone(), None, Some(outbox));
     let lifeline = Lifeline::default();
     let link = ModernLink(Arc::new(Inner {
         ctx,
@@ -124,10 +137,7 @@ impl ModernLink {
         mut request: BackendRequest,
         deadline: Instant,
     ) -> Result<Box<RawValue>, Failure> {
-        let inbound = self
-            .0
-            .inbound
-            .with_related(request.related.take(), deadline);
+        let inbound = self.0.inbound.for_request(&mut request, deadline);
         let method = request.method;
         let exchange = async {
             let (id, response) = self.post(request).await?;
@@ -198,6 +208,21 @@ impl ModernLink {
             return Err(failure);
         }
         Ok((id, response))
+    }
+}
+
+/// Answers to a modern backend's requests, POSTed to its endpoint as JSON-RPC responses.
+#[derive(Debug)]
+struct EndpointPoster {
+    poster: Poster,
+    url: Url,
+}
+
+impl Outbox for EndpointPoster {
+    fn deliver(&self, message: Vec<u8>) -> bool {
+        let mut headers = json_headers();
+        headers.insert(names::PROTOCOL_VERSION, version_header(MODERN));
+        self.poster.post(self.url.clone(), headers, message)
     }
 }
 

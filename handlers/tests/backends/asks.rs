@@ -1,7 +1,9 @@
-//! A legacy backend's requests while it serves a caller's request (sampling, elicitation, roots): relayed to
-//! the request's sink when they can be attributed (its own response stream; on stdio or a legacy session's
-//! GET stream, the only request in flight), answered -32601 when they cannot, and answered with an error when
-//! the caller does not reply in time or goes away. The answer reaches the backend under its own id.
+//! A backend's requests while it serves a caller's request (sampling, elicitation, roots): relayed to the
+//! request's sink when they can be attributed (its own response stream, legacy or 2026-07-28; on stdio or a
+//! legacy session's GET stream, the only request in flight), refused when they cannot (-32021 naming the
+//! capability the client did not declare, else -32601), answered with an error when the caller does not
+//! reply in time or goes away, and `roots/list` answered from the configured roots or, outside any request,
+//! with none. The answer reaches the backend under its own id.
 
 use std::time::{Duration, Instant};
 
@@ -94,12 +96,20 @@ async fn with_two_requests_in_flight_a_stdio_backend_request_is_method_not_found
     assert!(rx.try_recv().is_err(), "nothing was relayed");
     assert_eq!(kind(&slow.await.unwrap()), "ok");
 
-    // alone again, and without a sink: the caller cannot be asked
+    // alone again, and without a sink: the caller cannot be asked; its client declared no sampling
     let result = backend.call(call("sample", "{}")).await.unwrap();
     assert_eq!(
         text_of(&result),
-        "refused -32601: mcpgw cannot relay sampling/createMessage: the client request in \
-         flight cannot receive server requests"
+        "refused -32021: mcpgw cannot relay sampling/createMessage: the client did not declare \
+         the sampling capability"
+    );
+    // one whose client declared sampling but cannot be asked on this request
+    let mut declared = call("sample", "{}");
+    declared.client_capabilities = Some(json!({"sampling": {}}));
+    assert_eq!(
+        text_of(&backend.call(declared).await.unwrap()),
+        "refused -32601: mcpgw cannot relay sampling/createMessage: the client request it \
+         belongs to cannot receive server requests"
     );
     backend.shutdown();
 }
@@ -171,11 +181,12 @@ async fn a_legacy_http_backend_request_on_a_response_stream_reaches_its_caller()
         .await;
     assert_eq!(answer.headers["mcp-session-id"], "session-1");
 
-    // without a sink the request on the stream is refused, and the call still completes
+    // without a sink the request on the stream is refused (its client declared no sampling: -32021), and
+    // the call still completes
     let result = backend.call(call("sample", "{}")).await.unwrap();
     let text = text_of(&result);
     assert!(
-        text.starts_with("refused:") && text.contains("-32601"),
+        text.starts_with("refused:") && text.contains("-32021"),
         "{text}"
     );
     backend.shutdown();
@@ -207,8 +218,109 @@ async fn a_legacy_http_backend_request_on_the_get_stream_reaches_the_only_caller
     let result = backend.call(call("ask_on_get", "{}")).await.unwrap();
     let text = text_of(&result);
     assert!(
-        text.starts_with("refused:") && text.contains("-32601"),
+        text.starts_with("refused:") && text.contains("-32021"),
         "{text}"
     );
     backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn a_modern_http_backend_request_on_a_response_stream_reaches_its_caller() {
+    let server = fake_http::start(Kind::Modern);
+    let (backend, mut events) = start(http_config("stateless", &server.url));
+    events.ready().await;
+
+    let (request, mut rx) = sample_with_sink("{}");
+    let answering = async {
+        let (asked, reply) = next_request(&mut rx).await;
+        reply
+            .send(Ok(sampled("hi from a stateless server")))
+            .unwrap();
+        asked
+    };
+    let (result, asked) = tokio::join!(backend.call(request), answering);
+    assert_eq!(
+        text_of(&result.unwrap()),
+        "sampled: hi from a stateless server"
+    );
+    assert_eq!(asked.method, "sampling/createMessage");
+    let id = asked.id.as_string().unwrap();
+    // the answer went back to the endpoint as a JSON-RPC response, under the backend's id
+    let answer = server
+        .fake
+        .wait_for(|r| r.json()["id"] == id.as_str())
+        .await;
+    assert_eq!(answer.headers["mcp-protocol-version"], "2026-07-28");
+    assert!(!answer.headers.contains_key("mcp-method"));
+    assert_eq!(
+        answer.json()["result"]["content"]["text"],
+        "hi from a stateless server"
+    );
+
+    // without a sink, a client that declared no sampling: -32021 naming it; the call still completes
+    let result = backend.call(call("sample", "{}")).await.unwrap();
+    let text = text_of(&result);
+    assert!(
+        text.contains("-32021") && text.contains("sampling capability"),
+        "{text}"
+    );
+    // one that declared it but cannot be asked on this request: -32601
+    let mut declared = call("sample", "{}");
+    declared.client_capabilities = Some(json!({"sampling": {}}));
+    let text = text_of(&backend.call(declared).await.unwrap());
+    assert!(text.contains("-32601"), "{text}");
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn several_json_rpc_messages_in_one_json_body_are_read_one_by_one() {
+    let server = fake_http::start(Kind::Modern);
+    let (backend, mut events) = start(http_config("chatty", &server.url));
+    events.ready().await;
+    let (sink, mut rx) = mpsc::channel(8);
+    let mut request = crate::support::tool_call(
+        "chatty",
+        r#"{"name":"chatty","arguments":{},"_meta":{"progressToken":"client-token"}}"#,
+    );
+    request.related = Some(sink);
+    let result = backend.call(request).await.unwrap();
+    assert_eq!(text_of(&result), "chatted");
+    let mut seen = Vec::new();
+    while let Ok(Related::Notification(n)) = rx.try_recv() {
+        seen.push((n.method.clone(), n.params.map(|p| p.get().to_owned())));
+    }
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[0].0, "notifications/message");
+    assert_eq!(seen[1].0, "notifications/progress");
+    assert!(
+        seen[1]
+            .1
+            .as_deref()
+            .unwrap()
+            .contains(r#""progressToken":"client-token""#),
+        "the client's token is restored: {seen:?}"
+    );
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn roots_list_outside_any_request_is_answered_with_no_roots_or_the_configured_ones() {
+    // (configured roots, what the backend reads back)
+    let cases: [(&[&str], &str); 2] = [
+        (&[], r#"{"roots":[]}"#),
+        (
+            &["file:///srv/data"],
+            r#"{"roots":[{"name":"data","uri":"file:///srv/data"}]}"#,
+        ),
+    ];
+    for (roots, expected) in cases {
+        let log = TempLog::new("roots");
+        let mut config = stdio_config("rooted", &["--era", "legacy", "--ask-roots"], Some(&log));
+        config.roots = roots.iter().map(|r| (*r).to_owned()).collect();
+        let (backend, mut events) = start(config);
+        events.ready().await;
+        let line = log.wait_for(|l| l.starts_with("ROOTS ")).await;
+        assert_eq!(line, format!("ROOTS {expected}"), "roots {roots:?}");
+        backend.shutdown();
+    }
 }

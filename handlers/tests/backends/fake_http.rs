@@ -3,6 +3,8 @@
 //! (that can expire a session once, and whose `sample` tool asks `sampling/createMessage` on its response
 //! stream and waits for the answer; `resumable` closes its response stream early and answers on the GET that
 //! resumes it; `ask_on_get` asks on the session's GET stream), and a 2024-11-05 HTTP+SSE server. Each records what it received.
+//! The modern server also asks `sampling/createMessage` on the response stream of `sample` (as SDK servers
+//! do in their stateless mode) and answers `chatty` with several messages in one JSON body.
 //! The modern server keeps `subscriptions/listen` streams open (acknowledgement first, then keep-alive
 //! comments) and sends `notifications/resources/updated` on them when a test asks ([`Fake::update`]).
 
@@ -62,7 +64,7 @@ pub struct Fake {
     expire_on_call: Option<usize>,
     streams: Mutex<HashMap<String, mpsc::Sender<Bytes>>>,
     listeners: Mutex<Vec<Listener>>,
-    /// Legacy: the requests asked on response streams waiting for the client's answer, by id.
+    /// The requests asked on response streams waiting for the client's answer, by id.
     answers: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     /// Legacy: the `resumable` call whose response stream was closed early, waiting for the GET that
     /// resumes it.
@@ -279,6 +281,10 @@ async fn modern(fake: &Fake, r: &Received) -> HttpResponse {
     if msg.get("id").is_none() {
         return HttpResponse::Accepted().finish();
     }
+    if msg.get("method").is_none() {
+        // the client answering a request asked on a response stream (SDK servers in stateless mode)
+        return answered(fake, &msg);
+    }
     if r.headers.get("mcp-protocol-version").map(String::as_str) != Some("2026-07-28") {
         return mismatch("MCP-Protocol-Version missing or wrong");
     }
@@ -322,6 +328,22 @@ async fn modern(fake: &Fake, r: &Received) -> HttpResponse {
                     }
                     reply(StatusCode::OK, &result(id, text(&r.body)))
                 }
+                "sample" => {
+                    let n = fake.calls.fetch_add(1, Ordering::SeqCst) + 1;
+                    sample::sample(fake, id, n)
+                }
+                // several messages in one JSON body, one per line, the response last
+                "chatty" => HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(format!(
+                        "{}\n{}\n{}\n",
+                        json!({"jsonrpc": "2.0", "method": "notifications/message",
+                           "params": {"level": "info", "data": "chatty"}}),
+                        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": msg["params"]["_meta"]["progressToken"],
+                                      "progress": 1, "total": 1}}),
+                        result(id, text("chatted")),
+                    )),
                 "stream" => events(&[
                     json!({"jsonrpc": "2.0", "method": "notifications/progress",
                            "params": {"progressToken": 1, "progress": 0.5}}),
@@ -373,18 +395,23 @@ fn listen(fake: &Fake, id: &Value, filter: &Value) -> HttpResponse {
         .streaming(body)
 }
 
+/// The client's answer to one of the requests asked on a response stream: handed to the stream waiting for
+/// it.
+fn answered(fake: &Fake, msg: &Value) -> HttpResponse {
+    let waiting = msg["id"]
+        .as_str()
+        .and_then(|id| fake.answers.lock().unwrap().remove(id));
+    if let Some(tx) = waiting {
+        let _ = tx.send(msg.clone());
+    }
+    HttpResponse::Accepted().finish()
+}
+
 async fn legacy(fake: &Fake, r: &Received) -> HttpResponse {
     let msg = r.json();
     let id = &msg["id"];
     let Some(method) = msg["method"].as_str() else {
-        // the client answering one of our requests
-        let waiting = msg["id"]
-            .as_str()
-            .and_then(|id| fake.answers.lock().unwrap().remove(id));
-        if let Some(tx) = waiting {
-            let _ = tx.send(msg.clone());
-        }
-        return HttpResponse::Accepted().finish();
+        return answered(fake, &msg);
     };
     if method == "server/discover" {
         return HttpResponse::BadRequest().body("Bad Request: No valid session ID provided");

@@ -307,11 +307,11 @@ async fn backend_requests_are_answered_and_notifications_forwarded() {
     ))
     .unwrap();
     assert_eq!(answers["srv-ping"], json!({}));
-    assert_eq!(answers["srv-sampling"]["code"], -32601);
+    assert_eq!(answers["srv-sampling"]["code"], -32021);
     assert_eq!(
         answers["srv-sampling"]["message"],
-        "mcpgw cannot relay sampling/createMessage: the client request in flight cannot receive \
-         server requests"
+        "mcpgw cannot relay sampling/createMessage: the client did not declare the sampling \
+         capability"
     );
     // a log message sent while the call is the only request in flight is the call's: on its sink
     let (sink, mut related) = tokio::sync::mpsc::channel(8);

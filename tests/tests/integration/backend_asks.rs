@@ -85,11 +85,12 @@ fn a_legacy_backend_asks_the_legacy_client_for_sampling_on_the_request_stream() 
     );
     assert_eq!(
         tool_text(&r.json()),
-        "refused -32601: the client did not declare sampling"
+        "refused -32021: the client did not declare the sampling capability"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 
-    // a client that declared nothing is answered plainly, and the backend is refused at once
+    // a client that declared nothing is answered plainly, and the backend is refused at once, naming what
+    // the client lacks
     let mut plain = LegacyClient::connect(&gw.url, "2025-06-18");
     let started = Instant::now();
     let r = plain.request(
@@ -98,7 +99,10 @@ fn a_legacy_backend_asks_the_legacy_client_for_sampling_on_the_request_stream() 
     );
     let text = tool_text(&r.json());
     assert!(
-        text.starts_with("refused -32601: mcpgw cannot relay sampling/createMessage"),
+        text.starts_with(
+            "refused -32021: mcpgw cannot relay sampling/createMessage: the client did not declare \
+             the sampling capability"
+        ),
         "{text}"
     );
     assert!(started.elapsed() < Duration::from_secs(10));

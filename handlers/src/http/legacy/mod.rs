@@ -256,10 +256,7 @@ impl LegacyLink {
         let ctx = &*self.0.ctx;
         let params = ctx.params_for(self.session().generation, &mut request)?;
         let method = request.method;
-        let inbound = self
-            .0
-            .inbound
-            .with_related(request.related.take(), deadline);
+        let inbound = self.0.inbound.for_request(&mut request, deadline);
         let first = self
             .attempt(method, params.as_deref(), deadline, &inbound)
             .await;
