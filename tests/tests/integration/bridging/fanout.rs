@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::peers::wait_for_tools;
+use crate::interop::peers::wait_for_tools;
 use crate::support::*;
 
 /// How long one wait may take.

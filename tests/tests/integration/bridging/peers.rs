@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::interop::peers::{self, Deps, Proc};
+use crate::interop::peers::{self, Deps, Proc, wait_for_tools};
 use crate::support::*;
 
 /// The longest one message may take to arrive.
@@ -15,39 +15,6 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// What the Python client's sampling callback answers (non-ASCII on purpose).
 const SAMPLED: &str = "Forty-two — sampled by the Python client ✓";
-
-/// The tool names of a 2026-07-28 `tools/list` through the gateway (the first page is the whole catalog here).
-pub(super) fn modern_tool_names(url: &str) -> Result<Vec<String>, String> {
-    let reply = modern_request(url, "tools/list", json!({}), &[]);
-    if reply.status != 200 {
-        return Err(format!("HTTP {}: {}", reply.status, reply.text));
-    }
-    Ok(reply.json()["result"]["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect())
-}
-
-/// Waits (bounded) until the gateway lists every one of `tools`.
-pub(super) fn wait_for_tools(gw: &Running, tools: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        match modern_tool_names(&gw.url) {
-            Ok(names) if tools.iter().all(|t| names.iter().any(|n| n == t)) => return,
-            Ok(names) => last = format!("tools: {names:?}"),
-            Err(e) => last = e,
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let log: Vec<String> = gw.log.try_iter().collect();
-    panic!(
-        "the gateway did not list {tools:?} within 60 s; last answer: {last}\n{}",
-        log.join("\n")
-    );
-}
 
 /// A 2026-07-28 `tools/call` declaring `capabilities`.
 fn modern_call(url: &str, tool: &str, arguments: Value, capabilities: Value) -> Reply {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{self, Running, TempDir};
+use crate::support::{self, Running};
 
 /// How long a process may take to announce its address, and the gateway to list every backend's tools.
 const STARTUP: Duration = Duration::from_secs(60);
@@ -20,8 +20,13 @@ pub struct Deps {
     pub dir: PathBuf,
     pub python: PathBuf,
     pub time_server: PathBuf,
+    pub git_server: PathBuf,
     pub node: PathBuf,
     pub everything: PathBuf,
+    pub memory: PathBuf,
+    pub filesystem: PathBuf,
+    /// The TypeScript SDK client's driver (`ts_client.mjs`, on `@modelcontextprotocol/client`).
+    pub ts_client: PathBuf,
 }
 
 /// The installed peers; `None` (after saying so) when `MCPGW_SKIP_INTEROP=1`. Panics, naming the setup
@@ -34,21 +39,34 @@ pub fn deps(test: &str) -> Option<Deps> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join("interop");
+    let package = |name: &str, entry: &str| {
+        dir.join("node_modules/@modelcontextprotocol")
+            .join(name)
+            .join(entry)
+    };
     let deps = Deps {
         python: dir.join(".venv/bin/python"),
         time_server: dir.join(".venv/bin/mcp-server-time"),
+        git_server: dir.join(".venv/bin/mcp-server-git"),
         node: dir.join(".bin/node"),
-        everything: dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js"),
-        dir,
+        everything: package("server-everything", "dist/index.js"),
+        memory: package("server-memory", "dist/index.js"),
+        filesystem: package("server-filesystem", "dist/index.js"),
+        ts_client: dir.join("ts_client.mjs"),
+        dir: dir.clone(),
     };
     // The stamps are written last by setup.sh, so an interrupted install counts as missing.
     let required = [
         deps.python.clone(),
         deps.dir.join(".venv/.requirements.sha256"),
         deps.time_server.clone(),
+        deps.git_server.clone(),
         deps.node.clone(),
         deps.dir.join("node_modules/.mcpgw-lock.sha256"),
         deps.everything.clone(),
+        deps.memory.clone(),
+        deps.filesystem.clone(),
+        package("client", "dist/index.mjs"),
     ];
     let missing: Vec<String> = required
         .iter()
@@ -140,250 +158,57 @@ fn read_lines(r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     rx
 }
 
-/// The Python SDK's Streamable HTTP server (`py_server.py`) on a free loopback port.
-pub fn py_server(deps: &Deps) -> Proc {
+/// The Python SDK's Streamable HTTP server (`py_server.py`, with `extra` arguments) on a free loopback port.
+pub fn py_server(deps: &Deps, extra: &[&str]) -> Proc {
+    python_fixture(deps, "py_server.py", extra, "py_server listening on ")
+}
+
+/// A Python fixture of `tests/fixtures/interop` serving HTTP on a free loopback port, announcing itself with
+/// `marker` and its URL on stderr.
+pub fn python_fixture(deps: &Deps, script: &str, extra: &[&str], marker: &str) -> Proc {
     let mut cmd = Command::new(&deps.python);
-    cmd.arg(deps.dir.join("py_server.py")).args([
-        "--host",
-        "127.0.0.1",
-        "--port",
-        "0",
-        "--max-seconds",
-        "600",
-    ]);
+    cmd.arg(deps.dir.join(script))
+        .args(["--host", "127.0.0.1", "--port", "0", "--max-seconds", "600"])
+        .args(extra);
     cmd.env("PYTHONUNBUFFERED", "1")
         .env("NO_PROXY", "127.0.0.1,localhost");
-    Proc::start(cmd, "py_server listening on ")
+    Proc::start(cmd, marker)
 }
 
-/// The three backends behind one gateway, and the gateway.
-pub struct Stack {
-    pub gateway: Running,
-    pub py: Proc,
-    _dir: TempDir,
-}
-
-impl Stack {
-    /// Starts the Python HTTP backend and `mcpgw` with all three backends, then waits (bounded) until the
-    /// gateway lists a tool of each.
-    pub fn start(deps: &Deps, name: &str) -> Stack {
-        let py = py_server(deps);
-        let dir = TempDir::new(&format!("interop-{name}"));
-        let time_cmd = [
-            deps.time_server.display().to_string(),
-            "--local-timezone".into(),
-            "UTC".into(),
-        ];
-        let everything_cmd = [
-            deps.node.display().to_string(),
-            deps.everything.display().to_string(),
-            "stdio".into(),
-        ];
-        let config = format!(
-            "[[backend]]\nname = \"py\"\nurl = {py_url}\n\n\
-             [[backend]]\nname = \"time\"\ncommand = {time}\n\n\
-             [[backend]]\nname = \"everything\"\nprefix = \"ev\"\ncommand = {everything}\n",
-            py_url = serde_json::to_string(&py.url).unwrap(),
-            time = serde_json::to_string(&time_cmd).unwrap(),
-            everything = serde_json::to_string(&everything_cmd).unwrap(),
-        );
-        let gateway = support::gateway(&config, &dir);
-        let stack = Stack {
-            gateway,
-            py,
-            _dir: dir,
-        };
-        stack.wait_for_catalog();
-        stack
+/// The tool names of a 2026-07-28 `tools/list` through the gateway (the first page is the whole catalog here).
+pub fn modern_tool_names(url: &str) -> Result<Vec<String>, String> {
+    let reply = support::modern_request(url, "tools/list", json!({}), &[]);
+    if reply.status != 200 {
+        return Err(format!("HTTP {}: {}", reply.status, reply.text));
     }
-
-    pub fn url(&self) -> &str {
-        &self.gateway.url
-    }
-
-    /// Waits until a 2026-07-28 `tools/list` names one tool of each backend (backends start asynchronously).
-    fn wait_for_catalog(&self) {
-        let deadline = Instant::now() + STARTUP;
-        let mut last = String::new();
-        while Instant::now() < deadline {
-            let reply = support::modern_request(self.url(), "tools/list", json!({}), &[]);
-            if reply.status == 200 {
-                let names = tool_names(&reply.json()["result"]);
-                if ["py__py_add", "time__convert_time", "ev__get-sum"]
-                    .iter()
-                    .all(|t| names.iter().any(|n| n == t))
-                {
-                    return;
-                }
-                last = format!("tools: {names:?}");
-            } else {
-                last = format!("HTTP {}: {}", reply.status, reply.text);
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!(
-            "the gateway did not list every backend's tools within {STARTUP:?}; last answer: {last}\n{}",
-            self.logs()
-        );
-    }
-
-    /// The gateway's and the Python backend's stderr so far, for a failure message.
-    pub fn logs(&self) -> String {
-        let gateway: Vec<String> = self.gateway.log.try_iter().collect();
-        let py = self.py.drain_log();
-        let tail = |lines: &[String]| lines[lines.len().saturating_sub(40)..].join("\n");
-        format!(
-            "--- mcpgw stderr (last 40 lines) ---\n{}\n--- py_server stderr ---\n{}",
-            tail(&gateway),
-            tail(&py)
-        )
-    }
-}
-
-fn tool_names(list_result: &Value) -> Vec<String> {
-    list_result["tools"]
+    Ok(reply.json()["result"]["tools"]
         .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect())
 }
 
-/// One call each client makes: (tool, arguments).
-pub fn calls() -> Vec<(&'static str, Value)> {
-    vec![
-        ("py__py_add", json!({"a": 2, "b": 40})),
-        (
-            "time__convert_time",
-            json!({"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}),
-        ),
-        ("ev__get-sum", json!({"a": 20, "b": 22})),
-        ("ev__echo", json!({"message": "interop ✓ \"quoted\""})),
-    ]
+/// Waits (bounded by [`STARTUP`]) until the gateway lists every one of `tools` (backends start
+/// asynchronously).
+pub fn wait_for_tools(gw: &Running, tools: &[&str]) {
+    let deadline = Instant::now() + STARTUP;
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        match modern_tool_names(&gw.url) {
+            Ok(names) if tools.iter().all(|t| names.iter().any(|n| n == t)) => return,
+            Ok(names) => last = format!("tools: {names:?}"),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let log: Vec<String> = gw.log.try_iter().collect();
+    panic!(
+        "the gateway did not list {tools:?} within {STARTUP:?}; last answer: {last}\n{}",
+        log.join("\n")
+    );
 }
 
-/// A `tools/call` outcome as every client reports it.
-#[derive(Debug)]
-pub struct CallOutcome {
-    pub name: String,
-    pub is_error: bool,
-    pub text: String,
-    pub structured: Option<Value>,
-}
-
-impl CallOutcome {
-    /// From a `CallToolResult` in its wire shape.
-    pub fn from_wire(name: &str, result: &Value) -> CallOutcome {
-        let text = result["content"]
-            .as_array()
-            .map(|blocks| {
-                blocks
-                    .iter()
-                    .filter(|b| b["type"] == "text")
-                    .filter_map(|b| b["text"].as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
-            .unwrap_or_default();
-        CallOutcome {
-            name: name.to_owned(),
-            is_error: result["isError"].as_bool().unwrap_or(false),
-            text,
-            structured: result
-                .get("structuredContent")
-                .filter(|v| !v.is_null())
-                .cloned(),
-        }
-    }
-}
-
-/// Checks a client's view of the aggregated tools; returns what is wrong.
-pub fn check_tools(names: &[String]) -> Vec<String> {
-    let mut problems = Vec::new();
-    for expected in [
-        "py__py_add",
-        "time__get_current_time",
-        "time__convert_time",
-        "ev__echo",
-        "ev__get-sum",
-    ] {
-        if !names.iter().any(|n| n == expected) {
-            problems.push(format!("tools/list lacks {expected}"));
-        }
-    }
-    for n in names {
-        if !["py__", "time__", "ev__"].iter().any(|p| n.starts_with(p)) {
-            problems.push(format!(
-                "tools/list has {n:?}, which no backend prefix explains"
-            ));
-        }
-    }
-    let mut sorted = names.to_vec();
-    sorted.sort();
-    sorted.dedup();
-    if sorted.len() != names.len() {
-        problems.push(format!("tools/list repeats a name: {names:?}"));
-    }
-    problems
-}
-
-/// Checks the answers to `calls()` (in order); returns what is wrong.
-pub fn check_calls(outcomes: &[Result<CallOutcome, String>]) -> Vec<String> {
-    let mut problems = Vec::new();
-    let expected = calls();
-    if outcomes.len() != expected.len() {
-        problems.push(format!(
-            "{} calls answered, {} made",
-            outcomes.len(),
-            expected.len()
-        ));
-    }
-    for ((name, _), outcome) in expected.iter().zip(outcomes) {
-        let o = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                problems.push(format!("{name}: the call failed: {e}"));
-                continue;
-            }
-        };
-        if o.name != *name {
-            problems.push(format!("{name}: answered as {:?}", o.name));
-            continue;
-        }
-        if o.is_error {
-            problems.push(format!("{name}: isError result: {:?}", o.text));
-            continue;
-        }
-        let ok = match *name {
-            "py__py_add" => o.text.trim() == "42" && o.structured == Some(json!({"result": 42})),
-            "time__convert_time" => {
-                let s = o.structured.clone().unwrap_or_default();
-                o.text.contains("+9.0h")
-                    && s["time_difference"] == "+9.0h"
-                    && s["source"]["timezone"] == "UTC"
-                    && s["target"]["timezone"] == "Asia/Tokyo"
-                    && s["target"]["datetime"]
-                        .as_str()
-                        .is_some_and(|d| d.ends_with("T21:00:00+09:00"))
-            }
-            "ev__get-sum" => o.text == "The sum of 20 and 22 is 42.",
-            "ev__echo" => o.text == "Echo: interop ✓ \"quoted\"",
-            _ => false,
-        };
-        if !ok {
-            problems.push(format!(
-                "{name}: unexpected answer: text {:?}, structuredContent {:?}",
-                o.text, o.structured
-            ));
-        }
-    }
-    problems
-}
-
-/// Runs a command to completion within `limit` (killed after it), returning (exit success, stdout, stderr).
 /// Runs `py_client.py` (see its docstring) against `url` in `mode` with `extra` arguments and the `--call`s;
 /// its parsed JSON report, or what went wrong.
 pub fn py_client(
@@ -393,14 +218,51 @@ pub fn py_client(
     extra: &[String],
     calls: &[(&str, Value)],
 ) -> Result<Value, String> {
-    let mut cmd = Command::new(&deps.python);
-    cmd.arg(deps.dir.join("py_client.py"))
-        .args(["--url", url, "--mode", mode, "--timeout", "60"])
-        .args(extra);
-    for (name, args) in calls {
-        cmd.arg("--call").arg(name).arg(args.to_string());
+    let mut args = extra.to_vec();
+    for (name, arguments) in calls {
+        args.extend([
+            "--call".to_owned(),
+            (*name).to_owned(),
+            arguments.to_string(),
+        ]);
     }
-    cmd.env("PYTHONUNBUFFERED", "1")
+    script_client(deps, ScriptClient::Python, url, mode, &args)
+}
+
+/// The SDK clients driven through a script of `tests/fixtures/interop`, which share one command line and
+/// one JSON report (`py_client.py`'s docstring).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptClient {
+    /// `py_client.py`, on the Python SDK `mcp`.
+    Python,
+    /// `ts_client.mjs`, on the TypeScript SDK `@modelcontextprotocol/client`.
+    TypeScript,
+}
+
+/// Runs a script client against `url` in `mode` with `args` (bounded: 60 s of its own, killed after 90 s);
+/// its parsed JSON report, or what went wrong.
+pub fn script_client(
+    deps: &Deps,
+    client: ScriptClient,
+    url: &str,
+    mode: &str,
+    args: &[String],
+) -> Result<Value, String> {
+    let mut cmd = match client {
+        ScriptClient::Python => {
+            let mut cmd = Command::new(&deps.python);
+            cmd.arg(deps.dir.join("py_client.py"))
+                .env("PYTHONUNBUFFERED", "1");
+            cmd
+        }
+        ScriptClient::TypeScript => {
+            let mut cmd = Command::new(&deps.node);
+            cmd.arg(&deps.ts_client);
+            cmd
+        }
+    };
+    cmd.args(["--url", url, "--mode", mode, "--timeout", "60"])
+        .args(args)
         .env("NO_PROXY", "127.0.0.1,localhost");
     let (ok, stdout, stderr) = run_bounded(cmd, Duration::from_secs(90));
     let report: Value = stdout
@@ -412,12 +274,13 @@ pub fn py_client(
         })?;
     if !ok || report.get("fatal").is_some() {
         return Err(format!(
-            "the Python client failed: {report}\nstderr:\n{stderr}"
+            "the {client:?} client failed: {report}\nstderr:\n{stderr}"
         ));
     }
     Ok(report)
 }
 
+/// Runs a command to completion within `limit` (killed after it), returning (exit success, stdout, stderr).
 pub fn run_bounded(mut cmd: Command, limit: Duration) -> (bool, String, String) {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
