@@ -11,6 +11,7 @@
 //! unless `MCPGW_SKIP_INTEROP=1` is set. Loopback only, ports chosen at run time, every wait bounded, every
 //! process killed on drop.
 
+mod lenient;
 mod matrix;
 pub mod peers;
 mod python;
