@@ -31,6 +31,9 @@ pub enum ServeError {
     /// The listen address cannot be bound, or I/O failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// The front door's TLS files do not load.
+    #[error("tls: {0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
@@ -86,6 +89,11 @@ fn start_backends(
             bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
             bc.client_info = client_info.clone();
             bc.roots.clone_from(&entry.roots);
+            bc.tls = entry.tls();
+            if bc.tls.insecure_skip_verify {
+                tracing::warn!(backend = %entry.name,
+                    "tls_insecure_skip_verify: the backend's certificate is not verified; anyone on the path can impersonate it");
+            }
             (entry.name.clone(), BackendHandle::start(bc, events.clone()))
         })
         .collect()
@@ -117,12 +125,26 @@ async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {
         App::new().configure(move |cfg| crate::http::configure(cfg, gw))
     })
     .workers(workers)
-    .shutdown_timeout(10)
-    .bind(listen)?;
+    .shutdown_timeout(10);
+    let tls = crate::config::server_files(&gw.config.server)
+        .map(crate::tls::ServerTls::load)
+        .transpose()?;
+    let (server, scheme) = match &tls {
+        Some(tls) => (
+            server.bind_rustls_0_23(listen, tls.server_config())?,
+            "https",
+        ),
+        None => (server.bind(listen)?, "http"),
+    };
+    let reloadable: Vec<Arc<dyn crate::reload::Reload>> = tls
+        .into_iter()
+        .map(|t| Arc::new(t) as Arc<dyn crate::reload::Reload>)
+        .collect();
+    crate::reload::on_sighup(reloadable)?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
         eprintln!(
-            "mcpgw listening on http://{addr}/mcp ({} backends, {workers} workers)",
+            "mcpgw listening on {scheme}://{addr}/mcp ({} backends, {workers} workers)",
             gw.backends.len()
         );
     }

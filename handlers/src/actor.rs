@@ -6,6 +6,7 @@
 //! Messages come only from this crate's [`crate::BackendHandle`], which bounds them with its permits.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::fut::{self, ActorFutureExt, WrapFuture};
 use actix::{
@@ -27,6 +28,9 @@ use crate::listen::{self, RenewFactory};
 
 /// Mailbox room beyond the permits (actix does not bound `send` by it; the permits do).
 const MAILBOX_SLACK: usize = 16;
+/// The shortest wait before a failed connect attempt is made again (a lost connection is retried sooner:
+/// the backoff alone, from 200 ms).
+const CONNECT_RETRY_FLOOR: Duration = Duration::from_secs(1);
 
 /// Renew the legacy session whose id got a 404.
 #[derive(Message)]
@@ -65,8 +69,9 @@ impl std::fmt::Debug for BackendActor {
 impl BackendActor {
     pub(crate) fn new(config: BackendConfig, shared: Arc<Shared>, notifier: Notifier) -> Self {
         let span = info_span!("backend", name = %config.name);
-        let http = match &config.transport {
-            Transport::Http { .. } => match crate::http::client(&config) {
+        let ctx = LinkContext::new(config, notifier);
+        let http = match &ctx.config.transport {
+            Transport::Http { .. } => match crate::http::client(&ctx) {
                 Ok(client) => Some(client),
                 Err(e) => {
                     warn!(parent: &span, error = %e, "no http client: the backend cannot connect");
@@ -76,7 +81,7 @@ impl BackendActor {
             Transport::Stdio { .. } | Transport::InProcess(_) => None,
         };
         BackendActor {
-            ctx: LinkContext::new(config, notifier),
+            ctx,
             shared,
             http,
             link: None,
@@ -144,7 +149,9 @@ impl BackendActor {
                     VerdictUpdate::Forget => self.verdict = None,
                 }
                 self.mark_down(&failure.reason);
-                self.retry_later(ctx);
+                // A backend that refuses to connect (an untrusted certificate, a closed port) is not asked
+                // again sooner than a second later.
+                self.retry_later(ctx, CONNECT_RETRY_FLOOR);
             }
         }
     }
@@ -160,7 +167,7 @@ impl BackendActor {
             self.backoff.connection_lost_after(since.elapsed());
         }
         self.mark_down(&reason);
-        self.retry_later(ctx);
+        self.retry_later(ctx, Duration::ZERO);
     }
 
     /// Records the outage; the `Down` event goes out once per outage, not once per failed reconnect.
@@ -204,8 +211,9 @@ impl BackendActor {
         self.shared.set_listening(None);
     }
 
-    fn retry_later(&mut self, ctx: &mut Context<Self>) {
-        let delay = self.backoff.next_delay();
+    /// Connects again after the backoff's next delay, and at least `floor`.
+    fn retry_later(&mut self, ctx: &mut Context<Self>, floor: Duration) {
+        let delay = self.backoff.next_delay().max(floor);
         debug!(parent: &self.span, delay_ms = delay.as_millis() as u64, "reconnecting later");
         ctx.run_later(delay, |act, ctx| act.connect(ctx));
     }

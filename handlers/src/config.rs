@@ -22,10 +22,30 @@ pub struct BackendConfig {
     pub max_in_flight: usize,
     /// What the gateway calls itself towards backends (`clientInfo`).
     pub client_info: Implementation,
+    /// TLS towards an `https://` backend.
+    pub tls: TlsClient,
     /// Root URIs (`file://...`) the gateway answers the backend's `roots/list` with, whoever's request it
     /// arrives in; empty: `roots/list` goes to the client of the request it belongs to, and is answered with
     /// no roots when it belongs to none.
     pub roots: Vec<String>,
+}
+
+/// How the gateway verifies an `https://` backend and proves itself to it. By default the platform's roots
+/// are trusted and the URL's host is verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsClient {
+    /// Extra roots (PEM), trusted beside the platform's.
+    pub ca_file: Option<PathBuf>,
+    /// The gateway's certificate chain (PEM) for a backend that requires client certificates; with
+    /// `client_key_file`.
+    pub client_cert_file: Option<PathBuf>,
+    /// The key (PEM) of `client_cert_file`.
+    pub client_key_file: Option<PathBuf>,
+    /// The name sent as SNI (and as `Host`) and verified in the certificate instead of the URL's host, which
+    /// is still the address connected to.
+    pub server_name: Option<String>,
+    /// No verification of the backend's certificate at all (the gateway warns at start).
+    pub insecure_skip_verify: bool,
 }
 
 /// How a backend is reached.
@@ -70,6 +90,7 @@ impl BackendConfig {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
                 ..Implementation::default()
             },
+            tls: TlsClient::default(),
             roots: Vec::new(),
         }
     }

@@ -3,7 +3,7 @@
 //!
 //! A backend is a child process over stdio (one process per backend, shared by every client request, with
 //! request ids rewritten to backend-unique integers), a Streamable HTTP endpoint, or a 2024-11-05 HTTP+SSE
-//! endpoint. Its era is found once by the spec's probe (`server/discover`, falling back to `initialize`)
+//! endpoint, over `http://` or `https://` (rustls with the ring provider). Its era is found once by the spec's probe (`server/discover`, falling back to `initialize`)
 //! and remembered; each request's `_meta` is then stamped (modern) or cleaned (legacy) for it. The actor
 //! restarts a dead child or reconnects an unreachable server with exponential backoff, and reports `Ready`,
 //! `Down` and the backend's notifications as [`BackendEvent`]s. It also keeps the backend subscribed to the
@@ -39,10 +39,13 @@ mod stdio;
 mod wire;
 mod worker;
 
-pub use config::{BackendConfig, Transport};
+pub use config::{BackendConfig, TlsClient, Transport};
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest};
+pub use http::tls::{
+    check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
+};
 pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;
 pub use protocol::Generation;

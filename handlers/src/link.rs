@@ -33,6 +33,8 @@ pub(crate) struct LinkContext {
     pub(crate) id: u64,
     pub(crate) config: BackendConfig,
     pub(crate) notifier: Notifier,
+    /// The rustls configuration of its HTTP clients, built once (or why it cannot be).
+    tls: Result<rustls::ClientConfig, String>,
     client_info: Box<RawValue>,
     modern_version: Box<RawValue>,
     empty_object: Box<RawValue>,
@@ -55,8 +57,11 @@ impl LinkContext {
         let client_info = serde_json::to_string(&config.client_info)
             .unwrap_or_else(|_| r#"{"name":"mcpgw","version":"0"}"#.to_owned());
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let https =
+            matches!(&config.transport, Transport::Http { url } if url.starts_with("https://"));
         Arc::new(LinkContext {
             id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            tls: crate::http::tls::client_config(&config.tls, https),
             config,
             notifier,
             client_info: raw(client_info),
@@ -68,6 +73,11 @@ impl LinkContext {
     /// The backend's name.
     pub(crate) fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// The rustls configuration of the backend's HTTP clients.
+    pub(crate) fn tls(&self) -> Result<&rustls::ClientConfig, String> {
+        self.tls.as_ref().map_err(Clone::clone)
     }
 
     /// How long a stdio era probe may take.
@@ -329,7 +339,10 @@ pub(crate) async fn connect(
             crate::http::connect(ctx, client, remembered).await
         }
         (Transport::Http { .. }, None) => {
-            Err(ConnectFailure::outage("the http client could not be built"))
+            Err(ConnectFailure::outage(match crate::http::client(&ctx) {
+                Err(why) => format!("the http client could not be built: {why}"),
+                Ok(_) => "the http client could not be built".to_owned(),
+            }))
         }
         (Transport::InProcess(server), _) => {
             let server = Arc::clone(&server.0);

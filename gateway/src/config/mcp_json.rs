@@ -60,6 +60,11 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
             prefix: None,
             timeout_ms: None,
             max_in_flight: None,
+            tls_ca_file: None,
+            tls_client_cert_file: None,
+            tls_client_key_file: None,
+            tls_server_name: None,
+            tls_insecure_skip_verify: false,
             roots: Vec::new(),
             name,
         })

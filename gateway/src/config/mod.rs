@@ -4,6 +4,7 @@
 
 mod demo;
 mod mcp_json;
+mod tls;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -14,6 +15,7 @@ use serde::Deserialize;
 
 pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
+pub use tls::server_files;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -57,6 +59,14 @@ pub struct ServerConfig {
     /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any). Default:
     /// loopback origins when listening on loopback, anything otherwise.
     pub allowed_origins: Option<Vec<String>>,
+    /// Serve HTTPS with this certificate chain (PEM), with `tls_key_file`; reloaded on SIGHUP.
+    pub tls_cert_file: Option<PathBuf>,
+    /// The key (PEM) of `tls_cert_file`.
+    pub tls_key_file: Option<PathBuf>,
+    /// Require client certificates issued by these CAs (PEM).
+    pub tls_client_ca_file: Option<PathBuf>,
+    /// Refuse settings that weaken security (today: `tls_insecure_skip_verify` on a backend).
+    pub strict: bool,
 }
 
 /// The code an unknown tool name gets.
@@ -85,6 +95,10 @@ impl Default for ServerConfig {
             max_in_flight_per_worker: 4096,
             allowed_hosts: None,
             allowed_origins: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_client_ca_file: None,
+            strict: false,
         }
     }
 }
@@ -112,6 +126,17 @@ pub struct BackendEntry {
     pub timeout_ms: Option<u64>,
     /// Requests in flight at once (default 64); more are answered "overloaded" at once.
     pub max_in_flight: Option<usize>,
+    /// https: extra roots (PEM) trusted beside the platform's.
+    pub tls_ca_file: Option<PathBuf>,
+    /// https: the gateway's client certificate (PEM), for backends that require one.
+    pub tls_client_cert_file: Option<PathBuf>,
+    /// https: the key (PEM) of `tls_client_cert_file`.
+    pub tls_client_key_file: Option<PathBuf>,
+    /// https: the name sent as SNI and verified, instead of the URL's host (still the address connected to).
+    pub tls_server_name: Option<String>,
+    /// https: no certificate verification at all (warned at start; refused under `[server] strict`).
+    #[serde(default)]
+    pub tls_insecure_skip_verify: bool,
     /// `file://` URIs the gateway answers the backend's `roots/list` with, whoever's request it arrives in;
     /// none: `roots/list` goes to the client whose request it belongs to, and gets no roots outside any.
     #[serde(default)]
@@ -163,6 +188,17 @@ impl BackendEntry {
             },
             (None, Some(url)) => BackendTransport::Http { url: url.clone() },
             (None, None) => BackendTransport::Http { url: String::new() },
+        }
+    }
+
+    /// Its TLS settings, as the handlers take them.
+    pub fn tls(&self) -> handlers::TlsClient {
+        handlers::TlsClient {
+            ca_file: self.tls_ca_file.clone(),
+            client_cert_file: self.tls_client_cert_file.clone(),
+            client_key_file: self.tls_client_key_file.clone(),
+            server_name: self.tls_server_name.clone(),
+            insecure_skip_verify: self.tls_insecure_skip_verify,
         }
     }
 
@@ -273,6 +309,7 @@ impl Config {
         if s.workers == Some(0) {
             return Err(invalid("server.workers", "must be at least 1"));
         }
+        tls::validate_server(s)?;
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {
             let field = |f: &str| format!("backend[{i}].{f}");
@@ -358,6 +395,7 @@ impl Config {
                     "a builtin backend never asks for roots",
                 ));
             }
+            tls::validate_backend(b, s.strict, &field)?;
             for (k, root) in b.roots.iter().enumerate() {
                 if !is_file_uri(root) {
                     return Err(invalid(

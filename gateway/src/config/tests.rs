@@ -106,6 +106,38 @@ fn every_rule_names_its_field() {
             "surprise",
         ),
         (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\ntls_ca_file = \"/ca.pem\"",
+            "backend[0].tls_ca_file",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"https://x\"\ntls_client_cert_file = \"/c.pem\"",
+            "backend[0].tls_client_key_file",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"https://x\"\ntls_ca_file = \"/nonexistent/ca.pem\"",
+            "backend[0].tls_ca_file",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"https://x\"\ntls_server_name = \"no spaces\"",
+            "backend[0].tls_server_name",
+        ),
+        (
+            "[server]\nstrict = true\n[[backend]]\nname = \"a\"\nurl = \"https://x\"\ntls_insecure_skip_verify = true",
+            "backend[0].tls_insecure_skip_verify",
+        ),
+        (
+            "[server]\ntls_cert_file = \"/c.pem\"",
+            "server.tls_key_file",
+        ),
+        (
+            "[server]\ntls_client_ca_file = \"/ca.pem\"",
+            "server.tls_client_ca_file",
+        ),
+        (
+            "[server]\ntls_cert_file = \"/nonexistent/c.pem\"\ntls_key_file = \"/nonexistent/k.pem\"",
+            "server.tls_cert_file",
+        ),
+        (
             "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nroots = [\"file:///ok\", \"/srv/data\"]",
             "backend[0].roots[1]",
         ),

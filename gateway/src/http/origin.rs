@@ -40,9 +40,11 @@ impl OriginPolicy {
     pub fn check(&self, req: &HttpRequest) -> Result<(), Rejection> {
         let headers = req.headers();
         if let Some(allowed) = &self.hosts {
+            // HTTP/2 carries the host as the `:authority` pseudo-header, which is the URI's authority here.
             let host = headers
                 .get("host")
                 .and_then(|v| v.to_str().ok())
+                .or_else(|| req.uri().authority().map(|a| a.as_str()))
                 .unwrap_or_default();
             if !allowed.iter().any(|a| a == "*" || host_matches(a, host)) {
                 return Err(forbidden(format!("host {host:?} is not allowed")));

@@ -33,6 +33,9 @@ pub(crate) fn mock_args() -> MockArgs {
         era: EraMode::Dual,
         ttl_ms: 0,
         cache_scope: crate::mock_backend::Scope::Public,
+        tls_cert: None,
+        tls_key: None,
+        tls_client_ca: None,
     }
 }
 

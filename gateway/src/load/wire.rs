@@ -66,6 +66,9 @@ impl Failure {
 impl Wire {
     /// A client for `target` keeping up to `pool` idle connections (one per session).
     pub(crate) fn new(target: &Target, pool: usize, timeout: Duration) -> Result<Wire, LoadError> {
+        // https targets: the platform's roots, through the process's one rustls provider; an http target
+        // reads no roots at all.
+        handlers::install_tls_provider();
         let mut b = Client::builder()
             .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
@@ -76,6 +79,9 @@ impl Wire {
             .http1_only();
         if let Some((name, addrs)) = &target.pinned {
             b = b.resolve_to_addrs(name, addrs);
+        }
+        if target.url.scheme() == "http" {
+            b = b.tls_backend_preconfigured(handlers::plain_tls_config());
         }
         let client = b.build().map_err(|e| LoadError::Client(e.to_string()))?;
         Ok(Wire {

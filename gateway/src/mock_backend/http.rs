@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{App, HttpResponse, HttpServer, web};
+
+use crate::tls::ServerTls;
 use bytes::Bytes;
 use dashmap::DashMap;
 use futures_util::StreamExt;
@@ -82,14 +84,15 @@ impl State {
     }
 }
 
-/// Runs the HTTP mock on `addr` until the process is stopped.
-pub(crate) fn run(mock: Arc<Mock>, addr: SocketAddr) -> io::Result<()> {
+/// Runs the HTTP mock on `addr` (HTTPS with `tls`) until the process is stopped.
+pub(crate) fn run(mock: Arc<Mock>, addr: SocketAddr, tls: Option<ServerTls>) -> io::Result<()> {
     actix_rt::System::new().block_on(async move {
         let state = web::Data::new(State::new(mock, Box::new(exit_soon)));
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let (server, addrs) = start(state, addr, workers)?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let (server, addrs) = start(state, addr, workers, tls.as_ref())?;
         for a in addrs {
-            eprintln!("mock-backend listening on http://{a}/mcp");
+            eprintln!("mock-backend listening on {scheme}://{a}/mcp");
         }
         server.await
     })
@@ -108,10 +111,14 @@ pub(crate) fn start(
     state: web::Data<State>,
     addr: SocketAddr,
     workers: usize,
+    tls: Option<&ServerTls>,
 ) -> io::Result<(actix_web::dev::Server, Vec<SocketAddr>)> {
     let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(routes))
-        .workers(workers)
-        .bind(addr)?;
+        .workers(workers);
+    let server = match tls {
+        Some(tls) => server.bind_rustls_0_23(addr, tls.server_config())?,
+        None => server.bind(addr)?,
+    };
     let addrs = server.addrs();
     Ok((server.run(), addrs))
 }

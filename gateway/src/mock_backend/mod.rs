@@ -101,6 +101,15 @@ pub struct MockArgs {
     /// `cacheScope` of its cacheable 2026-07-28 results when `--ttl-ms` is above 0.
     #[arg(long, value_enum, default_value = "public")]
     pub cache_scope: Scope,
+    /// With --listen: serve HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, requires = "tls_key", requires = "listen")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The key (PEM) of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Require client certificates issued by these CAs (PEM); needs --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_client_ca: Option<std::path::PathBuf>,
 }
 
 /// Who may reuse the mock's cacheable results (`--cache-scope`).
@@ -127,7 +136,18 @@ pub fn run(args: MockArgs) -> io::Result<()> {
     }
     let mock = Arc::new(Mock::new(&args));
     if let Some(addr) = args.listen {
-        return http::run(mock, addr);
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(
+                crate::tls::ServerTls::load(crate::tls::TlsFiles {
+                    cert: cert.clone(),
+                    key: key.clone(),
+                    client_ca: args.tls_client_ca.clone(),
+                })
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
+            ),
+            _ => None,
+        };
+        return http::run(mock, addr, tls);
     }
     if !args.stdio {
         return Err(io::Error::new(

@@ -12,6 +12,7 @@ mod event_stream;
 mod legacy;
 mod modern;
 mod sse;
+pub mod tls;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,14 +52,36 @@ const POST_TIMEOUT: Duration = Duration::from_secs(10);
 /// is closing at that moment (a spurious "connection closed before message completed").
 const POOL_IDLE: Duration = Duration::from_secs(4);
 
-/// The HTTP client of one backend. No overall timeout: event streams are long-lived, and every request has
-/// its own deadline.
-pub(crate) fn client(config: &BackendConfig) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+/// The HTTP client of one backend, with its TLS settings. No overall timeout: event streams are long-lived,
+/// and every request has its own deadline.
+pub(crate) fn client(ctx: &LinkContext) -> Result<reqwest::Client, String> {
+    let config = &ctx.config;
+    let url = match &config.transport {
+        Transport::Http { url } => url.as_str(),
+        _ => "",
+    };
+    let builder = reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
-        .pool_idle_timeout(POOL_IDLE)
+        .pool_idle_timeout(POOL_IDLE);
+    tls::configure(builder, ctx.tls()?.clone(), &config.tls, url)?
         .build()
-        .map_err(|e| format!("cannot build the http client: {e}"))
+        .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
+}
+
+/// An error with its causes, outermost first (`reqwest` says only "error sending request" on its own; the
+/// reason, such as an untrusted certificate, is in its sources).
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// The HTTP client of `ctx`'s backend for the current thread, made on first use: requests go out on
@@ -73,7 +96,7 @@ pub(crate) fn thread_client(ctx: &LinkContext, fallback: &reqwest::Client) -> re
         let mut clients = clients.borrow_mut();
         clients
             .entry(ctx.id)
-            .or_insert_with(|| client(&ctx.config).unwrap_or_else(|_| fallback.clone()))
+            .or_insert_with(|| client(ctx).unwrap_or_else(|_| fallback.clone()))
             .clone()
     })
 }
@@ -147,9 +170,7 @@ fn endpoint_url(config: &BackendConfig) -> Result<Url, String> {
     let url = Url::parse(url).map_err(|e| format!("invalid backend url {url:?}: {e}"))?;
     match url.scheme() {
         "http" => Ok(url),
-        "https" => {
-            Err("https backends need tls support, which this build of mcpgw lacks".to_owned())
-        }
+        "https" => tls::request_url(url, &config.tls),
         other => Err(format!("unsupported url scheme {other:?}")),
     }
 }

@@ -71,7 +71,7 @@ pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url:
             .body(body)
             .send()
             .await
-            .map_err(|e| format!("server/discover failed: {e}"))?;
+            .map_err(|e| format!("server/discover failed: {}", super::chain(&e)))?;
         let status = response.status();
         if status == StatusCode::OK {
             return Ok(match read_reply(response, 0, &inbound).await {
@@ -198,7 +198,7 @@ impl ModernLink {
             .body(body)
             .send()
             .await
-            .map_err(|e| ctx.unavailable(format!("the request failed: {e}")))?;
+            .map_err(|e| ctx.unavailable(format!("the request failed: {}", super::chain(&e))))?;
         let status = response.status();
         if status != StatusCode::OK {
             let failure = status_failure(ctx, MODERN, request.method, response).await;

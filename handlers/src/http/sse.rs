@@ -124,7 +124,12 @@ async fn open(client: &reqwest::Client, url: &Url) -> Result<(EventStream, Url),
         .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
         .send()
         .await
-        .map_err(|e| Refused::Outage(format!("opening the event stream failed: {e}")))?;
+        .map_err(|e| {
+            Refused::Outage(format!(
+                "opening the event stream failed: {}",
+                super::chain(&e)
+            ))
+        })?;
     let status = response.status();
     if is_outage(status) {
         return Err(Refused::Outage(format!("GET answered HTTP {status}")));

@@ -14,3 +14,4 @@ mod interop;
 mod operations;
 mod resilience;
 mod support;
+mod tls;

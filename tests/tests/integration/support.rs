@@ -60,6 +60,13 @@ pub struct Running {
     pub log: mpsc::Receiver<String>,
 }
 
+impl Running {
+    /// The process id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -170,9 +177,23 @@ impl Reply {
     }
 }
 
+/// Installs ring as this process's rustls provider (once), as mcpgw does: every reqwest client needs one.
+pub fn tls_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// A blocking HTTP client with a bounded timeout.
 pub fn client() -> reqwest::blocking::Client {
+    tls_provider();
+    // plain http: a configuration with no roots, so that no client reads the system's store
+    let plain = rustls::ClientConfig::builder()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
     reqwest::blocking::Client::builder()
+        .tls_backend_preconfigured(plain)
         .timeout(Duration::from_secs(30))
         .build()
         .unwrap()

@@ -449,7 +449,7 @@ async fn crash_after_counts_answers() {
 async fn serves_on_a_real_loopback_socket() {
     let (data, _) = state(&[]);
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let (server, addrs) = start(data, addr, 1).unwrap();
+    let (server, addrs) = start(data, addr, 1, None).unwrap();
     let handle = server.handle();
     actix_rt::spawn(server);
     let body = modern(7, "server/discover", "");

@@ -145,7 +145,7 @@ async fn initialize(
             .body(body)
             .send()
             .await
-            .map_err(|e| Refused::Outage(format!("initialize failed: {e}")))?;
+            .map_err(|e| Refused::Outage(format!("initialize failed: {}", super::chain(&e))))?;
         let status = response.status();
         if is_outage(status) {
             return Err(Refused::Outage(format!(
@@ -302,7 +302,7 @@ impl LegacyLink {
                 .body(body)
                 .send()
                 .await
-                .map_err(|e| ctx.unavailable(format!("the request failed: {e}")));
+                .map_err(|e| ctx.unavailable(format!("the request failed: {}", super::chain(&e))));
             let response = match response {
                 Ok(r) => r,
                 Err(failure) => return Attempt::Done(Err(failure)),

@@ -34,6 +34,7 @@ fn a_thousand_sessions_each_hear_only_their_own_progress_and_one_list_change() {
         .enable_all()
         .build()
         .unwrap();
+    tls_provider();
     let fan = Arc::new(Fanout {
         url: gw.url.clone(),
         http: reqwest::Client::builder()

@@ -61,6 +61,7 @@ pub(super) async fn report(
     mode: ClientLifecycleMode,
     plan: &Plan,
 ) -> Result<Value, String> {
+    crate::support::tls_provider();
     let http = reqwest::Client::builder()
         .no_proxy()
         .build()
