@@ -2,6 +2,7 @@
 //! (`--mcp-json FILE`), and the embedded demo config used when neither is given. Everything is validated at
 //! start with errors that name the field.
 
+mod cors;
 mod demo;
 mod mcp_json;
 
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
 
@@ -57,6 +59,9 @@ pub struct ServerConfig {
     /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any). Default:
     /// loopback origins when listening on loopback, anything otherwise.
     pub allowed_origins: Option<Vec<String>>,
+    /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
+    /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
+    pub cors_allowed_origins: Vec<String>,
 }
 
 /// The code an unknown tool name gets.
@@ -85,6 +90,7 @@ impl Default for ServerConfig {
             max_in_flight_per_worker: 4096,
             allowed_hosts: None,
             allowed_origins: None,
+            cors_allowed_origins: Vec::new(),
         }
     }
 }
@@ -272,6 +278,11 @@ impl Config {
         }
         if s.workers == Some(0) {
             return Err(invalid("server.workers", "must be at least 1"));
+        }
+        for (i, origin) in s.cors_allowed_origins.iter().enumerate() {
+            if let Err(why) = normalize_origin(origin) {
+                return Err(invalid(format!("server.cors_allowed_origins[{i}]"), why));
+            }
         }
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {
