@@ -12,6 +12,7 @@ pub mod auth_context;
 pub mod cache;
 pub mod catalog;
 pub mod changes;
+pub mod check;
 pub mod config;
 pub mod dispatch;
 pub mod http;

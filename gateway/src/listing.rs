@@ -65,7 +65,9 @@ pub async fn refresh(gw: &Arc<Gateway>) {
     }
 }
 
-async fn list_backend(handle: &BackendHandle, prefix: &str) -> Result<BackendListing, String> {
+/// Everything one backend offers (all pages of each list its capabilities announce), as a listing for the
+/// catalog; `mcpgw check` reports it. Not bounded here: callers put their deadline on it.
+pub async fn list_backend(handle: &BackendHandle, prefix: &str) -> Result<BackendListing, String> {
     let Some(description) = handle.description() else {
         return Err("not connected".to_owned());
     };

@@ -24,6 +24,8 @@ struct Cli {
 enum Command {
     /// Serve MCP clients (HTTP by default; --stdio for a local host). With no config: the built-in demo.
     Serve(ServeArgs),
+    /// Validate a config, start each backend once, report what each offers; non-zero on any problem.
+    Check(CheckArgs),
     /// A synthetic MCP server for tests, demos and load tests.
     MockBackend(gateway::mock_backend::MockArgs),
     /// Drive MCP sessions against a server and report latency and outcomes.
@@ -46,10 +48,21 @@ struct ServeArgs {
     stdio: bool,
 }
 
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// TOML config file.
+    #[arg(long, conflicts_with = "mcp_json")]
+    config: Option<PathBuf>,
+    /// An `mcpServers` JSON file, as MCP hosts write them.
+    #[arg(long)]
+    mcp_json: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Check(args) => return check(&args),
         Command::MockBackend(args) => {
             init_logging("warn");
             gateway::mock_backend::run(args).context("mock-backend")
@@ -74,10 +87,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         (Some(path), _) => Config::from_toml_file(path)?,
         (None, Some(path)) => from_mcp_json(path)?,
         (None, None) => {
-            let exe = std::env::current_exe()
-                .context("cannot find this executable for the demo backend")?;
             eprintln!("mcpgw: no --config given: serving the built-in demo backend");
-            demo_config(&exe)?
+            demo()?
         }
     };
     if let Some(listen) = args.listen {
@@ -85,6 +96,52 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     gateway::serve::run(config, args.stdio)?;
     Ok(())
+}
+
+fn demo() -> anyhow::Result<Config> {
+    let exe =
+        std::env::current_exe().context("cannot find this executable for the demo backend")?;
+    Ok(demo_config(&exe)?)
+}
+
+/// `mcpgw check`: the report on standard output, one line per problem on standard error, exit 1 on any.
+/// Logs are off unless `RUST_LOG` asks (they would repeat the problems).
+fn check(args: &CheckArgs) -> ExitCode {
+    init_logging("off");
+    // A `ConfigError`'s message already holds its cause: printed once, without the source chain.
+    let (loaded, source) = match (&args.config, &args.mcp_json) {
+        (Some(path), _) => (
+            Config::from_toml_file(path).map_err(|e| e.to_string()),
+            format!("config {}", path.display()),
+        ),
+        (None, Some(path)) => (
+            from_mcp_json(path).map_err(|e| e.to_string()),
+            format!("mcp json {}", path.display()),
+        ),
+        (None, None) => (
+            demo().map_err(|e| format!("{e:#}")),
+            "the built-in demo config".to_owned(),
+        ),
+    };
+    let problem = |line: &str| eprintln!("mcpgw check: {line}");
+    let config = match loaded {
+        Ok(config) => config,
+        Err(e) => {
+            problem(&gateway::check::one_line(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    let report = gateway::check::run(&config, source);
+    print!("{}", report.render());
+    let problems = report.problems();
+    for p in &problems {
+        problem(p);
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// Logs go to standard error (standard output carries the protocol in stdio modes). `RUST_LOG` overrides.

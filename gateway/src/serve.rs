@@ -68,7 +68,9 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     result
 }
 
-fn start_backends(
+/// Starts one actor per configured backend (each begins connecting at once); `mcpgw check` starts them the
+/// same way.
+pub(crate) fn start_backends(
     config: &Config,
     events: mpsc::Sender<BackendEvent>,
 ) -> BTreeMap<String, BackendHandle> {

@@ -231,6 +231,15 @@ impl BackendHandle {
         }
     }
 
+    /// Why the backend is down (its last connect attempt failed or its connection was lost); `None` while
+    /// connecting, ready or shut down.
+    pub fn down_reason(&self) -> Option<String> {
+        match &*self.shared.state.borrow() {
+            State::Down(reason) => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
     /// One request: takes a permit without waiting (none free: `Overloaded` at once), answers
     /// `Unavailable` at once while the backend is down, and otherwise returns the backend's raw `result` or
     /// a failure within the request timeout. Dropping the future abandons the request: the backend is told

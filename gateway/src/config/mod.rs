@@ -2,6 +2,7 @@
 //! (`--mcp-json FILE`), and the embedded demo config used when neither is given. Everything is validated at
 //! start with errors that name the field.
 
+mod cors;
 mod demo;
 mod mcp_json;
 mod tls;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
 pub use tls::server_files;
@@ -67,6 +69,9 @@ pub struct ServerConfig {
     pub tls_client_ca_file: Option<PathBuf>,
     /// Refuse settings that weaken security (today: `tls_insecure_skip_verify` on a backend).
     pub strict: bool,
+    /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
+    /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
+    pub cors_allowed_origins: Vec<String>,
 }
 
 /// The code an unknown tool name gets.
@@ -99,6 +104,7 @@ impl Default for ServerConfig {
             tls_key_file: None,
             tls_client_ca_file: None,
             strict: false,
+            cors_allowed_origins: Vec::new(),
         }
     }
 }
@@ -310,6 +316,11 @@ impl Config {
             return Err(invalid("server.workers", "must be at least 1"));
         }
         tls::validate_server(s)?;
+        for (i, origin) in s.cors_allowed_origins.iter().enumerate() {
+            if let Err(why) = normalize_origin(origin) {
+                return Err(invalid(format!("server.cors_allowed_origins[{i}]"), why));
+            }
+        }
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {
             let field = |f: &str| format!("backend[{i}].{f}");

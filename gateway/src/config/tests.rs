@@ -57,6 +57,14 @@ fn every_rule_names_its_field() {
         ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
         ("[server]\nworkers = 0", "server.workers"),
         (
+            "[server]\ncors_allowed_origins = [\"https://ok.example\", \"*\"]",
+            "server.cors_allowed_origins[1]",
+        ),
+        (
+            "[server]\ncors_allowed_origins = [\"https://app.example/mcp\"]",
+            "server.cors_allowed_origins[0]",
+        ),
+        (
             "[server]\nunknown_tool_code = \"nope\"",
             "unknown_tool_code",
         ),

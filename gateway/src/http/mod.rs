@@ -1,18 +1,22 @@
 //! The HTTP front door (actix-web): `POST/GET/DELETE /mcp` for both eras side by side, the 2024-11-05
-//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and `/healthz`, `/readyz`.
+//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and `/healthz`, `/readyz`; CORS on the MCP endpoints
+//! when origins are configured.
 
 mod body;
+pub mod cors;
 mod health;
 mod legacy_sse;
 mod mcp;
 mod origin;
 mod stream;
 
+pub use cors::CorsPolicy;
 pub use origin::OriginPolicy;
 
 use std::sync::Arc;
 
 use actix_web::http::header::HeaderMap;
+use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, web};
 use protocol::validate::{Accepts, Rejection};
 
@@ -43,6 +47,8 @@ pub struct Worker {
     pub response: ResponseHandle,
     /// Host and Origin checks.
     pub origin: OriginPolicy,
+    /// CORS for browser pages.
+    pub cors: CorsPolicy,
 }
 
 impl Worker {
@@ -51,11 +57,13 @@ impl Worker {
         let routing = RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker);
         let response = ResponseHandle::start(gw.clone());
         let origin = OriginPolicy::from_config(&gw.config.server);
+        let cors = CorsPolicy::from_config(&gw.config.server);
         Worker {
             gw,
             routing,
             response,
             origin,
+            cors,
         }
     }
 }
@@ -65,13 +73,22 @@ pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
     cfg.app_data(web::Data::new(Worker::start(gw)))
         .service(
             web::resource("/mcp")
+                .wrap(from_fn(cors::middleware))
                 .route(web::post().to(mcp::post))
                 .route(web::get().to(mcp::get))
                 .route(web::delete().to(mcp::delete))
                 .default_service(web::to(mcp::other)),
         )
-        .service(web::resource("/sse").route(web::get().to(legacy_sse::open)))
-        .service(web::resource("/messages").route(web::post().to(legacy_sse::post)))
+        .service(
+            web::resource("/sse")
+                .wrap(from_fn(cors::middleware))
+                .route(web::get().to(legacy_sse::open)),
+        )
+        .service(
+            web::resource("/messages")
+                .wrap(from_fn(cors::middleware))
+                .route(web::post().to(legacy_sse::post)),
+        )
         .service(web::resource("/healthz").to(health::healthz))
         .service(web::resource("/readyz").to(health::readyz));
 }

@@ -1,12 +1,13 @@
 //! DNS-rebinding protection: a request whose `Host` is not one the gateway answers to, or whose `Origin` is
 //! present and not allowed, is refused with 403 before anything else. A gateway listening on loopback answers
-//! only to loopback names by default; one listening elsewhere checks only what the config lists.
+//! only to loopback names by default; one listening elsewhere checks only what the config lists. An origin
+//! allowed for CORS (`cors_allowed_origins`) is always allowed here too, so the two never disagree.
 
 use actix_web::HttpRequest;
 use protocol::validate::Rejection;
 use protocol::{Error, ErrorCode};
 
-use crate::config::ServerConfig;
+use crate::config::{ServerConfig, normalize_origin};
 
 /// The Host and Origin policy of one deployment.
 #[derive(Debug, Clone)]
@@ -25,7 +26,7 @@ impl OriginPolicy {
             .allowed_hosts
             .clone()
             .or_else(|| loopback.then(|| LOOPBACK_NAMES.iter().map(|h| h.to_string()).collect()));
-        let origins = server.allowed_origins.clone().or_else(|| {
+        let mut origins = server.allowed_origins.clone().or_else(|| {
             loopback.then(|| {
                 LOOPBACK_NAMES
                     .iter()
@@ -33,6 +34,11 @@ impl OriginPolicy {
                     .collect()
             })
         });
+        // An origin allowed for CORS passes this check too (in its normal form: exactly that origin).
+        if let Some(list) = &mut origins {
+            let cors = server.cors_allowed_origins.iter();
+            list.extend(cors.filter_map(|o| normalize_origin(o).ok()));
+        }
         OriginPolicy { hosts, origins }
     }
 
@@ -50,16 +56,24 @@ impl OriginPolicy {
                 return Err(forbidden(format!("host {host:?} is not allowed")));
             }
         }
-        if let (Some(allowed), Some(origin)) = (&self.origins, headers.get("origin")) {
+        if let Some(origin) = headers.get("origin") {
             let origin = origin.to_str().unwrap_or_default();
-            if !allowed
-                .iter()
-                .any(|a| a == "*" || origin_matches(a, origin))
-            {
+            if !self.origin_allowed(origin) {
                 return Err(forbidden(format!("origin {origin:?} is not allowed")));
             }
         }
         Ok(())
+    }
+
+    /// Whether a request carrying this `Origin` passes.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        let Some(allowed) = &self.origins else {
+            return true;
+        };
+        let normal = normalize_origin(origin).ok();
+        allowed.iter().any(|a| {
+            a == "*" || origin_matches(a, origin) || normal.as_deref().is_some_and(|n| n == a)
+        })
     }
 }
 
@@ -132,6 +146,71 @@ mod tests {
         ];
         for (allowed, origin, want) in origins {
             assert_eq!(origin_matches(allowed, origin), want, "{allowed} {origin}");
+        }
+    }
+
+    #[test]
+    fn an_origin_allowed_for_cors_passes_the_origin_check() {
+        // (listen, allowed_origins, cors_allowed_origins, origin received, passes)
+        type Case<'a> = (&'a str, Option<&'a [&'a str]>, &'a [&'a str], &'a str, bool);
+        let table: [Case; 7] = [
+            (
+                "127.0.0.1:7800",
+                None,
+                &["https://app.example"],
+                "https://app.example",
+                true,
+            ),
+            (
+                "127.0.0.1:7800",
+                None,
+                &["https://app.example:443"],
+                "https://app.example",
+                true,
+            ),
+            (
+                "127.0.0.1:7800",
+                None,
+                &["https://app.example"],
+                "https://evil.example",
+                false,
+            ),
+            (
+                "127.0.0.1:7800",
+                None,
+                &["https://app.example"],
+                "http://localhost:5173",
+                true,
+            ),
+            (
+                "127.0.0.1:7800",
+                Some(&["https://other.example"]),
+                &["https://app.example"],
+                "https://app.example",
+                true,
+            ),
+            (
+                "127.0.0.1:7800",
+                Some(&["https://other.example"]),
+                &[],
+                "https://app.example",
+                false,
+            ),
+            ("0.0.0.0:7800", None, &[], "https://anything.example", true),
+        ];
+        for (listen, allowed, cors, origin, want) in table {
+            let server = ServerConfig {
+                listen: listen.parse().unwrap(),
+                allowed_origins: allowed.map(|a| a.iter().map(|s| s.to_string()).collect()),
+                cors_allowed_origins: cors.iter().map(|s| s.to_string()).collect(),
+                ..ServerConfig::default()
+            };
+            let policy = OriginPolicy::from_config(&server);
+            assert_eq!(
+                policy.origin_allowed(origin),
+                want,
+                "{listen} {allowed:?} {cors:?} {origin}"
+            );
         }
     }
 }

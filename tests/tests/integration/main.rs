@@ -8,6 +8,8 @@ mod bad_input;
 mod bridging;
 mod caching;
 mod changes;
+mod check;
+mod cors;
 mod eras;
 mod errors;
 mod interop;
