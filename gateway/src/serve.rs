@@ -22,18 +22,39 @@ const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
 
-/// Why serving stopped or could not start.
+/// Why serving stopped or could not start. Each message holds its cause (none is a `source` as well, which
+/// would print it twice).
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// Two backends expose the same name.
     #[error("catalog: {0}")]
-    Catalog(#[from] CatalogError),
-    /// The listen address cannot be bound, or I/O failed.
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
+    Catalog(CatalogError),
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {addr}: {error}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Serving failed.
+    #[error("serving failed: {0}")]
+    Io(std::io::Error),
     /// The front door's TLS files do not load.
     #[error("tls: {0}")]
-    Tls(#[from] crate::tls::TlsError),
+    Tls(crate::tls::TlsError),
+}
+
+impl From<CatalogError> for ServeError {
+    fn from(e: CatalogError) -> ServeError {
+        ServeError::Catalog(e)
+    }
+}
+
+impl From<crate::tls::TlsError> for ServeError {
+    fn from(e: crate::tls::TlsError) -> ServeError {
+        ServeError::Tls(e)
+    }
 }
 
 /// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
@@ -42,10 +63,25 @@ pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
 }
 
 async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
+    // The front door first: an address in use (or TLS files that do not load) stops start-up before any
+    // backend is started.
+    let front = if stdio {
+        None
+    } else {
+        Some(FrontDoor::open(&config)?)
+    };
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let backends = start_backends(&config, events_tx);
     let gw = Arc::new(Gateway::new(config, backends));
     join_all(gw.backends.values().map(|b| b.wait_settled(CONNECT_WAIT))).await;
+    for (name, handle) in &gw.backends {
+        if let Some(reason) = handle.down_reason() {
+            // Named on a start-up line: the gateway serves without it and adds it when it comes up.
+            eprintln!(
+                "mcpgw: backend {name} is down at start ({reason}); serving without it until it comes up"
+            );
+        }
+    }
     let snapshot = build_catalog(&gw).await?;
     tracing::info!(
         backends = gw.backends.len(),
@@ -57,10 +93,9 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
         crate::changes::sync_backend(&gw, name);
     }
     actix_rt::spawn(crate::changes::watch(gw.clone(), events_rx));
-    let result = if stdio {
-        crate::stdio_server::run(gw.clone()).await
-    } else {
-        serve_http(gw.clone()).await
+    let result = match front {
+        None => crate::stdio_server::run(gw.clone()).await,
+        Some(front) => serve_http(gw.clone(), front).await,
     };
     for b in gw.backends.values() {
         b.shutdown();
@@ -114,8 +149,25 @@ fn builtin(words: &[String]) -> Transport {
     }
 }
 
-async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {
-    let listen: SocketAddr = gw.config.server.listen;
+/// The front door's socket, bound at start, and its TLS.
+struct FrontDoor {
+    listener: std::net::TcpListener,
+    tls: Option<crate::tls::ServerTls>,
+}
+
+impl FrontDoor {
+    fn open(config: &Config) -> Result<FrontDoor, ServeError> {
+        let addr = config.server.listen;
+        let tls = crate::config::server_files(&config.server)
+            .map(crate::tls::ServerTls::load)
+            .transpose()?;
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|error| ServeError::Bind { addr, error })?;
+        Ok(FrontDoor { listener, tls })
+    }
+}
+
+async fn serve_http(gw: Arc<Gateway>, front: FrontDoor) -> Result<(), ServeError> {
     let workers = gw.config.server.workers.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -128,21 +180,26 @@ async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {
     })
     .workers(workers)
     .shutdown_timeout(10);
-    let tls = crate::config::server_files(&gw.config.server)
-        .map(crate::tls::ServerTls::load)
-        .transpose()?;
-    let (server, scheme) = match &tls {
+    let addr = front
+        .listener
+        .local_addr()
+        .unwrap_or(gw.config.server.listen);
+    let bound = |error| ServeError::Bind { addr, error };
+    let (server, scheme) = match &front.tls {
         Some(tls) => (
-            server.bind_rustls_0_23(listen, tls.server_config())?,
+            server
+                .listen_rustls_0_23(front.listener, tls.server_config())
+                .map_err(bound)?,
             "https",
         ),
-        None => (server.bind(listen)?, "http"),
+        None => (server.listen(front.listener).map_err(bound)?, "http"),
     };
-    let reloadable: Vec<Arc<dyn crate::reload::Reload>> = tls
+    let reloadable: Vec<Arc<dyn crate::reload::Reload>> = front
+        .tls
         .into_iter()
         .map(|t| Arc::new(t) as Arc<dyn crate::reload::Reload>)
         .collect();
-    crate::reload::on_sighup(reloadable)?;
+    crate::reload::on_sighup(reloadable).map_err(ServeError::Io)?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
         eprintln!(
@@ -150,6 +207,6 @@ async fn serve_http(gw: Arc<Gateway>) -> Result<(), ServeError> {
             gw.backends.len()
         );
     }
-    server.run().await?;
+    server.run().await.map_err(ServeError::Io)?;
     Ok(())
 }

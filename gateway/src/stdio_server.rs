@@ -65,7 +65,7 @@ where
                 let _ = out_tx.send(body.into_bytes()).await;
                 continue;
             }
-            Err(LinesCodecError::Io(e)) => return Err(e.into()),
+            Err(LinesCodecError::Io(e)) => return Err(ServeError::Io(e)),
         };
         let routed = match worker
             .routing

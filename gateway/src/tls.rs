@@ -23,14 +23,14 @@ use crate::reload::Reload;
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// A file cannot be read.
-    #[error("{field} {path}: {source}")]
+    #[error("{field} {path}: {error}")]
     Read {
         /// The config field that names it.
         field: &'static str,
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (in the message: not a `source` too, which would print it twice).
+        error: std::io::Error,
     },
     /// A file holds no usable PEM of the kind expected, or rustls refuses what it holds.
     #[error("{field} {path}: {reason}")]
@@ -155,10 +155,10 @@ fn invalid(field: &'static str, path: &Path, reason: impl std::fmt::Display) -> 
 }
 
 fn read(field: &'static str, path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
+    std::fs::read(path).map_err(|error| TlsError::Read {
         field,
         path: path.to_owned(),
-        source,
+        error,
     })
 }
 

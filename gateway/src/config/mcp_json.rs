@@ -33,9 +33,9 @@ struct Server {
 
 /// Reads an `mcpServers` file into a config (with default `[server]` settings), validated.
 pub fn from_mcp_json(path: &Path) -> Result<Config, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
         path: path.to_owned(),
-        source,
+        error,
     })?;
     from_mcp_json_str(&text, path)
 }

@@ -218,12 +218,12 @@ impl BackendEntry {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file cannot be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {error}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why (said in the message, so not a `source` as well: it would be printed twice).
+        error: std::io::Error,
     },
     /// The file does not parse.
     #[error("{path}: {message}")]
@@ -268,9 +268,9 @@ impl Config {
 
     /// Reads and validates a TOML file.
     pub fn from_toml_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            error,
         })?;
         Config::from_toml_str(&text, path)
     }

@@ -74,7 +74,7 @@ pub enum LoadError {
     Resolve { host: String, why: String },
     /// The runtime could not start.
     #[error("cannot start the load generator's runtime: {0}")]
-    Runtime(#[source] std::io::Error),
+    Runtime(std::io::Error),
     /// The HTTP client could not be built.
     #[error("cannot build the http client: {0}")]
     Client(String),
@@ -91,11 +91,10 @@ pub enum LoadError {
     #[error("the run did not end within its hard deadline of {0:?}")]
     Deadline(Duration),
     /// `--json FILE` could not be written.
-    #[error("cannot write {}: {source}", path.display())]
+    #[error("cannot write {}: {error}", path.display())]
     Write {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 

@@ -256,7 +256,7 @@ impl Report {
     pub fn write_json(&self, path: &Path) -> Result<(), LoadError> {
         let io = |e: std::io::Error| LoadError::Write {
             path: path.to_path_buf(),
-            source: e,
+            error: e,
         };
         let mut text = serde_json::to_string_pretty(self).map_err(|e| io(e.into()))?;
         text.push('\n');

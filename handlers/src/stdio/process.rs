@@ -44,10 +44,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 pub(crate) enum SpawnError {
     #[error("the stdio command is empty")]
     EmptyCommand,
-    #[error("cannot start {program}: {source}")]
+    #[error("cannot start {program}: {error}")]
     Spawn {
         program: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("the child process has no {0} pipe")]
     NoPipe(&'static str),
@@ -120,9 +120,9 @@ impl StdioProcess {
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
-        let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
+        let mut child = cmd.spawn().map_err(|error| SpawnError::Spawn {
             program: program.clone(),
-            source,
+            error,
         })?;
         let stdin = child.stdin.take().ok_or(SpawnError::NoPipe("stdin"))?;
         let stdout = child.stdout.take().ok_or(SpawnError::NoPipe("stdout"))?;

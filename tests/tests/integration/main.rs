@@ -15,5 +15,6 @@ mod errors;
 mod interop;
 mod operations;
 mod resilience;
+mod startup;
 mod support;
 mod tls;

@@ -1,0 +1,147 @@
+//! Start-up as a new user meets it (issue 10 §4): the listen address is bound before any backend starts,
+//! a backend that is down at start is named on a start-up line, and every start-up error is said once, with
+//! its context (the file, the address, both backends of a collision).
+
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::interop::peers::run_bounded;
+use crate::support::*;
+
+/// Runs `mcpgw serve` with `args` until it exits (bounded); its stderr.
+fn serve_fails(args: &[&str]) -> String {
+    let mut cmd = Command::new(mcpgw());
+    cmd.arg("serve").args(args).env("RUST_LOG", "info");
+    let (ok, _, stderr) = run_bounded(cmd, Duration::from_secs(30));
+    assert!(!ok, "mcpgw serve {args:?} should fail:\n{stderr}");
+    stderr
+}
+
+fn error_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("mcpgw: error: "))
+        .collect()
+}
+
+#[test]
+fn start_up_errors_are_said_once_with_their_context() {
+    let dir = TempDir::new("startup-errors");
+    // a missing file: its path, and the reason once
+    let stderr = serve_fails(&["--config", "/nonexistent/mcpgw.toml"]);
+    let lines = error_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("/nonexistent/mcpgw.toml"), "{stderr}");
+    assert_eq!(
+        lines[0].matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
+
+    // a collision: both backends, once
+    let collide = dir.file(
+        "collide.toml",
+        "[[backend]]\nname = \"a\"\nbuiltin = [\"mock-backend\"]\nprefix = \"\"\n\n\
+         [[backend]]\nname = \"b\"\nbuiltin = [\"mock-backend\"]\nprefix = \"\"\n",
+    );
+    let stderr = serve_fails(&[
+        "--config",
+        collide.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let lines = error_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("backends a and b"), "{stderr}");
+    assert_eq!(lines[0].matches("collides").count(), 1, "{stderr}");
+}
+
+#[test]
+fn the_listen_address_is_bound_before_any_backend_starts() {
+    let dir = TempDir::new("startup-bind");
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let config = dir.file(
+        "mcpgw.toml",
+        &format!(
+            "[[backend]]\nname = \"m\"\ncommand = {}\n",
+            stdio_mock_command(&[])
+        ),
+    );
+    let stderr = serve_fails(&["--config", config.to_str().unwrap(), "--listen", &addr]);
+    let lines = error_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains(&format!("cannot listen on {addr}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        lines[0].matches("Address already in use").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("backend process started"),
+        "a backend started first:\n{stderr}"
+    );
+}
+
+#[test]
+fn a_backend_down_at_start_is_named_on_a_start_up_line() {
+    let dir = TempDir::new("startup-down");
+    let config = format!(
+        "[[backend]]\nname = \"up\"\nbuiltin = [\"mock-backend\"]\n\n\
+         [[backend]]\nname = \"gone\"\ncommand = [\"{}\"]\n",
+        dir.0.join("no-such-server").display()
+    );
+    let path = dir.file("mcpgw.toml", &config);
+    let mut child = Command::new(mcpgw())
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // everything said up to the line that says where it listens
+    let mut before = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(line) =
+        rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        let done = line.starts_with("mcpgw listening on ");
+        before.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        before.iter().any(|l| l.starts_with("mcpgw listening on ")),
+        "{before:#?}"
+    );
+    let line = before
+        .iter()
+        .find(|l| l.starts_with("mcpgw: backend gone is down at start"))
+        .unwrap_or_else(|| panic!("no start-up line names the backend:\n{}", before.join("\n")));
+    assert!(line.contains("no-such-server"), "{line}");
+    assert!(
+        !before.iter().any(|l| l.starts_with("mcpgw: backend up ")),
+        "{before:#?}"
+    );
+}
