@@ -199,3 +199,73 @@ fn demo_config_runs_this_binary_as_its_backend() {
     assert_eq!(command[0], "/opt/mcpgw/bin/mcpgw");
     assert_eq!(&command[1..3], ["mock-backend", "--stdio"]);
 }
+
+/// The keys a table of the config accepts, as serde lists them when it refuses an unknown one.
+fn accepted_keys(table_header: &str) -> Vec<String> {
+    let text = format!("{table_header}\nname = \"x\"\nzz_not_a_key = 1\n");
+    let err = parse(&text)
+        .expect_err("an unknown key is refused")
+        .to_string();
+    let expected = err
+        .split("expected one of ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("serde lists the keys: {err}"));
+    expected
+        .split(',')
+        .filter_map(|k| k.trim().split('`').nth(1))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The keys the README's configuration table names: (server keys, backend keys).
+fn readme_keys() -> (Vec<String>, Vec<String>) {
+    let readme = include_str!("../../../README.md");
+    let table = readme
+        .split("### Configuration")
+        .nth(1)
+        .and_then(|rest| rest.split("\n### ").next())
+        .expect("README has a Configuration section");
+    let (mut server, mut backend) = (Vec::new(), Vec::new());
+    let mut in_backend = false;
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        for (i, key) in first.split('`').enumerate() {
+            if i % 2 == 0 {
+                continue;
+            }
+            let key = match key.strip_prefix("[[backend]] ") {
+                Some(k) => {
+                    in_backend = true;
+                    k
+                }
+                None => key.strip_prefix("[server] ").unwrap_or(key),
+            };
+            if in_backend {
+                &mut backend
+            } else {
+                &mut server
+            }
+            .push(key.to_owned());
+        }
+    }
+    (server, backend)
+}
+
+#[test]
+fn the_readme_configuration_table_names_every_key_and_only_keys() {
+    let (server_doc, backend_doc) = readme_keys();
+    for (table, accepted, documented) in [
+        ("[server]", accepted_keys("[server]"), server_doc),
+        ("[[backend]]", accepted_keys("[[backend]]"), backend_doc),
+    ] {
+        let mut accepted = accepted;
+        let mut documented = documented;
+        accepted.sort();
+        documented.sort();
+        assert!(!accepted.is_empty(), "{table}: serde listed no key");
+        assert_eq!(
+            documented, accepted,
+            "README's configuration table and {table} disagree"
+        );
+    }
+}

@@ -14,6 +14,7 @@ mod eras;
 mod errors;
 mod interop;
 mod operations;
+mod readme;
 mod resilience;
 mod startup;
 mod support;
