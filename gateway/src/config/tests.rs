@@ -185,7 +185,7 @@ fn mcp_servers_json_loads() {
         Some(&["uvx".to_owned(), "mcp-server-time".to_owned()][..])
     );
     let bad = from_mcp_json_str(r#"{"mcpServers": {"x": {}}}"#, Path::new("mcp.json")).unwrap_err();
-    assert!(bad.to_string().contains("backend[0].command"), "{bad}");
+    assert!(bad.to_string().contains("mcpServers.x.command"), "{bad}");
     assert!(from_mcp_json_str("{", Path::new("mcp.json")).is_err());
 }
 

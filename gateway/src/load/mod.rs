@@ -78,6 +78,10 @@ pub enum LoadError {
     /// The HTTP client could not be built.
     #[error("cannot build the http client: {0}")]
     Client(String),
+    /// The target gave no answer at all to the probe (nothing listens, the connection broke, or the
+    /// deadline passed): said as it is, since nothing can be told about its era.
+    #[error("no answer from {url}: {why}")]
+    NoAnswer { url: String, why: String },
     /// The target did not answer the probe as an MCP server of the chosen era.
     #[error("the target failed the probe: {0}")]
     Probe(String),

@@ -11,8 +11,8 @@ use super::args::Plan;
 use super::request::{
     LegacyHeaders, Template, call_params, initialize_params, page_params, read_params,
 };
-use super::session::{EraCalls, discover, legacy_handshake};
-use super::stats::Op;
+use super::session::{EraCalls, HandshakeError, discover, legacy_handshake};
+use super::stats::{Op, Outcome};
 use super::wire::{Expect, Wire, result_of};
 
 /// Most pages of `tools/list` read.
@@ -45,22 +45,31 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
         next_id += 1;
         next_id
     };
+    // An answer that is not what the era expects gets a hint at the other era; no answer at all, the plain
+    // reason (connection refused, the deadline), with the URL.
+    let judged = |(status, outcome, why): HandshakeError, hint: &str| {
+        if status.is_none() && matches!(outcome, Outcome::Transport | Outcome::Timeout) {
+            LoadError::NoAnswer {
+                url: wire.url().to_string(),
+                why,
+            }
+        } else {
+            fail(format!("{why} ({hint})"))
+        }
+    };
     if plan.era.uses_modern() {
         discover(wire, &discovery, id())
             .await
-            .map_err(|(_, _, why)| {
-                fail(format!(
-                    "{why} (is it a 2026-07-28 server? try --era legacy)"
-                ))
-            })?;
+            .map_err(|e| judged(e, "is it a 2026-07-28 server? try --era legacy"))?;
     }
     let legacy = if plan.era.uses_legacy() {
         let h = legacy_handshake(wire, &initialize, id())
             .await
-            .map_err(|(_, _, why)| {
-                fail(format!(
-                    "{why} (does it speak initialize-based versions? try --era modern)"
-                ))
+            .map_err(|e| {
+                judged(
+                    e,
+                    "does it speak initialize-based versions? try --era modern",
+                )
             })?;
         Some(h.0)
     } else {
@@ -164,7 +173,7 @@ async fn list(
         let answer = wire
             .post(t.headers(session), t.body(n))
             .await
-            .map_err(|f| format!("{method}: {:?}", f.outcome()))?;
+            .map_err(|f| format!("{method}: {f}"))?;
         let result = result_of(&answer, expect).map_err(|e| format!("{method}: {e}"))?;
         if let Some(page) = result.get(key).and_then(Value::as_array) {
             items.extend(page.iter().cloned());

@@ -349,7 +349,7 @@ pub(crate) async fn legacy_handshake(
     let a = wire
         .post(initialize.headers(None), initialize.body(id))
         .await
-        .map_err(|f| (None, f.outcome(), format!("initialize: {:?}", f.outcome())))?;
+        .map_err(|f| (None, f.outcome(), format!("initialize: {f}")))?;
     let outcome = classify(&a, expect);
     if outcome != Outcome::Ok {
         let why = format!(
@@ -384,11 +384,7 @@ pub(crate) async fn legacy_handshake(
             Outcome::HttpError,
             format!("notifications/initialized: HTTP {}", n.status),
         )),
-        Err(f) => Err((
-            None,
-            f.outcome(),
-            format!("notifications/initialized: {:?}", f.outcome()),
-        )),
+        Err(f) => Err((None, f.outcome(), format!("notifications/initialized: {f}"))),
     }
 }
 
@@ -402,13 +398,7 @@ pub(crate) async fn discover(
     let a = wire
         .post(discover.headers(None), discover.body(id))
         .await
-        .map_err(|f| {
-            (
-                None,
-                f.outcome(),
-                format!("server/discover: {:?}", f.outcome()),
-            )
-        })?;
+        .map_err(|f| (None, f.outcome(), format!("server/discover: {f}")))?;
     let outcome = classify(&a, expect);
     if outcome != Outcome::Ok {
         let why = format!(

@@ -216,15 +216,26 @@ fn self_test_reports_the_generator_ceiling() {
 fn refusals_come_before_any_load() {
     let err = load("http://10.0.0.1:7800/mcp", &[]).unwrap_err();
     assert!(matches!(err, LoadError::RemoteTarget { .. }), "{err}");
-    // A port nobody listens on: the probe says so, at once.
+    // A port nobody listens on: the probe says so plainly, with the URL, at once, in every era (no hint at
+    // another era: nothing answered).
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
-    let started = std::time::Instant::now();
-    let err = load(&format!("http://{closed}/mcp"), &[]).unwrap_err();
-    assert!(matches!(err, LoadError::Probe(_)), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(10));
+    let url = format!("http://{closed}/mcp");
+    for era in ["modern", "legacy", "mixed"] {
+        let started = std::time::Instant::now();
+        let err = load(&url, &["--era", era]).unwrap_err();
+        assert!(matches!(err, LoadError::NoAnswer { .. }), "{era}: {err}");
+        let said = err.to_string();
+        assert!(
+            said.starts_with(&format!("no answer from {url}: ")),
+            "{said}"
+        );
+        assert!(said.ends_with(": connection refused"), "{era}: {said}");
+        assert!(!said.contains("--era"), "{era}: {said}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
     // A legacy-only server is not loaded with modern sessions, and the reason names the way out.
     let legacy_only = mock(&["--era", "legacy"]);
     let err = load(&legacy_only, &["--era", "modern", "--requests", "5"]).unwrap_err();

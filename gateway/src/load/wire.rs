@@ -46,19 +46,61 @@ pub(crate) struct Answer {
 }
 
 /// Why there is no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Failure {
+    /// No whole answer within the request deadline (connecting included).
     Timeout,
-    Transport,
+    /// The connection could not be made or broke; why, plainly ("connection refused").
+    Transport(String),
     TooLarge,
 }
 
 impl Failure {
-    pub(crate) fn outcome(self) -> Outcome {
+    pub(crate) fn outcome(&self) -> Outcome {
         match self {
             Failure::Timeout => Outcome::Timeout,
-            Failure::Transport => Outcome::Transport,
+            Failure::Transport(_) => Outcome::Transport,
             Failure::TooLarge => Outcome::Invalid("body too large"),
+        }
+    }
+
+    /// What reqwest's error means for the exchange: a timeout, or a transport failure said plainly. Its
+    /// `Display` repeats every layer ("error sending request for url (...)"); what a user needs is the
+    /// innermost cause, and "connection refused" when nothing listens.
+    fn of(error: &reqwest::Error) -> Failure {
+        if error.is_timeout() {
+            return Failure::Timeout;
+        }
+        let mut innermost: &dyn std::error::Error = error;
+        let mut source = std::error::Error::source(error);
+        while let Some(e) = source {
+            if let Some(io) = e.downcast_ref::<std::io::Error>() {
+                match io.kind() {
+                    std::io::ErrorKind::ConnectionRefused => {
+                        return Failure::Transport("connection refused".to_owned());
+                    }
+                    std::io::ErrorKind::TimedOut => return Failure::Timeout,
+                    _ => {}
+                }
+            }
+            innermost = e;
+            source = e.source();
+        }
+        let why = innermost.to_string();
+        Failure::Transport(if error.is_connect() {
+            format!("cannot connect: {why}")
+        } else {
+            why
+        })
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Timeout => f.write_str("no answer within the request deadline (--timeout)"),
+            Failure::Transport(why) => f.write_str(why),
+            Failure::TooLarge => write!(f, "an answer larger than {} MiB", MAX_BODY >> 20),
         }
     }
 }
@@ -91,6 +133,11 @@ impl Wire {
         })
     }
 
+    /// The target's URL.
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
+    }
+
     /// The deadline of one request.
     pub(crate) fn timeout(&self) -> Duration {
         self.timeout
@@ -114,7 +161,7 @@ impl Wire {
 
     async fn exchange(&self, req: reqwest::RequestBuilder) -> Result<Answer, Failure> {
         let work = async {
-            let mut resp = req.send().await.map_err(|_| Failure::Transport)?;
+            let mut resp = req.send().await.map_err(|e| Failure::of(&e))?;
             let status = resp.status().as_u16();
             let session_id = resp
                 .headers()
@@ -127,7 +174,7 @@ impl Wire {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
             let mut body = BytesMut::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|_| Failure::Transport)? {
+            while let Some(chunk) = resp.chunk().await.map_err(|e| Failure::of(&e))? {
                 if body.len() + chunk.len() > MAX_BODY {
                     return Err(Failure::TooLarge);
                 }

@@ -13,6 +13,7 @@ mod cors;
 mod eras;
 mod errors;
 mod interop;
+mod load_example;
 mod operations;
 mod readme;
 mod resilience;
