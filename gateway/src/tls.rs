@@ -65,8 +65,7 @@ pub struct ServerTls {
 impl ServerTls {
     /// Reads every file and builds the configuration; an error names the field and the file.
     pub fn load(files: TlsFiles) -> Result<ServerTls, TlsError> {
-        handlers::install_tls_provider();
-        let provider = provider();
+        let provider = handlers::tls_provider();
         let key = certified_key(&files, &provider)?;
         let cert = Arc::new(CurrentCert {
             current: RwLock::new(Arc::new(key)),
@@ -137,13 +136,6 @@ impl ResolvesServerCert for CurrentCert {
             &self.current.read().unwrap_or_else(PoisonError::into_inner),
         ))
     }
-}
-
-/// The process's rustls provider (ring; see `handlers::install_tls_provider`).
-fn provider() -> Arc<CryptoProvider> {
-    CryptoProvider::get_default()
-        .cloned()
-        .unwrap_or_else(|| Arc::new(rustls::crypto::ring::default_provider()))
 }
 
 fn invalid(field: &'static str, path: &Path, reason: impl std::fmt::Display) -> TlsError {

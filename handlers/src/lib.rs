@@ -45,6 +45,7 @@ pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest};
 pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
+    provider as tls_provider,
 };
 pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;

@@ -15,15 +15,18 @@ pub(super) fn validate_server(s: &ServerConfig) -> Result<(), ConfigError> {
         (None, None) => Ok(()),
         (Some(_), None) => Err(invalid("server.tls_key_file", "tls_cert_file needs it")),
         (None, Some(_)) => Err(invalid("server.tls_cert_file", "tls_key_file needs it")),
-        (Some(_), Some(_)) => server_files(s)
-            .map(|files| ServerTls::load(files).map(drop))
-            .unwrap_or(Ok(()))
-            .map_err(|e| match e {
-                crate::tls::TlsError::Read { field, .. }
-                | crate::tls::TlsError::Invalid { field, .. } => {
-                    invalid(format!("server.{field}"), e.to_string())
-                }
-            }),
+        (Some(cert), Some(key)) => ServerTls::load(TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+            client_ca: s.tls_client_ca_file.clone(),
+        })
+        .map(drop)
+        .map_err(|e| match e {
+            crate::tls::TlsError::Read { field, .. }
+            | crate::tls::TlsError::Invalid { field, .. } => {
+                invalid(format!("server.{field}"), e.to_string())
+            }
+        }),
     }
 }
 
@@ -93,8 +96,13 @@ pub(super) fn validate_backend(
             "refused under [server] strict = true",
         ));
     }
+    // The handlers' messages start with the field they are about; one about the platform's own roots is
+    // about the backend's https url.
     handlers::check_tls(&b.tls()).map_err(|why| {
-        let name = why.split(' ').next().unwrap_or("tls_ca_file").to_owned();
-        invalid(field(&name), why)
+        let name = ["tls_ca_file", "tls_client_cert_file", "tls_client_key_file"]
+            .into_iter()
+            .find(|f| why.starts_with(f))
+            .unwrap_or("url");
+        invalid(field(name), why)
     })
 }

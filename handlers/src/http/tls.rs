@@ -38,8 +38,8 @@ pub fn check(tls: &TlsClient) -> Result<(), String> {
     client_config(tls, true).map(drop)
 }
 
-/// The process's provider (ring).
-fn provider() -> Arc<CryptoProvider> {
+/// The process's provider (ring), installed on first use.
+pub fn provider() -> Arc<CryptoProvider> {
     install_provider();
     CryptoProvider::get_default()
         .cloned()
