@@ -1,6 +1,11 @@
 //! [`BackendHandle`]: the only way into a backend actor. It bounds the requests in flight with a semaphore
 //! (`try_acquire`: a full backend answers `Overloaded` at once instead of queueing), answers `Unavailable`
 //! at once while the backend is down, and puts a deadline on every request.
+//!
+//! Two bulkheads, never shared: the data path (calls, reads, gets, completions) has the configured
+//! `max_in_flight` permits; control traffic (the lists, discovery, ping, subscriptions:
+//! [`Method::is_control`]) has [`CONTROL_PERMITS`] of its own, so a backend whose data path is saturated
+//! still lists, and stays in the catalog.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -27,6 +32,11 @@ use crate::worker::{self, Call};
 /// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
 /// deadline answers first; this only guards against an actor that cannot run.
 const DELIVERY_SLACK: Duration = Duration::from_millis(250);
+
+/// Control requests (see [`Method::is_control`]) in flight at once per backend, beside the data path's
+/// permits. The gateway lists one backend one page at a time, so a few are plenty; beyond them a control
+/// request is `Overloaded` too.
+pub const CONTROL_PERMITS: usize = 4;
 
 /// One request for a backend, already rewritten for it by the gateway.
 #[derive(Debug, Clone)]
@@ -134,14 +144,19 @@ impl Shared {
         });
     }
 
-    /// What every actor of the backend does when it starts: bound its mailbox to the permits plus `slack`
-    /// (actix does not bound `send`; the permits do) and stop when the backend is shut down.
+    /// What every actor of the backend does when it starts: bound its mailbox to the permits of both
+    /// bulkheads plus `slack` (actix does not bound `send`; the permits do) and stop when the backend is
+    /// shut down.
     pub(crate) fn start_actor<A>(&self, ctx: &mut actix::Context<A>, slack: usize)
     where
         A: actix::Actor<Context = actix::Context<A>>,
     {
         use actix::{ActorContext, ActorFutureExt, AsyncContext};
-        ctx.set_mailbox_capacity(self.max_in_flight.saturating_add(slack));
+        ctx.set_mailbox_capacity(
+            self.max_in_flight
+                .saturating_add(CONTROL_PERMITS)
+                .saturating_add(slack),
+        );
         let stopped = actix::fut::wrap_future::<_, A>(self.stop.clone().cancelled_owned());
         ctx.spawn(stopped.map(|(), _act, ctx: &mut actix::Context<A>| ctx.stop()));
     }
@@ -168,7 +183,10 @@ pub struct BackendHandle {
     progress: Arc<ProgressRoutes>,
     callers: Arc<Callers>,
     shared: Arc<Shared>,
+    /// The data path's bulkhead.
     permits: Arc<Semaphore>,
+    /// Control traffic's own (see [`CONTROL_PERMITS`]).
+    control: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for BackendHandle {
@@ -177,6 +195,7 @@ impl std::fmt::Debug for BackendHandle {
             .field("name", &self.shared.name)
             .field("state", &*self.shared.state.borrow())
             .field("free_permits", &self.permits.available_permits())
+            .field("free_control_permits", &self.control.available_permits())
             .finish()
     }
 }
@@ -209,6 +228,7 @@ impl BackendHandle {
             callers,
             shared,
             permits,
+            control: Arc::new(Semaphore::new(CONTROL_PERMITS)),
         }
     }
 
@@ -240,7 +260,8 @@ impl BackendHandle {
         }
     }
 
-    /// One request: takes a permit without waiting (none free: `Overloaded` at once), answers
+    /// One request: takes a permit of its bulkhead (the data path's, or control traffic's for
+    /// [`Method::is_control`] methods) without waiting (none free: `Overloaded` at once), answers
     /// `Unavailable` at once while the backend is down, and otherwise returns the backend's raw `result` or
     /// a failure within the request timeout. Dropping the future abandons the request: the backend is told
     /// (`notifications/cancelled`, or the response stream is dropped).
@@ -250,7 +271,12 @@ impl BackendHandle {
     /// either era), and on a multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only
     /// request in flight.
     pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {
-        let Ok(_permit) = self.permits.try_acquire() else {
+        let bulkhead = if request.method.is_control() {
+            &self.control
+        } else {
+            &self.permits
+        };
+        let Ok(_permit) = bulkhead.try_acquire() else {
             return Err(Failure::Overloaded {
                 backend: self.shared.name.clone(),
             });

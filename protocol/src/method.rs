@@ -146,6 +146,26 @@ impl Method {
         )
     }
 
+    /// Control traffic: what a gateway asks a server to keep its picture of it current (the lists, discovery,
+    /// liveness, subscriptions, the log level), as opposed to the data path (calls, reads, gets,
+    /// completions). A gateway must never let the one starve the other.
+    pub const fn is_control(self) -> bool {
+        matches!(
+            self,
+            Method::Initialize
+                | Method::Ping
+                | Method::ServerDiscover
+                | Method::ToolsList
+                | Method::PromptsList
+                | Method::ResourcesList
+                | Method::ResourcesTemplatesList
+                | Method::ResourcesSubscribe
+                | Method::ResourcesUnsubscribe
+                | Method::SubscriptionsListen
+                | Method::LoggingSetLevel
+        )
+    }
+
     /// Methods that carry `Mcp-Name` on 2026-07-28, and the params field it mirrors.
     pub const fn name_field(self) -> Option<&'static str> {
         match self {
@@ -229,6 +249,29 @@ mod tests {
         assert_eq!(Method::ToolsList.name_field(), None);
         assert!(Method::ServerDiscover.is_cacheable());
         assert!(!Method::ToolsCall.is_cacheable());
+    }
+
+    #[test]
+    fn control_traffic_is_told_from_the_data_path() {
+        // (method, control)
+        let table = [
+            (Method::ToolsList, true),
+            (Method::PromptsList, true),
+            (Method::ResourcesList, true),
+            (Method::ResourcesTemplatesList, true),
+            (Method::ServerDiscover, true),
+            (Method::Ping, true),
+            (Method::SubscriptionsListen, true),
+            (Method::ResourcesSubscribe, true),
+            (Method::ToolsCall, false),
+            (Method::ResourcesRead, false),
+            (Method::PromptsGet, false),
+            (Method::CompletionComplete, false),
+            (Method::TasksGet, false),
+        ];
+        for (m, control) in table {
+            assert_eq!(m.is_control(), control, "{m}");
+        }
     }
 
     #[test]

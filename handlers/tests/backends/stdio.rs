@@ -298,6 +298,69 @@ async fn overloaded_when_every_permit_is_taken() {
     backend.shutdown();
 }
 
+/// What broke: under load, listing the catalog again competed for the data path's permits, found them all
+/// taken, and the backend was left out of the catalog ("unknown tool" for every call).
+#[actix_rt::test]
+async fn a_listing_is_not_refused_when_every_call_permit_is_taken() {
+    let mut config = stdio_config("busy", &["--era", "modern"], None);
+    config.max_in_flight = 2;
+    let (backend, mut events) = start(config);
+    events.ready().await;
+    let list = || BackendRequest::new(Method::ToolsList, None);
+    let (a, b, c, listed) = tokio::join!(
+        backend.call(call("sleep", r#"{"ms":300}"#)),
+        backend.call(call("sleep", r#"{"ms":300}"#)),
+        async {
+            // both call permits are taken by now
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            backend.call(call("echo", "{}")).await
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            backend.call(list()).await
+        },
+    );
+    assert_eq!((kind(&a), kind(&b)), ("ok", "ok"));
+    assert_eq!(
+        c.unwrap_err(),
+        Failure::Overloaded {
+            backend: "busy".into()
+        },
+        "the data path is full"
+    );
+    let listed: Value =
+        serde_json::from_str(listed.expect("the listing went through").get()).unwrap();
+    assert!(listed["tools"].is_array(), "{listed}");
+    backend.shutdown();
+}
+
+#[actix_rt::test]
+async fn control_traffic_has_a_bound_of_its_own() {
+    let (backend, mut events) = start(stdio_config(
+        "lists",
+        &["--era", "modern", "--list-delay-ms", "300"],
+        None,
+    ));
+    events.ready().await;
+    let lists = (0..=handlers::CONTROL_PERMITS)
+        .map(|_| backend.call(BackendRequest::new(Method::ToolsList, None)));
+    let (outcomes, call) = tokio::join!(futures_util::future::join_all(lists), async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        backend.call(call("echo", "{}")).await
+    });
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(Failure::Overloaded { .. })))
+        .count();
+    assert_eq!(refused, 1, "{outcomes:?}");
+    assert_eq!(
+        outcomes.iter().filter(|o| o.is_ok()).count(),
+        handlers::CONTROL_PERMITS
+    );
+    assert_eq!(kind(&call), "ok", "slow lists never hold up the data path");
+    backend.shutdown();
+}
+
 #[actix_rt::test]
 async fn backend_requests_are_answered_and_notifications_forwarded() {
     let (backend, mut events) = start(stdio_config("chatty", &["--era", "legacy"], None));
