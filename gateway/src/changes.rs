@@ -11,7 +11,7 @@ use protocol::{Message, Method, Notification};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::listing::refresh;
+use crate::listing::{Scope, refresh};
 use crate::request_stream::level_passes;
 use crate::response::sse_event;
 use crate::state::Gateway;
@@ -23,28 +23,73 @@ const REFRESH_DEBOUNCE: Duration = Duration::from_millis(250);
 /// `ttlMs: 1` does not make the gateway list it a thousand times a second).
 const MIN_STALE_REFRESH: Duration = Duration::from_secs(1);
 
-/// Handles backend events until the channel closes. Also lists the backends again when a list the catalog
-/// holds goes stale (its backends' `ttlMs` ran out), so that the gateway's own `ttlMs` stays truthful.
+/// The refresh waiting to run: when, for which backends.
+#[derive(Debug, Default)]
+struct Pending {
+    at: Option<Instant>,
+    scope: Option<Scope>,
+}
+
+impl Pending {
+    /// Adds `scope` to the next refresh, due in [`REFRESH_DEBOUNCE`] unless one is due sooner.
+    fn add(&mut self, scope: Scope) {
+        self.at
+            .get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
+        self.scope = Some(match self.scope.take() {
+            Some(s) => s.and(scope),
+            None => scope,
+        });
+    }
+
+    fn one(backend: &str) -> Scope {
+        Scope::Only(std::iter::once(backend.to_owned()).collect())
+    }
+}
+
+/// Handles backend events until the channel closes: a backend that comes up, goes down or announces a list
+/// change is listed again (merged when they come in bursts); so is every backend when a list the catalog
+/// holds goes stale (its backends' `ttlMs` ran out), so that the gateway's own `ttlMs` stays truthful, and
+/// each backend the ledger has due (a failed listing's retry, the end of a down backend's grace period).
 pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
-    let mut refresh_at: Option<Instant> = None;
+    let mut pending = Pending::default();
     let mut list_changes: Vec<Notification> = Vec::new();
-    let mut stale_at = stale_refresh_at(&gw, Instant::now());
+    let mut listed_all_at = Instant::now();
+    let mut stale_at = stale_refresh_at(&gw, listed_all_at);
     loop {
-        let wake_at = match (refresh_at, stale_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let due_at = gw.ledger.next_due().map(Instant::from_std);
+        let wake_at = [pending.at, stale_at, due_at].into_iter().flatten().min();
         let event = match wake_at {
             Some(at) => tokio::select! {
                 event = events.recv() => event,
                 () = tokio::time::sleep_until(at) => {
-                    let refreshed_at = Instant::now();
-                    refresh(&gw).await;
-                    for n in list_changes.drain(..) {
-                        deliver(&gw, &n);
+                    let now = Instant::now();
+                    let mut scope = None;
+                    if pending.at.is_some_and(|p| p <= now) {
+                        pending.at = None;
+                        scope = pending.scope.take();
                     }
-                    refresh_at = None;
-                    stale_at = stale_refresh_at(&gw, refreshed_at + MIN_STALE_REFRESH);
+                    if stale_at.is_some_and(|s| s <= now) {
+                        scope = Some(Scope::All);
+                    }
+                    let due = gw.ledger.take_due(now.into_std());
+                    if !due.is_empty() {
+                        let due = Scope::Only(due);
+                        scope = Some(match scope {
+                            Some(s) => s.and(due),
+                            None => due,
+                        });
+                    }
+                    if let Some(scope) = scope {
+                        if scope == Scope::All {
+                            listed_all_at = now;
+                        }
+                        refresh(&gw, &scope).await;
+                        for n in list_changes.drain(..) {
+                            deliver(&gw, &n);
+                        }
+                    }
+                    // Every new catalog says when its lists go stale (none while a backend is degraded).
+                    stale_at = stale_refresh_at(&gw, listed_all_at + MIN_STALE_REFRESH);
                     continue;
                 }
             },
@@ -53,11 +98,13 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
         let Some(event) = event else { break };
         match event {
             BackendEvent::Ready { backend, .. } => {
-                refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
+                pending.add(Pending::one(&backend));
                 sync_backend(&gw, &backend);
             }
             BackendEvent::Down { backend, reason } => {
-                tracing::warn!(%backend, %reason, "backend down")
+                tracing::warn!(%backend, %reason, "backend down");
+                // Listed as stale at once; left out if it is not back within the grace period.
+                pending.add(Pending::one(&backend));
             }
             BackendEvent::Notification {
                 backend,
@@ -73,7 +120,7 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                     {
                         gw.resource_cache.clear();
                     }
-                    refresh_at.get_or_insert_with(|| Instant::now() + REFRESH_DEBOUNCE);
+                    pending.add(Pending::one(&backend));
                     if !list_changes.iter().any(|n| n.method == notification.method) {
                         list_changes.push(notification);
                     }

@@ -24,6 +24,10 @@ use crate::sealed_state::StateError;
 use crate::session::Session;
 use crate::state::Gateway;
 
+/// The result `_meta` key naming the backends a list or `server/discover` is missing or holds stale:
+/// `{"missing": [names], "stale": [names]}` (see [`CatalogSnapshot::degraded`]).
+pub const DEGRADED: &str = "io.mcpgw/degraded";
+
 /// Everything dispatch needs besides the call.
 #[derive(Debug)]
 pub struct Dispatch<'a> {
@@ -123,6 +127,9 @@ impl Dispatch<'_> {
         if let Some(instructions) = self.gw.instructions() {
             result["instructions"] = Value::String(instructions);
         }
+        if let Some(degraded) = self.snapshot.degraded() {
+            result["_meta"] = json!({ DEGRADED: degraded });
+        }
         raw(&result)
     }
 
@@ -149,6 +156,9 @@ impl Dispatch<'_> {
                 let fresh = self.snapshot.freshness(kind, std::time::Instant::now());
                 result.insert("ttlMs".to_owned(), Value::from(fresh.ttl_ms));
                 result.insert("cacheScope".to_owned(), Value::from(fresh.scope()));
+                if let Some(degraded) = self.snapshot.degraded() {
+                    result.insert("_meta".to_owned(), json!({ DEGRADED: degraded }));
+                }
                 raw(&Value::Object(result))
             }
             Err(e) => Outcome::Error(Error::new(ErrorCode::InvalidParams, e.to_string())),

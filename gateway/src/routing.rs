@@ -91,8 +91,11 @@ impl Handler<Route> for RoutingActor {
 #[derive(Clone)]
 pub struct RoutingHandle {
     addr: Addr<RoutingActor>,
+    gw: Arc<Gateway>,
     permits: Arc<Semaphore>,
     deadline: Duration,
+    /// How long a request that arrives before the first catalog waits for it.
+    starting: Duration,
 }
 
 impl std::fmt::Debug for RoutingHandle {
@@ -106,14 +109,21 @@ impl std::fmt::Debug for RoutingHandle {
 impl RoutingHandle {
     /// Starts a routing actor on the current arbiter.
     pub fn start(gw: Arc<Gateway>, max_queued: usize) -> RoutingHandle {
+        // The first catalog is in within `list_timeout_ms` of the start (each backend connects and lists in
+        // that time); a second more covers building it.
+        let starting =
+            Duration::from_millis(gw.config.server.list_timeout_ms) + Duration::from_secs(1);
         RoutingHandle {
-            addr: RoutingActor { gw }.start(),
+            addr: RoutingActor { gw: gw.clone() }.start(),
+            gw,
             permits: Arc::new(Semaphore::new(max_queued)),
             deadline: Duration::from_secs(5),
+            starting,
         }
     }
 
-    /// Validates a request.
+    /// Validates a request (one that arrives while the gateway is starting waits for the first catalog: it
+    /// is never validated against an empty one and told a tool is unknown).
     pub async fn route(
         &self,
         origin: Origin,
@@ -125,6 +135,9 @@ impl RoutingHandle {
                 "the gateway is at its limit of requests in flight",
             ));
         };
+        if !self.gw.catalog.first(self.starting).await {
+            return Err(overloaded("the gateway is starting: no catalog yet"));
+        }
         let request = self.addr.send(Route {
             origin,
             body,

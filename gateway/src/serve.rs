@@ -1,24 +1,19 @@
-//! `mcpgw serve`: starts the backends, builds the first catalog, keeps it fresh as backends (re)connect or
-//! announce list changes, and serves HTTP (or stdio) until stopped.
+//! `mcpgw serve`: binds the front door, starts the backends, serves at once while the first catalog is built
+//! (requests wait for it, at most `list_timeout_ms` and a second), keeps the catalog fresh as backends
+//! (re)connect, go down or announce list changes, and serves HTTP (or stdio) until stopped.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix_web::{App, HttpServer};
-use futures_util::future::join_all;
 use handlers::{BackendConfig, BackendEvent, BackendHandle, InProcess, Transport};
 use tokio::sync::mpsc;
 
 use crate::catalog::CatalogError;
 use crate::config::{BackendTransport, Config};
-use crate::listing::build_catalog;
 use crate::state::{Gateway, server_info};
 
-/// How long start-up waits for backends' first connect attempts before serving without the slow ones. A
-/// backend whose attempt fails (refused, crashed) is not waited for: it joins the catalog when it comes up.
-const CONNECT_WAIT: Duration = Duration::from_secs(10);
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
 
@@ -73,34 +68,48 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let backends = start_backends(&config, events_tx);
     let gw = Arc::new(Gateway::new(config, backends));
-    join_all(gw.backends.values().map(|b| b.wait_settled(CONNECT_WAIT))).await;
-    for (name, handle) in &gw.backends {
-        if let Some(reason) = handle.down_reason() {
-            // Named on a start-up line: the gateway serves without it and adds it when it comes up.
-            eprintln!(
-                "mcpgw: backend {name} is down at start ({reason}); serving without it until it comes up"
-            );
-        }
+    // The front door serves at once; requests wait for the first catalog (`/readyz` says "starting").
+    let first = first_catalog(gw.clone(), events_rx);
+    let result = match front {
+        None => match first.await {
+            Ok(()) => crate::stdio_server::run(gw.clone()).await,
+            Err(e) => Err(e),
+        },
+        Some(front) => serve_http(gw.clone(), front, first).await,
+    };
+    for b in gw.backends.values() {
+        b.shutdown();
     }
-    let snapshot = build_catalog(&gw).await?;
+    result
+}
+
+/// Builds the first catalog (every backend gets `list_timeout_ms` to connect and list), names the backends
+/// left out on a start-up line, and keeps the catalog fresh from then on.
+async fn first_catalog(
+    gw: Arc<Gateway>,
+    events: mpsc::Receiver<BackendEvent>,
+) -> Result<(), ServeError> {
+    let snapshot = crate::listing::first_catalog(&gw).await?;
     tracing::info!(
         backends = gw.backends.len(),
         missing = ?snapshot.backends_missing(),
         "catalog built"
     );
     gw.catalog.replace(Arc::new(snapshot));
+    for report in gw.ledger.report(std::time::Instant::now()) {
+        if let Some(reason) = report.standing.reason() {
+            // Named on a start-up line: the gateway serves without it and adds it when it comes up.
+            eprintln!(
+                "mcpgw: backend {} is down at start ({reason}); serving without it until it comes up",
+                report.name
+            );
+        }
+    }
     for name in gw.backends.keys() {
         crate::changes::sync_backend(&gw, name);
     }
-    actix_rt::spawn(crate::changes::watch(gw.clone(), events_rx));
-    let result = match front {
-        None => crate::stdio_server::run(gw.clone()).await,
-        Some(front) => serve_http(gw.clone(), front).await,
-    };
-    for b in gw.backends.values() {
-        b.shutdown();
-    }
-    result
+    actix_rt::spawn(crate::changes::watch(gw, events));
+    Ok(())
 }
 
 /// Starts one actor per configured backend (each begins connecting at once); `mcpgw check` starts them the
@@ -167,7 +176,11 @@ impl FrontDoor {
     }
 }
 
-async fn serve_http(gw: Arc<Gateway>, front: FrontDoor) -> Result<(), ServeError> {
+async fn serve_http(
+    gw: Arc<Gateway>,
+    front: FrontDoor,
+    first_catalog: impl std::future::Future<Output = Result<(), ServeError>>,
+) -> Result<(), ServeError> {
     let workers = gw.config.server.workers.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -207,6 +220,20 @@ async fn serve_http(gw: Arc<Gateway>, front: FrontDoor) -> Result<(), ServeError
             gw.backends.len()
         );
     }
-    server.run().await.map_err(ServeError::Io)?;
-    Ok(())
+    let server = server.run();
+    let handle = server.handle();
+    let mut server = std::pin::pin!(server);
+    tokio::select! {
+        served = &mut server => return served.map_err(ServeError::Io),
+        first = first_catalog => {
+            if let Err(e) = first {
+                // A collision in the first catalog: nothing can be routed; stop serving and say why. The
+                // stop is carried out by the server's own future, awaited next.
+                drop(handle.stop(false));
+                let _stopped = server.await;
+                return Err(e);
+            }
+        }
+    }
+    server.await.map_err(ServeError::Io)
 }

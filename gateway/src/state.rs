@@ -2,7 +2,9 @@
 //! store, and what the gateway says about itself. One `Arc<Gateway>` is shared by every worker.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use handlers::BackendHandle;
 use protocol::GenerationSet;
@@ -13,6 +15,7 @@ use serde_json::{Value, json};
 use crate::cache::ResourceCache;
 use crate::catalog::CatalogSnapshot;
 use crate::config::{Config, UnknownToolCode};
+use crate::listing::Ledger;
 use crate::parked::ParkedCalls;
 use crate::sealed_state::StateSealer;
 use crate::session::{PendingStreams, SessionStore};
@@ -29,6 +32,8 @@ pub struct Gateway {
     pub backends: BTreeMap<String, BackendHandle>,
     /// The current catalog.
     pub catalog: CatalogStore,
+    /// Each backend's last good listing and standing (up, stale, down).
+    pub ledger: Ledger,
     /// Legacy sessions.
     pub sessions: SessionStore,
     /// 2024-11-05 HTTP+SSE streams waiting for their `initialize`.
@@ -65,10 +70,15 @@ impl Gateway {
         };
         let sessions = SessionStore::new(config.server.max_sessions);
         let sse_connections = PendingStreams::new(config.server.max_sessions);
+        let ledger = Ledger::new(
+            config.backends.iter().map(|b| b.name.as_str()),
+            Duration::from_millis(config.server.down_grace_ms),
+        );
         Gateway {
             validation,
             backends,
             catalog: CatalogStore::default(),
+            ledger,
             sessions,
             sse_connections,
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
@@ -119,16 +129,22 @@ pub fn server_info() -> Implementation {
 }
 
 /// The current catalog snapshot, swapped whole on refresh. Readers clone the `Arc` and release the lock at
-/// once: it is never held across an `.await`.
+/// once: it is never held across an `.await`. Until the first catalog is in, requests wait for it
+/// ([`CatalogStore::first`]).
 #[derive(Debug)]
 pub struct CatalogStore {
     current: RwLock<Arc<CatalogSnapshot>>,
+    /// Set once the first catalog is in (the fast path of [`CatalogStore::first`]).
+    built: AtomicBool,
+    first: tokio::sync::watch::Sender<bool>,
 }
 
 impl Default for CatalogStore {
     fn default() -> Self {
         CatalogStore {
             current: RwLock::new(Arc::new(CatalogSnapshot::empty())),
+            built: AtomicBool::new(false),
+            first: tokio::sync::watch::Sender::new(false),
         }
     }
 }
@@ -142,11 +158,31 @@ impl CatalogStore {
         }
     }
 
-    /// Replaces the snapshot.
+    /// Replaces the snapshot (the first one also lets waiting requests through).
     pub fn replace(&self, next: Arc<CatalogSnapshot>) {
         match self.current.write() {
             Ok(mut g) => *g = next,
             Err(poisoned) => *poisoned.into_inner() = next,
         }
+        if !self.built.swap(true, Ordering::AcqRel) {
+            self.first.send_replace(true);
+        }
+    }
+
+    /// Whether the first catalog is in (the gateway is past starting).
+    pub fn is_built(&self) -> bool {
+        self.built.load(Ordering::Acquire)
+    }
+
+    /// Waits until the first catalog is in, at most `within`; whether it is.
+    pub async fn first(&self, within: Duration) -> bool {
+        if self.is_built() {
+            return true;
+        }
+        let mut rx = self.first.subscribe();
+        matches!(
+            tokio::time::timeout(within, rx.wait_for(|built| *built)).await,
+            Ok(Ok(_))
+        )
     }
 }

@@ -21,6 +21,7 @@ use super::{BackendListing, CatalogError, ListFreshness};
 pub struct CatalogBuilder {
     listings: Vec<BackendListing>,
     missing: Vec<String>,
+    stale: Vec<String>,
     listed_at: Option<Instant>,
 }
 
@@ -35,14 +36,18 @@ impl CatalogBuilder {
         self.listings.push(listing);
     }
 
+    /// Adds a backend's last good listing when listing it again failed (or it is down for less than the
+    /// grace period): it stays in the lists, and the snapshot names it in
+    /// [`CatalogSnapshot::backends_stale`].
+    pub fn stale(&mut self, listing: BackendListing) {
+        self.stale.push(listing.backend.clone());
+        self.listings.push(listing);
+    }
+
     /// Records a backend that is down: it is left out of the lists instead of failing them, and the snapshot
     /// names it in [`CatalogSnapshot::backends_missing`].
     pub fn missing(&mut self, backend: &str, reason: &str) {
-        tracing::warn!(
-            backend,
-            reason,
-            "backend left out of the catalog: its tools, prompts and resources are not listed"
-        );
+        tracing::debug!(backend, reason, "backend left out of the catalog");
         self.missing.push(backend.to_owned());
     }
 
@@ -108,14 +113,17 @@ impl CatalogBuilder {
             templates.into_values().collect(),
             self.missing,
         );
-        // A backend left out may come back at any moment and change every list: nothing is reusable then.
-        if snapshot.missing.is_empty() {
+        snapshot.set_stale(self.stale);
+        // A backend left out (or listed from its last good listing) may come back at any moment and change
+        // every list: nothing is reusable then.
+        if snapshot.missing.is_empty() && snapshot.stale.is_empty() {
             snapshot.freshness = freshness.map(|f| f.unwrap_or(ListFreshness::NONE));
         }
         snapshot.listed_at = self.listed_at;
         tracing::debug!(
             version = snapshot.version(),
             missing = ?snapshot.backends_missing(),
+            stale = ?snapshot.backends_stale(),
             "catalog built"
         );
         Ok(snapshot)

@@ -73,6 +73,25 @@ pub struct ListsFreshness {
 }
 
 impl ListsFreshness {
+    /// The same contribution `elapsed` later: every ttl shortened by it (a listing kept from an earlier
+    /// build counts down from when it was made, not from the build that reuses it).
+    #[must_use]
+    pub fn aged(self, elapsed: Duration) -> ListsFreshness {
+        let elapsed = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        let age = |f: Option<ListFreshness>| {
+            f.map(|f| ListFreshness {
+                ttl_ms: f.ttl_ms.saturating_sub(elapsed),
+                ..f
+            })
+        };
+        ListsFreshness {
+            tools: age(self.tools),
+            prompts: age(self.prompts),
+            resources: age(self.resources),
+            resource_templates: age(self.resource_templates),
+        }
+    }
+
     /// Every list at [`ListFreshness::NONE`] (what a gateway with no backend listed says).
     pub(super) const NONE: [ListFreshness; 4] = [ListFreshness::NONE; 4];
 

@@ -95,6 +95,8 @@ pub struct CatalogSnapshot {
     pub(super) version: u64,
     /// Sorted, without duplicates.
     pub(super) missing: Vec<String>,
+    /// The backends listed from their last good listing; sorted, without duplicates.
+    pub(super) stale: Vec<String>,
     /// Per list (see `freshness::index`): how long it may be reused from `listed_at`.
     pub(super) freshness: [ListFreshness; 4],
     /// When the backends were asked (set by the caller that fetched the listings).
@@ -142,6 +144,7 @@ impl CatalogSnapshot {
             template_order,
             version: 0,
             missing,
+            stale: Vec::new(),
             freshness: ListsFreshness::NONE,
             listed_at: None,
         };
@@ -204,6 +207,26 @@ impl CatalogSnapshot {
     /// The backends the caller marked as left out (down), sorted.
     pub fn backends_missing(&self) -> &[String] {
         &self.missing
+    }
+
+    /// The backends listed from their last good listing (listing them again failed), sorted.
+    pub fn backends_stale(&self) -> &[String] {
+        &self.stale
+    }
+
+    pub(super) fn set_stale(&mut self, mut stale: Vec<String>) {
+        stale.sort();
+        stale.dedup();
+        self.stale = stale;
+    }
+
+    /// What the lists and `server/discover` put in `_meta["io.mcpgw/degraded"]` while a backend is left
+    /// out or stale: `{"missing": [names], "stale": [names]}`; `None` when every backend is listed fresh.
+    pub fn degraded(&self) -> Option<serde_json::Value> {
+        if self.missing.is_empty() && self.stale.is_empty() {
+            return None;
+        }
+        Some(serde_json::json!({ "missing": self.missing, "stale": self.stale }))
     }
 
     /// Whether nothing at all is listed.

@@ -45,8 +45,12 @@ pub struct ServerConfig {
     pub max_sessions: usize,
     /// Default per-backend request timeout, in milliseconds.
     pub request_timeout_ms: u64,
-    /// How long each backend gets to answer a catalog listing, in milliseconds.
+    /// How long each backend gets to answer a catalog listing, in milliseconds (at start: to connect and
+    /// list; those that did not join when they come up).
     pub list_timeout_ms: u64,
+    /// How long a backend that went down keeps its last good catalog (listed as stale, its calls answered
+    /// "unavailable") before it is left out of the lists, in milliseconds; 0 leaves it out at once.
+    pub down_grace_ms: u64,
     /// Items per page of `tools/list` and the other lists.
     pub page_size: usize,
     /// `"method-not-found"` (-32601, default) or `"invalid-params"` (-32602) for unknown tools.
@@ -94,6 +98,7 @@ impl Default for ServerConfig {
             max_sessions: 100_000,
             request_timeout_ms: 30_000,
             list_timeout_ms: 5_000,
+            down_grace_ms: 30_000,
             page_size: 100,
             unknown_tool_code: UnknownToolCode::default(),
             workers: None,

@@ -1,8 +1,12 @@
-//! `/healthz` (the process serves HTTP) and `/readyz` (the catalog is built and every configured backend is
-//! connected; 503 with the list of backends that are not).
+//! `/healthz` (the process serves HTTP) and `/readyz`: 503 only while the gateway is starting (no catalog
+//! yet), otherwise 200 with each backend's standing in the body — up, stale (listed from its last good
+//! catalog), down (left out) — and why. One shared backend going down must not take every replica out of a
+//! load balancer.
+
+use std::time::Instant;
 
 use actix_web::{HttpResponse, web};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::Worker;
 
@@ -12,20 +16,31 @@ pub(super) async fn healthz() -> HttpResponse {
 
 pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
     let gw = &worker.gw;
-    let not_ready: Vec<&str> = gw
-        .backends
-        .values()
-        .filter(|b| b.description().is_none())
-        .map(|b| b.name())
+    let ready = gw.catalog.is_built();
+    let backends: Vec<Value> = gw
+        .ledger
+        .report(Instant::now())
+        .into_iter()
+        .map(|r| {
+            let mut b = json!({ "name": r.name, "state": r.standing.label() });
+            if let Some(reason) = r.standing.reason() {
+                b["reason"] = Value::from(reason);
+            }
+            if let Some(age) = r.catalog_age {
+                b["catalog_age_ms"] =
+                    Value::from(u64::try_from(age.as_millis()).unwrap_or(u64::MAX));
+            }
+            b
+        })
         .collect();
     let body = json!({
-        "ready": not_ready.is_empty(),
-        "backends": gw.backends.len(),
-        "not_ready": not_ready,
+        "ready": ready,
+        "status": if ready { "ready" } else { "starting" },
+        "backends": backends,
         "sessions": gw.sessions.len(),
         "catalog_version": gw.catalog.snapshot().version(),
     });
-    if not_ready.is_empty() {
+    if ready {
         HttpResponse::Ok().json(body)
     } else {
         HttpResponse::ServiceUnavailable().json(body)

@@ -6,6 +6,7 @@
 mod backend_asks;
 mod bad_input;
 mod bridging;
+mod busy_backend;
 mod caching;
 mod changes;
 mod check;

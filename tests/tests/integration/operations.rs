@@ -93,9 +93,10 @@ fn health_and_readiness_probes() {
     let base = gw.url.trim_end_matches("/mcp").to_owned();
     let health = client().get(format!("{base}/healthz")).send().unwrap();
     assert_eq!(health.status().as_u16(), 200);
-    let ready = into_reply(client().get(format!("{base}/readyz")).send().unwrap());
-    assert_eq!(ready.status, 200, "{ready:?}");
-    assert_eq!(ready.json()["ready"], true);
+    let ready = wait_ready(&base);
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["backends"][0]["name"], "mock", "{ready}");
+    assert_eq!(ready["backends"][0]["state"], "up", "{ready}");
 }
 
 #[test]

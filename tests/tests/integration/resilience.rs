@@ -41,10 +41,6 @@ fn a_crashing_backend_is_answered_restarted_and_serves_again() {
                 recovered = true;
                 break;
             }
-        } else if r["error"]["code"] == -32601 {
-            // The backend crashed while the catalog was being rebuilt: left out of the catalog until it
-            // lists again. A transient answer, not a hang.
-            saw_error = true;
         } else {
             panic!("neither a result nor a tool error: {r}");
         }
@@ -58,6 +54,93 @@ fn a_crashing_backend_is_answered_restarted_and_serves_again() {
         "calls to the crashed backend are answered as tool errors"
     );
     assert!(recovered, "the backend was restarted and serves again");
+}
+
+/// A gateway whose backend "late" is down at start, then a mock brought up on its address with `mock_args`;
+/// returns once `/readyz` says "late" is no longer "down", or has been down for 30 s, with that body.
+fn late_backend(name: &str, mock_args: &[&str]) -> (Running, Running, Value) {
+    let dir = TempDir::new(name);
+    let port = {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        free.local_addr().unwrap().port()
+    };
+    let config = format!(
+        "{}\n[[backend]]\nname = \"late\"\nprefix = \"late\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n",
+        one_stdio_mock(&[])
+    );
+    let gw = gateway(&config, &dir);
+    let base = gw.url.trim_end_matches("/mcp").to_owned();
+    let ready = wait_ready(&base);
+    assert_eq!(late_state(&ready)["state"], "down", "{ready}");
+    let mut cmd = std::process::Command::new(mcpgw());
+    cmd.args(["mock-backend", "--listen", &format!("127.0.0.1:{port}")])
+        .args(mock_args);
+    let late = start(cmd, "mock-backend listening on ");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = wait_ready(&base);
+        let listed = late_state(&ready)["state"] == "up";
+        let reason = late_state(&ready)["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if listed || reason.contains("collides") || Instant::now() > deadline {
+            return (gw, late, ready);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn late_state(ready: &Value) -> Value {
+    ready["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "late")
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What broke: a backend that came up after the gateway started passed `/readyz` but stayed out of the
+/// catalog. Its standing in `/readyz` is now the catalog's: "up" only once its tools are listed.
+#[test]
+fn a_backend_that_comes_up_after_the_gateway_joins_the_catalog() {
+    // (its own name: its resources' URIs differ from the other mock's)
+    let (gw, _late, ready) = late_backend("resilience-late", &["--name", "late"]);
+    assert_eq!(late_state(&ready)["state"], "up", "{ready}");
+    // "up" in /readyz means listed: its tools are routed at once
+    let r = call(&gw.url, "late__echo", json!({"text": "late"}));
+    assert_eq!(r["result"]["content"][0]["text"], "late", "{r}");
+    let list = modern_request(&gw.url, "tools/list", json!({}), &[]).json();
+    assert!(
+        list["result"]["_meta"].get("io.mcpgw/degraded").is_none(),
+        "{list}"
+    );
+}
+
+/// What broke: a backend that joined with a catalog colliding with another's froze the whole catalog ("the
+/// previous one stays") while `/readyz` called it up. Now it alone is left out, down with the collision.
+#[test]
+fn a_backend_that_joins_with_a_colliding_catalog_is_left_out_alone() {
+    // the same --name as the other mock: the same resource URIs
+    let (gw, _late, ready) = late_backend("resilience-collide", &["--name", "mock-backend"]);
+    let late = late_state(&ready);
+    assert_eq!(late["state"], "down", "{ready}");
+    assert!(
+        late["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("collides"),
+        "{ready}"
+    );
+    let list = modern_request(&gw.url, "tools/list", json!({}), &[]).json();
+    assert_eq!(
+        list["result"]["_meta"]["io.mcpgw/degraded"]["missing"],
+        json!(["late"]),
+        "{list}"
+    );
+    let r = call(&gw.url, "m__echo", json!({"text": "still"}));
+    assert_eq!(r["result"]["content"][0]["text"], "still", "{r}");
 }
 
 #[test]

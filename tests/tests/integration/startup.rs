@@ -117,13 +117,13 @@ fn a_backend_down_at_start_is_named_on_a_start_up_line() {
             }
         }
     });
-    // everything said up to the line that says where it listens
+    // everything said up to the line that names the backend (the gateway listens first)
     let mut before = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while let Ok(line) =
         rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
     {
-        let done = line.starts_with("mcpgw listening on ");
+        let done = line.starts_with("mcpgw: backend gone is down at start");
         before.push(line);
         if done {
             break;
@@ -144,4 +144,55 @@ fn a_backend_down_at_start_is_named_on_a_start_up_line() {
         !before.iter().any(|l| l.starts_with("mcpgw: backend up ")),
         "{before:#?}"
     );
+}
+
+/// What broke: a backend that never answered delayed `listening` by 10 s (the era probe's connect timeout).
+/// Now the gateway listens at once, the first catalog holds the backends that answered within
+/// `list_timeout_ms`, and the silent one is down (named in `/readyz`) until it answers.
+#[test]
+fn a_backend_that_never_answers_does_not_delay_listening() {
+    let dir = TempDir::new("startup-silent");
+    // Accepts connections (the kernel's backlog does) and never answers a byte.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let config = format!(
+        "[server]\nlist_timeout_ms = 1000\n\n{}\n[[backend]]\nname = \"silent\"\nurl = \"{silent_url}\"\n",
+        one_stdio_mock(&[])
+    );
+    let started = std::time::Instant::now();
+    let gw = gateway(&config, &dir);
+    let listening_after = started.elapsed();
+    let base = gw.url.trim_end_matches("/mcp").to_owned();
+    let ready = wait_ready(&base);
+    let ready_after = started.elapsed();
+    // Far below the probe's 10 s: the gateway did not wait for the silent backend to time out.
+    assert!(
+        listening_after < Duration::from_secs(6) && ready_after < Duration::from_secs(8),
+        "listening after {listening_after:?}, ready after {ready_after:?}"
+    );
+    let backends = ready["backends"].as_array().unwrap();
+    let state = |name: &str| {
+        backends
+            .iter()
+            .find(|b| b["name"] == name)
+            .map(|b| b["state"].clone())
+    };
+    assert_eq!(state("mock"), Some("up".into()), "{ready}");
+    assert_eq!(state("silent"), Some("down".into()), "{ready}");
+    // the backend that answered serves; the lists say who is missing
+    let list = modern_request(&gw.url, "tools/list", serde_json::json!({}), &[]).json();
+    assert!(
+        list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "m__echo"),
+        "{list}"
+    );
+    assert_eq!(
+        list["result"]["_meta"]["io.mcpgw/degraded"],
+        serde_json::json!({"missing": ["silent"], "stale": []}),
+        "{list}"
+    );
+    drop(silent);
 }

@@ -356,3 +356,22 @@ pub fn sse_messages(resp: reqwest::blocking::Response) -> mpsc::Receiver<Value> 
     });
     rx
 }
+
+/// Polls `{base}/readyz` until it answers 200 (bounded: 30 s); its body. It answers 503 only while the
+/// gateway is starting (no catalog yet).
+pub fn wait_ready(base: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = into_reply(client().get(format!("{base}/readyz")).send().unwrap());
+        if r.status == 200 {
+            return r.json();
+        }
+        assert_eq!(r.status, 503, "{r:?}");
+        assert_eq!(r.json()["status"], "starting", "{r:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/readyz still 503 after 30 s: {r:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

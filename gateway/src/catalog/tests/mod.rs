@@ -451,3 +451,52 @@ fn snapshot_is_send_and_sync() {
     assert_send_sync::<CatalogSnapshot>();
     assert_send_sync::<std::sync::Arc<CatalogSnapshot>>();
 }
+
+#[test]
+fn a_stale_backend_stays_listed_and_named_and_nothing_is_reusable() {
+    let listed_at = std::time::Instant::now();
+    let mut b = CatalogBuilder::new();
+    b.listed_at(listed_at);
+    let mut busy = listing("busy", "b");
+    busy.tools = vec![tool("echo")];
+    busy.freshness.tools = Some(ListFreshness {
+        ttl_ms: 60_000,
+        public: true,
+    });
+    b.stale(busy);
+    b.missing("gone", "connection refused");
+    let snap = b.build().expect("no collision");
+    assert!(
+        snap.tool("b__echo").is_some(),
+        "its last good tools are routed"
+    );
+    assert_eq!(snap.backends_stale(), ["busy"]);
+    assert_eq!(snap.backends_missing(), ["gone"]);
+    assert_eq!(
+        snap.degraded(),
+        Some(serde_json::json!({"missing": ["gone"], "stale": ["busy"]}))
+    );
+    assert_eq!(snap.freshness(ListKind::Tools, listed_at).ttl_ms, 0);
+
+    let mut b = CatalogBuilder::new();
+    b.add(listing("fine", "f"));
+    assert_eq!(b.build().expect("no collision").degraded(), None);
+}
+
+#[test]
+fn a_kept_listing_counts_its_ttl_from_when_it_was_made() {
+    let fresh = ListsFreshness {
+        tools: Some(ListFreshness {
+            ttl_ms: 10_000,
+            public: true,
+        }),
+        prompts: Some(ListFreshness::NONE),
+        ..ListsFreshness::default()
+    };
+    let aged = fresh.aged(std::time::Duration::from_millis(2_500));
+    assert_eq!(aged.tools.map(|f| f.ttl_ms), Some(7_500));
+    assert_eq!(aged.prompts.map(|f| f.ttl_ms), Some(0));
+    assert_eq!(aged.resources, None);
+    let expired = fresh.aged(std::time::Duration::from_secs(60));
+    assert_eq!(expired.tools.map(|f| f.ttl_ms), Some(0));
+}

@@ -1,0 +1,213 @@
+//! Building the catalog from the backends: every backend asked lists its tools, prompts, resources and
+//! templates (all pages), each within its own deadline and all of them at once, on the backend's control
+//! bulkhead (never competing with calls). What each attempt came to is settled in the [`Ledger`]: a backend
+//! that fails to list keeps its last good listing (stale) and is retried with backoff; one that is down is
+//! left out once its grace period ends.
+
+mod ledger;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::future::join_all;
+use handlers::{BackendHandle, BackendRequest};
+use protocol::Method;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+pub use ledger::{Attempt, BackendReport, Ledger, Standing};
+
+use crate::catalog::{
+    BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListsFreshness,
+};
+use crate::state::Gateway;
+
+/// The most pages read from one backend for one list (a backend that pages forever is cut off here).
+const MAX_PAGES: usize = 100;
+
+/// Which backends a build asks; the others keep what the ledger holds for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every backend (the catalog's lists went stale).
+    All,
+    /// These (one came up, went down, announced a list change, or is due for a retry).
+    Only(BTreeSet<String>),
+}
+
+impl Scope {
+    fn includes(&self, name: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Only(names) => names.contains(name),
+        }
+    }
+
+    /// Both scopes' backends.
+    #[must_use]
+    pub fn and(self, other: Scope) -> Scope {
+        match (self, other) {
+            (Scope::Only(mut a), Scope::Only(b)) => {
+                a.extend(b);
+                Scope::Only(a)
+            }
+            _ => Scope::All,
+        }
+    }
+}
+
+/// The first catalog: every backend gets `list_timeout_ms` in all to connect and list; those that did not
+/// are left out (down) and join when they come up.
+pub async fn first_catalog(gw: &Gateway) -> Result<CatalogSnapshot, CatalogError> {
+    build(gw, &Scope::All, true).await
+}
+
+/// Lists the backends in `scope` again and builds a snapshot. A collision is an error naming both backends.
+pub async fn build_catalog(gw: &Gateway, scope: &Scope) -> Result<CatalogSnapshot, CatalogError> {
+    build(gw, scope, false).await
+}
+
+async fn build(
+    gw: &Gateway,
+    scope: &Scope,
+    wait_connect: bool,
+) -> Result<CatalogSnapshot, CatalogError> {
+    let deadline = Duration::from_millis(gw.config.server.list_timeout_ms);
+    let listed_at = Instant::now();
+    let fetches = gw.config.backends.iter().filter_map(|b| {
+        if !scope.includes(&b.name) {
+            return None;
+        }
+        let handle = gw.backends.get(&b.name)?.clone();
+        let (name, prefix) = (b.name.clone(), b.prefix().to_owned());
+        Some(async move {
+            let asked = tokio::time::timeout(deadline, async {
+                if wait_connect {
+                    handle.wait_settled(deadline).await;
+                }
+                attempt(&handle, &prefix).await
+            })
+            .await;
+            let attempt = asked.unwrap_or_else(|_| {
+                let ms = deadline.as_millis();
+                if handle.description().is_none() {
+                    Attempt::Down(format!("not connected within {ms} ms"))
+                } else {
+                    Attempt::Failed(format!("did not list within {ms} ms"))
+                }
+            });
+            (name, attempt)
+        })
+    });
+    let attempts: BTreeMap<String, Attempt> = join_all(fetches).await.into_iter().collect();
+    let asked = |name: &str| scope.includes(name);
+    let asked: Option<&dyn Fn(&str) -> bool> = (!wait_connect).then_some(&asked);
+    gw.ledger.build(attempts, listed_at, Instant::now(), asked)
+}
+
+/// One backend's listing attempt: down when it is not connected, else what listing it came to.
+async fn attempt(handle: &BackendHandle, prefix: &str) -> Attempt {
+    if handle.description().is_none() {
+        let reason = handle
+            .down_reason()
+            .unwrap_or_else(|| "not connected".to_owned());
+        return Attempt::Down(reason);
+    }
+    match list_backend(handle, prefix).await {
+        Ok(listing) => Attempt::Listed(listing),
+        // Lost between the check and the listing: down, not a failed listing.
+        Err(_) if handle.description().is_none() => Attempt::Down(
+            handle
+                .down_reason()
+                .unwrap_or_else(|| "not connected".to_owned()),
+        ),
+        Err(reason) => Attempt::Failed(reason),
+    }
+}
+
+/// Lists the backends in `scope` again and swaps the new catalog in; on a collision the old catalog stays
+/// and the error is logged.
+pub async fn refresh(gw: &Arc<Gateway>, scope: &Scope) {
+    match build_catalog(gw, scope).await {
+        Ok(snapshot) => {
+            tracing::info!(
+                version = snapshot.version(),
+                missing = ?snapshot.backends_missing(),
+                stale = ?snapshot.backends_stale(),
+                "catalog refreshed"
+            );
+            gw.catalog.replace(Arc::new(snapshot));
+        }
+        Err(e) => tracing::error!(error = %e, "catalog not refreshed; the previous one stays"),
+    }
+}
+
+/// Everything one backend offers (all pages of each list its capabilities announce), as a listing for the
+/// catalog; `mcpgw check` reports it. Not bounded here: callers put their deadline on it.
+pub async fn list_backend(handle: &BackendHandle, prefix: &str) -> Result<BackendListing, String> {
+    let Some(description) = handle.description() else {
+        return Err("not connected".to_owned());
+    };
+    let caps = &description.capabilities;
+    let mut listing = BackendListing {
+        backend: handle.name().to_owned(),
+        prefix: prefix.to_owned(),
+        tools: Vec::new(),
+        prompts: Vec::new(),
+        resources: Vec::new(),
+        resource_templates: Vec::new(),
+        freshness: ListsFreshness::default(),
+    };
+    let fresh = &mut listing.freshness;
+    if caps.tools.is_some() {
+        let (items, f) = list_all(handle, Method::ToolsList, "tools").await?;
+        (listing.tools, fresh.tools) = (items, Some(f));
+    }
+    if caps.prompts.is_some() {
+        let (items, f) = list_all(handle, Method::PromptsList, "prompts").await?;
+        (listing.prompts, fresh.prompts) = (items, Some(f));
+    }
+    if caps.resources.is_some() {
+        let (items, f) = list_all(handle, Method::ResourcesList, "resources").await?;
+        (listing.resources, fresh.resources) = (items, Some(f));
+        let (items, f) =
+            list_all(handle, Method::ResourcesTemplatesList, "resourceTemplates").await?;
+        (listing.resource_templates, fresh.resource_templates) = (items, Some(f));
+    }
+    Ok(listing)
+}
+
+/// Every page of one list, and what the pages said about their reuse (the least fresh page wins).
+async fn list_all(
+    handle: &BackendHandle,
+    method: Method,
+    field: &str,
+) -> Result<(Vec<Value>, ListFreshness), String> {
+    let mut items = Vec::new();
+    let mut freshness: Option<ListFreshness> = None;
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = cursor
+            .as_ref()
+            .map(|c| serde_json::value::to_raw_value(&serde_json::json!({ "cursor": c })))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let request = BackendRequest::new(method, params);
+        let raw: Box<RawValue> = handle.call(request).await.map_err(|f| f.to_string())?;
+        let mut page: serde_json::Map<String, Value> =
+            serde_json::from_str(raw.get()).map_err(|e| format!("{method} result: {e}"))?;
+        let page_freshness = ListFreshness::of_page(&page);
+        freshness = Some(freshness.map_or(page_freshness, |f| f.and(page_freshness)));
+        match page.remove(field) {
+            Some(Value::Array(list)) => items.extend(list),
+            Some(_) => return Err(format!("{method} result: {field} is not an array")),
+            None => {}
+        }
+        cursor = match page.remove("nextCursor") {
+            Some(Value::String(c)) if !c.is_empty() => Some(c),
+            _ => return Ok((items, freshness.unwrap_or(ListFreshness::NONE))),
+        };
+    }
+    tracing::warn!(backend = handle.name(), %method, "stopped listing after {MAX_PAGES} pages");
+    Ok((items, freshness.unwrap_or(ListFreshness::NONE)))
+}
