@@ -1,7 +1,9 @@
 //! The single-use ids of the sealed states opened so far, each remembered until its state expires (after
 //! that the state itself is refused as expired, so the id may go). Bounded: never more than the cap. Expired
-//! ids leave oldest first from a min-heap by expiry kept beside the set, so an `open` costs O(log n)
-//! amortised (each id is pushed once and popped once) and nothing scans the whole set. When the set is full
+//! ids leave oldest first from a min-heap by expiry kept beside the set, at most [`DRAIN_PER_USE`] per use,
+//! so a use costs O(log n) (each id is pushed once and popped once) and nothing scans the whole set, not
+//! even after a burst of ids expired at once: they drain over the next uses (an expired id still held is
+//! refused as expired, and a use adds one id while it removes up to 16, so expired ids always make room). When the set is full
 //! of ids whose states have not expired, a new id is refused (`TooManyInUse`) rather than any id forgotten:
 //! a forgotten id would let its state be replayed. The refused state is not used up; it opens once an id
 //! expires and makes room.
@@ -11,6 +13,9 @@ use std::collections::{BinaryHeap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::StateError;
+
+/// Expired ids removed at most per use: more than the one a use adds, so a backlog drains.
+const DRAIN_PER_USE: usize = 16;
 
 /// Single-use ids remembered until their expiry, at most `cap` of them.
 #[derive(Debug)]
@@ -47,11 +52,11 @@ impl UsedIds {
         let inner = &mut *guard;
         inner.horizon = inner.horizon.max(now);
         let horizon = inner.horizon;
-        while inner
-            .by_expiry
-            .peek()
-            .is_some_and(|Reverse((e, _))| *e < horizon)
-        {
+        for _ in 0..DRAIN_PER_USE {
+            match inner.by_expiry.peek() {
+                Some(Reverse((e, _))) if *e < horizon => {}
+                _ => break,
+            }
             if let Some(Reverse((_, gone))) = inner.by_expiry.pop() {
                 inner.ids.remove(&gone);
             }
@@ -175,6 +180,27 @@ mod tests {
                 assert_eq!(ids, heap, "{what}: step {i}");
             }
             assert_eq!(used.len().0, left, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_burst_of_expired_ids_drains_a_few_per_use_and_still_makes_room() {
+        let used = UsedIds::new(40);
+        for i in 0..40 {
+            used.use_once(&format!("old{i}"), 10, 0).unwrap();
+        }
+        // (id, expiry, now, outcome, ids held after): the 40 expire at once and leave 16 per use
+        let table = [
+            ("new0", 100, 5, Err(TooManyInUse), 40),
+            ("new0", 100, 11, Ok(()), 40 - 16 + 1),
+            ("old0", 10, 11, Err(Expired), 40 - 32 + 1),
+            ("new1", 100, 11, Ok(()), 2),
+            ("old39", 10, 11, Err(Expired), 2),
+            ("new1", 100, 11, Err(Replayed), 2),
+        ];
+        for (i, (id, expiry, now, want, held)) in table.into_iter().enumerate() {
+            assert_eq!(used.use_once(id, expiry, now), want, "step {i}");
+            assert_eq!(used.len(), (held, held), "step {i}");
         }
     }
 
