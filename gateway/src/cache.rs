@@ -3,9 +3,14 @@
 //! every client; results marked `"private"` are kept under the authorization context of the client that
 //! read them ([`AuthContext`]) and reused for that context only. Results of `input_required` retries are
 //! never cached; an update or list change for the URI drops its entries. A hit answers with the time left as
-//! its `ttlMs`. Bounded: at most [`MAX_ENTRIES`] entries; the lock is held only for map operations.
+//! its `ttlMs`.
+//!
+//! Bounded in entries ([`MAX_ENTRIES`]) and in bytes (`[server] cache_max_bytes`: the cached results' JSON
+//! text, counted exactly), both at all times: to make room, expired entries leave first, then the soonest to
+//! expire, from the front of an index by expiry kept beside the map (O(log n) each, no scan). A result larger
+//! than the whole byte bound is served and not cached. The lock is held only for map operations.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -14,43 +19,111 @@ use serde_json::value::RawValue;
 
 use crate::auth_context::AuthContext;
 
-/// Entries held at most; past it, expired ones are swept and then the soonest to expire goes.
+/// Entries held at most.
 pub const MAX_ENTRIES: usize = 10_000;
+/// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
+pub const DEFAULT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Debug)]
 struct Entry {
     result: Box<RawValue>,
-    expires: Instant,
+    /// Its place in the index by expiry: when it expires, and a tie-breaker.
+    at: (Instant, u64),
 }
 
 /// An entry's key: the URI, and the authorization context for a private entry (`None`: public).
 type Key = (String, Option<AuthContext>);
 
 /// Cached `resources/read` results by URI (and, for private ones, authorization context).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ResourceCache {
-    entries: Mutex<HashMap<Key, Entry>>,
+    max_entries: usize,
+    max_bytes: usize,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: HashMap<Key, Entry>,
+    /// The same entries by expiry, soonest first.
+    by_expiry: BTreeMap<(Instant, u64), Key>,
+    /// The bytes of every entry's result, exactly.
+    bytes: usize,
+    next: u64,
+}
+
+impl Inner {
+    fn remove(&mut self, key: &Key) -> Option<Entry> {
+        let entry = self.entries.remove(key)?;
+        self.by_expiry.remove(&entry.at);
+        self.bytes -= entry.result.get().len();
+        Some(entry)
+    }
+
+    /// Drops the entry that expires soonest; false when there is none.
+    fn drop_soonest(&mut self) -> bool {
+        let Some((_, key)) = self.by_expiry.pop_first() else {
+            return false;
+        };
+        if let Some(entry) = self.entries.remove(&key) {
+            self.bytes -= entry.result.get().len();
+        }
+        true
+    }
+
+    fn drop_expired(&mut self, now: Instant) {
+        while self
+            .by_expiry
+            .first_key_value()
+            .is_some_and(|((expires, _), _)| *expires <= now)
+        {
+            self.drop_soonest();
+        }
+    }
+
+    fn insert(&mut self, key: Key, result: Box<RawValue>, expires: Instant) {
+        let at = (expires, self.next);
+        self.next += 1;
+        self.bytes += result.get().len();
+        self.by_expiry.insert(at, key.clone());
+        self.entries.insert(key, Entry { result, at });
+    }
+}
+
+impl Default for ResourceCache {
+    fn default() -> ResourceCache {
+        ResourceCache::new(MAX_ENTRIES, DEFAULT_MAX_BYTES)
+    }
 }
 
 impl ResourceCache {
+    /// An empty cache holding at most `max_entries` results of at most `max_bytes` in all.
+    pub fn new(max_entries: usize, max_bytes: usize) -> ResourceCache {
+        ResourceCache {
+            max_entries,
+            max_bytes,
+            inner: Mutex::default(),
+        }
+    }
+
     /// A fresh cached result for `uri` that `auth` may reuse (a public one, else its own private one), its
     /// `ttlMs` set to the time left.
     pub fn get(&self, uri: &str, auth: &AuthContext) -> Option<Box<RawValue>> {
         let now = Instant::now();
         let (result, left) = {
-            let mut entries = self.entries.lock().ok()?;
+            let mut inner = self.inner.lock().ok()?;
             // The public entry first, then the caller's private one (one key, its scope changed).
             let mut key: Key = (uri.to_owned(), None);
             let mut found = None;
             for scope in [None, Some(*auth)] {
                 key.1 = scope;
-                match entries.get(&key) {
-                    Some(entry) if entry.expires > now => {
-                        found = Some((entry.result.clone(), entry.expires - now));
+                match inner.entries.get(&key) {
+                    Some(entry) if entry.at.0 > now => {
+                        found = Some((entry.result.clone(), entry.at.0 - now));
                         break;
                     }
                     Some(_) => {
-                        entries.remove(&key);
+                        inner.remove(&key);
                     }
                     None => {}
                 }
@@ -63,48 +136,51 @@ impl ResourceCache {
     }
 
     /// Keeps a backend's result read by `auth` when it says it may be reused: `resultType` complete,
-    /// `ttlMs` above zero; shared when `cacheScope` is public, for `auth` only when private.
+    /// `ttlMs` above zero; shared when `cacheScope` is public, for `auth` only when private. It replaces the
+    /// entry it is a newer read of; one larger than the whole byte bound is not kept.
     pub fn offer(&self, uri: &str, auth: &AuthContext, result: &RawValue) {
         let Some((ttl, public)) = reusable(result) else {
             return;
         };
         let key = (uri.to_owned(), (!public).then_some(*auth));
-        let Ok(mut entries) = self.entries.lock() else {
+        let size = result.get().len();
+        let kept = (size <= self.max_bytes).then(|| result.to_owned());
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        inner.remove(&key);
+        let Some(result) = kept else {
             return;
         };
         let now = Instant::now();
-        if entries.len() >= MAX_ENTRIES && !entries.contains_key(&key) {
-            entries.retain(|_, e| e.expires > now);
-            if entries.len() >= MAX_ENTRIES {
-                let soonest = entries
-                    .iter()
-                    .min_by_key(|(_, e)| e.expires)
-                    .map(|(k, _)| k.clone());
-                if let Some(k) = soonest {
-                    entries.remove(&k);
-                }
-            }
+        inner.drop_expired(now);
+        while (inner.entries.len() >= self.max_entries || inner.bytes + size > self.max_bytes)
+            && inner.drop_soonest()
+        {}
+        if inner.entries.len() < self.max_entries && inner.bytes + size <= self.max_bytes {
+            inner.insert(key, result, now + ttl);
         }
-        entries.insert(
-            key,
-            Entry {
-                result: result.to_owned(),
-                expires: now + ttl,
-            },
-        );
     }
 
     /// Drops the entries of `uri`, public and private (the backend said it changed).
     pub fn invalidate(&self, uri: &str) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|(u, _), _| u != uri);
+        if let Ok(mut inner) = self.inner.lock() {
+            let keys: Vec<Key> = inner
+                .entries
+                .keys()
+                .filter(|(u, _)| u == uri)
+                .cloned()
+                .collect();
+            for key in keys {
+                inner.remove(&key);
+            }
         }
     }
 
     /// Drops everything (the resource list changed).
     pub fn clear(&self) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.clear();
+        if let Ok(mut inner) = self.inner.lock() {
+            *inner = Inner::default();
         }
     }
 }
@@ -130,6 +206,81 @@ mod tests {
 
     fn raw(text: &str) -> Box<RawValue> {
         RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    impl ResourceCache {
+        /// The URIs held (sorted) and their bytes, checking the counter and the index against the map.
+        fn held(&self) -> (Vec<String>, usize) {
+            let inner = self.inner.lock().unwrap();
+            let bytes: usize = inner.entries.values().map(|e| e.result.get().len()).sum();
+            assert_eq!(inner.bytes, bytes, "the byte count is exact");
+            assert_eq!(inner.entries.len(), inner.by_expiry.len());
+            let mut uris: Vec<String> = inner.entries.keys().map(|(u, _)| u.clone()).collect();
+            uris.sort();
+            (uris, bytes)
+        }
+    }
+
+    /// A public result of exactly `bytes` bytes, reusable for `ttl_ms`.
+    fn sized(bytes: usize, ttl_ms: u64) -> Box<RawValue> {
+        let with = |text: &str| {
+            format!(
+                r#"{{"contents":[{{"text":"{text}"}}],"ttlMs":{ttl_ms},"cacheScope":"public"}}"#
+            )
+        };
+        let text = "x".repeat(bytes - with("").len());
+        let result = raw(&with(&text));
+        assert_eq!(result.get().len(), bytes);
+        result
+    }
+
+    #[test]
+    fn the_resource_cache_is_bounded_in_bytes() {
+        // 3 entries, 1000 bytes. (uri, result bytes, ttl ms, what is held after it)
+        let cache = ResourceCache::new(3, 1000);
+        let table: [(&str, usize, u64, &[&str]); 11] = [
+            ("a", 400, 60_000, &["a"]),
+            ("b", 400, 30_000, &["a", "b"]),
+            // no room for 400 more: the soonest to expire goes
+            ("c", 400, 90_000, &["a", "c"]),
+            // larger than the whole bound: served, never cached, nothing else dropped for it
+            ("big", 1001, 60_000, &["a", "c"]),
+            // a newer read of a replaces it, and needs c's room too
+            ("a", 1000, 60_000, &["a"]),
+            ("d", 100, 120_000, &["d"]),
+            ("e", 100, 120_000, &["d", "e"]),
+            ("f", 100, 120_000, &["d", "e", "f"]),
+            // the entry bound: the soonest to expire (d, the oldest of equal lifetimes) goes
+            ("g", 100, 120_000, &["e", "f", "g"]),
+            // a newer read of e too large to keep: the stale one goes, the new one is not kept
+            ("e", 1001, 60_000, &["f", "g"]),
+            // up to the bound exactly
+            ("h", 800, 60_000, &["f", "g", "h"]),
+        ];
+        for (uri, bytes, ttl, want) in table {
+            cache.offer(uri, &AuthContext::ANONYMOUS, &sized(bytes, ttl));
+            let (held, total) = cache.held();
+            assert_eq!(held, want, "after {uri} ({bytes} bytes)");
+            assert!(total <= 1000 && held.len() <= 3, "{total} bytes");
+        }
+        assert!(cache.get("big", &AuthContext::ANONYMOUS).is_none());
+        assert!(cache.get("h", &AuthContext::ANONYMOUS).is_some());
+        cache.invalidate("h");
+        cache.clear();
+        assert_eq!(cache.held(), (vec![], 0));
+    }
+
+    #[test]
+    fn expired_results_leave_as_new_ones_arrive() {
+        let cache = ResourceCache::new(3, 1000);
+        cache.offer("x", &AuthContext::ANONYMOUS, &sized(100, 1));
+        cache.offer("y", &AuthContext::ANONYMOUS, &sized(400, 60_000));
+        std::thread::sleep(Duration::from_millis(5));
+        // z fits beside both, but x has expired: it leaves, y stays
+        cache.offer("z", &AuthContext::ANONYMOUS, &sized(100, 90_000));
+        assert_eq!(cache.held(), (vec!["y".into(), "z".into()], 500));
+        cache.invalidate("y");
+        assert_eq!(cache.held(), (vec!["z".into()], 100));
     }
 
     #[test]

@@ -356,7 +356,11 @@ impl Dispatch<'_> {
                 call.request.params.as_deref(),
                 &sealed,
             )
-            .map_err(|e| invalid(e.to_string()))?;
+            .map_err(|e| match e {
+                // Not the client's fault: the same state opens once the gateway has room.
+                StateError::TooManyInUse => Error::new(ErrorCode::InternalError, e.to_string()),
+                e => invalid(e.to_string()),
+            })?;
         if opened.backend != backend {
             return Err(invalid(StateError::Mismatch.to_string()));
         }

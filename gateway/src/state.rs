@@ -85,7 +85,10 @@ impl Gateway {
             server_info,
             sealer: StateSealer::random(),
             subscriptions: Subscriptions::default(),
-            resource_cache: ResourceCache::default(),
+            resource_cache: ResourceCache::new(
+                crate::cache::MAX_ENTRIES,
+                config.server.cache_max_bytes,
+            ),
             parked: Arc::default(),
             config,
         }

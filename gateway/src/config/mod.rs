@@ -43,6 +43,9 @@ pub struct ServerConfig {
     pub session_idle_secs: u64,
     /// Legacy sessions held at most; `initialize` beyond it is refused with 503.
     pub max_sessions: usize,
+    /// Bytes of cached `resources/read` results held at most (their JSON text, counted exactly); a result
+    /// larger than it is served and not cached. At least 1.
+    pub cache_max_bytes: usize,
     /// Default per-backend request timeout, in milliseconds.
     pub request_timeout_ms: u64,
     /// How long each backend gets to answer a catalog listing, in milliseconds (at start: to connect and
@@ -96,6 +99,7 @@ impl Default for ServerConfig {
             max_body_bytes: 4 * 1024 * 1024,
             session_idle_secs: 30 * 60,
             max_sessions: 100_000,
+            cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
             request_timeout_ms: 30_000,
             list_timeout_ms: 5_000,
             down_grace_ms: 30_000,
@@ -301,6 +305,12 @@ impl Config {
         }
         if s.max_sessions == 0 {
             return Err(invalid("server.max_sessions", "must be at least 1"));
+        }
+        if s.cache_max_bytes == 0 {
+            return Err(invalid(
+                "server.cache_max_bytes",
+                "must be at least 1 (the cache is always bounded; a result larger than it is not cached)",
+            ));
         }
         if s.request_timeout_ms == 0 || s.list_timeout_ms == 0 {
             return Err(invalid(

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use dashmap::DashMap;
 use tokio::sync::mpsc;
 
-use super::Session;
+use super::Sessions;
 
 /// How often the actor looks at the idle clock, as a fraction of the timeout.
 const CHECKS_PER_TIMEOUT: u32 = 4;
@@ -22,7 +21,7 @@ pub struct StreamClosed;
 
 pub(super) struct SessionActor {
     id: String,
-    store: Weak<DashMap<String, std::sync::Arc<Session>>>,
+    store: Weak<Sessions>,
     idle_timeout: Duration,
     stream: Option<mpsc::Sender<Bytes>>,
 }
@@ -37,7 +36,7 @@ impl Actor for SessionActor {
                 ctx.stop();
                 return;
             };
-            let expired = match store.get(&act.id) {
+            let expired = match store.map.get(&act.id) {
                 Some(s) => s.idle_for() >= act.idle_timeout,
                 None => true,
             };
@@ -105,7 +104,7 @@ pub struct SessionHandle {
 impl SessionHandle {
     pub(super) fn start(
         id: String,
-        store: Weak<DashMap<String, std::sync::Arc<Session>>>,
+        store: Weak<Sessions>,
         idle_timeout: Duration,
     ) -> SessionHandle {
         let addr = SessionActor {

@@ -7,7 +7,7 @@ mod asks;
 mod in_flight;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -129,16 +129,83 @@ pub struct StoreFull(pub usize);
 /// Every live legacy session, by id. Guards are never held across an `.await`: callers get an `Arc` clone.
 #[derive(Debug)]
 pub struct SessionStore {
-    map: Arc<DashMap<String, Arc<Session>>>,
+    sessions: Arc<Sessions>,
+}
+
+/// The sessions by id, and a count of slots taken: a slot is taken (compare-and-swap below the maximum)
+/// before a session is inserted and given back when it is removed, so the map never holds more than the
+/// maximum, however many `initialize`s race.
+#[derive(Debug)]
+struct Sessions {
+    map: DashMap<String, Arc<Session>>,
+    slots: Slots,
+}
+
+impl Sessions {
+    /// Removes a session (ended or expired) and gives its slot back.
+    fn remove(&self, id: &str) -> Option<Arc<Session>> {
+        let (_, session) = self.map.remove(id)?;
+        self.slots.give_back();
+        Some(session)
+    }
+}
+
+/// At most `max` slots taken at once.
+#[derive(Debug)]
+struct Slots {
+    taken: AtomicUsize,
     max: usize,
+}
+
+impl Slots {
+    fn new(max: usize) -> Slots {
+        Slots {
+            taken: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Takes a slot if one is free; it is given back when the returned guard drops, unless kept.
+    fn take(&self) -> Option<Slot<'_>> {
+        self.taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(Some(self)))
+    }
+
+    fn give_back(&self) {
+        self.taken.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A slot taken and not yet kept: given back on drop (a session that was not inserted after all).
+struct Slot<'a>(Option<&'a Slots>);
+
+impl Slot<'_> {
+    /// The slot now belongs to an entry in the map; the entry's removal gives it back.
+    fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Some(slots) = self.0 {
+            slots.give_back();
+        }
+    }
 }
 
 impl SessionStore {
     /// An empty store holding at most `max` sessions.
     pub fn new(max: usize) -> SessionStore {
         SessionStore {
-            map: Arc::new(DashMap::new()),
-            max,
+            sessions: Arc::new(Sessions {
+                map: DashMap::new(),
+                slots: Slots::new(max),
+            }),
         }
     }
 
@@ -152,11 +219,10 @@ impl SessionStore {
         transport: SessionTransport,
         idle_timeout: Duration,
     ) -> Result<Arc<Session>, StoreFull> {
-        if self.map.len() >= self.max {
-            return Err(StoreFull(self.max));
-        }
+        let slots = &self.sessions.slots;
+        let slot = slots.take().ok_or(StoreFull(slots.max))?;
         let id = id.unwrap_or_else(new_session_id);
-        let handle = SessionHandle::start(id.clone(), Arc::downgrade(&self.map), idle_timeout);
+        let handle = SessionHandle::start(id.clone(), Arc::downgrade(&self.sessions), idle_timeout);
         let session = Arc::new(Session {
             id: id.clone(),
             generation,
@@ -172,26 +238,31 @@ impl SessionStore {
             log_level: AtomicU8::new(NO_LEVEL),
             epoch: Instant::now(),
         });
-        self.map.insert(id, session.clone());
+        if let Some(replaced) = self.sessions.map.insert(id, session.clone()) {
+            // An id given twice (never minted twice): the old session is gone, its slot is this one's.
+            replaced.handle.end();
+        } else {
+            slot.keep();
+        }
         Ok(session)
     }
 
     /// The live session with this id, marked used.
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
-        let session = self.map.get(id).map(|r| r.value().clone())?;
+        let session = self.sessions.map.get(id).map(|r| r.value().clone())?;
         session.touch();
         Some(session)
     }
 
     /// The live session with this id, without marking it used (deliveries must not keep a session alive).
     pub fn peek(&self, id: &str) -> Option<Arc<Session>> {
-        self.map.get(id).map(|r| r.value().clone())
+        self.sessions.map.get(id).map(|r| r.value().clone())
     }
 
     /// Ends a session (DELETE, or expiry): removed from the store, its actor stopped, its stream closed.
     pub fn end(&self, id: &str) -> bool {
-        match self.map.remove(id) {
-            Some((_, session)) => {
+        match self.sessions.remove(id) {
+            Some(session) => {
                 session.handle.end();
                 true
             }
@@ -201,26 +272,31 @@ impl SessionStore {
 
     /// Every live session (cloned out: no map guard is held by the caller).
     pub fn all(&self) -> Vec<Arc<Session>> {
-        self.map.iter().map(|r| r.value().clone()).collect()
+        self.sessions
+            .map
+            .iter()
+            .map(|r| r.value().clone())
+            .collect()
     }
 
     /// Sessions held.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.sessions.map.len()
     }
 
     /// No sessions.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.sessions.map.is_empty()
     }
 }
 
 /// 2024-11-05 HTTP+SSE streams opened with `GET /sse` whose session has not sent `initialize` yet, by the id
-/// their endpoint event named. Bounded; streams whose client went away are swept out as new ones open.
+/// their endpoint event named. Bounded exactly, as sessions are (a slot taken before a stream is inserted,
+/// given back when it is taken out); streams whose client went away are swept out when it is full.
 #[derive(Debug)]
 pub struct PendingStreams {
     map: DashMap<String, tokio::sync::mpsc::Sender<bytes::Bytes>>,
-    max: usize,
+    slots: Slots,
 }
 
 impl PendingStreams {
@@ -228,34 +304,61 @@ impl PendingStreams {
     pub fn new(max: usize) -> PendingStreams {
         PendingStreams {
             map: DashMap::new(),
-            max,
+            slots: Slots::new(max),
         }
     }
 
     /// Registers a new stream and returns its id; `None` when too many are open.
     pub fn open(&self, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) -> Option<String> {
-        if self.map.len() >= self.max {
-            self.map.retain(|_, tx| !tx.is_closed());
-            if self.map.len() >= self.max {
-                return None;
+        let slot = match self.slots.take() {
+            Some(slot) => slot,
+            None => {
+                self.map.retain(|_, tx| {
+                    let open = !tx.is_closed();
+                    if !open {
+                        self.slots.give_back();
+                    }
+                    open
+                });
+                self.slots.take()?
             }
-        }
+        };
         let id = new_session_id();
         self.map.insert(id.clone(), tx);
+        slot.keep();
         Some(id)
     }
 
     /// Takes the stream out (to become a session's, or to be put back).
     pub fn take(&self, id: &str) -> Option<tokio::sync::mpsc::Sender<bytes::Bytes>> {
-        self.map
-            .remove(id)
-            .map(|(_, tx)| tx)
-            .filter(|tx| !tx.is_closed())
+        let (_, tx) = self.map.remove(id)?;
+        self.slots.give_back();
+        Some(tx).filter(|tx| !tx.is_closed())
     }
 
-    /// Puts a stream back after a message that did not start the session.
+    /// Puts a stream back after a message that did not start the session. When its slot went to another
+    /// stream meanwhile, it is dropped instead (its client sees the stream end).
     pub fn put_back(&self, id: &str, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
-        self.map.insert(id.to_owned(), tx);
+        if tx.is_closed() {
+            return;
+        }
+        let Some(slot) = self.slots.take() else {
+            tracing::warn!("HTTP+SSE stream closed: too many open SSE connections to put it back");
+            return;
+        };
+        if self.map.insert(id.to_owned(), tx).is_none() {
+            slot.keep();
+        }
+    }
+
+    /// Streams held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// No streams held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 }
 
@@ -270,15 +373,4 @@ fn new_session_id() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_ids_are_long_unique_hex() {
-        let a = new_session_id();
-        let b = new_session_id();
-        assert_eq!(a.len(), 64);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
-    }
-}
+mod tests;

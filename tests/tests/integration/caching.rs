@@ -153,3 +153,47 @@ fn private_reads_are_reused_for_the_same_credentials_only_and_public_ones_for_al
         );
     }
 }
+
+#[test]
+fn a_resource_larger_than_the_cache_bound_is_served_and_not_cached() {
+    let dir = TempDir::new("caching-bytes");
+    let mock = http_mock(&["--name", "q", "--ttl-ms", "60000"]);
+    let config = format!(
+        "[server]\ncache_max_bytes = 2048\n[[backend]]\nname = \"q\"\nurl = \"{}\"\n",
+        mock.url
+    );
+    let gw = gateway(&config, &dir);
+    let big_id = "b".repeat(4096);
+    // (uri, the text it holds, whether its result fits in 2048 bytes)
+    let table = [
+        ("mock://q/items/1".to_owned(), "item 1".to_owned(), true),
+        (
+            format!("mock://q/items/{big_id}"),
+            format!("item {big_id}"),
+            false,
+        ),
+    ];
+    for (uri, text, fits) in table {
+        for round in 0..2 {
+            let reply = modern_request(&gw.url, "resources/read", json!({"uri": uri}), &[]);
+            assert_eq!(reply.status, 200, "{}", reply.text);
+            let result = reply.json()["result"].clone();
+            assert_eq!(
+                result["contents"][0]["text"],
+                text.as_str(),
+                "round {round}"
+            );
+            let ttl = result["ttlMs"].as_u64().expect("ttlMs");
+            // a fresh read carries the backend's own 60000, a reused one the time left
+            let reused = ttl < 60_000;
+            assert_eq!(
+                reused,
+                fits && round == 1,
+                "{uri:.40} round {round}: ttlMs {ttl}"
+            );
+            if round == 0 {
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        }
+    }
+}

@@ -6,6 +6,8 @@
 //!
 //! `requestState` is attacker-controlled (the spec's words): nothing in it is trusted before it opens.
 
+mod used;
+
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -14,18 +16,18 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
-use dashmap::DashMap;
 use protocol::raw::RawObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
+use used::UsedIds;
 
 /// What an envelope is bound to, besides its contents.
 const AAD: &[u8] = b"mcpgw/request-state/v1";
 /// How long a sealed state stays valid.
 const LIFETIME: Duration = Duration::from_secs(15 * 60);
-/// Single-use ids remembered (until their state expires); beyond it the oldest are swept.
+/// Single-use ids remembered at most (each until its state expires); a full set refuses new states.
 const REMEMBERED: usize = 100_000;
 
 /// Why a client's `requestState` is refused.
@@ -46,6 +48,10 @@ pub enum StateError {
     /// Issued to another authorization context (other credentials).
     #[error("requestState was issued to other credentials")]
     OtherCredentials,
+    /// The gateway remembers its maximum of unexpired single-use ids; refused rather than forget one (which
+    /// would let its state be replayed). Not used up: the same state opens once room is made.
+    #[error("the gateway holds its maximum of request states in use; retry later")]
+    TooManyInUse,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -71,7 +77,7 @@ struct Envelope {
 pub struct StateSealer {
     key_id: u8,
     cipher: ChaCha20Poly1305,
-    used: DashMap<String, u64>,
+    used: UsedIds,
 }
 
 impl std::fmt::Debug for StateSealer {
@@ -103,10 +109,15 @@ impl StateSealer {
 
     /// A sealer with a given key and key id.
     pub fn with_key(key_id: u8, key: &[u8; 32]) -> StateSealer {
+        StateSealer::remembering(key_id, key, REMEMBERED)
+    }
+
+    /// A sealer remembering at most `remembered` single-use ids.
+    fn remembering(key_id: u8, key: &[u8; 32], remembered: usize) -> StateSealer {
         StateSealer {
             key_id,
             cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
-            used: DashMap::new(),
+            used: UsedIds::new(remembered),
         }
     }
 
@@ -186,12 +197,7 @@ impl StateSealer {
         if envelope.p != auth.tag() {
             return Err(StateError::OtherCredentials);
         }
-        if self.used.len() >= REMEMBERED {
-            self.used.retain(|_, expiry| *expiry >= now);
-        }
-        if self.used.insert(envelope.j, envelope.e).is_some() {
-            return Err(StateError::Replayed);
-        }
+        self.used.use_once(&envelope.j, envelope.e, now)?;
         Ok(Opened {
             backend: envelope.b,
             state: envelope.s,
@@ -251,6 +257,40 @@ mod tests {
                 .unwrap_err(),
             StateError::Replayed
         );
+    }
+
+    #[test]
+    fn a_full_replay_set_refuses_new_states_and_still_refuses_replays() {
+        let sealer = StateSealer::remembering(1, &[7; 32], 2);
+        let params = raw(r#"{"name":"t"}"#);
+        let states: Vec<String> = (0..3)
+            .map(|i| {
+                sealer.seal(
+                    &AuthContext::ANONYMOUS,
+                    "web",
+                    "tools/call",
+                    Some(&params),
+                    &raw(&i.to_string()),
+                )
+            })
+            .collect();
+        let open = |state: &str| {
+            sealer
+                .open(&AuthContext::ANONYMOUS, "tools/call", Some(&params), state)
+                .map(|opened| opened.state.get().to_owned())
+        };
+        // (state, outcome), in order
+        let table = [
+            (&states[0], Ok("0".to_owned())),
+            (&states[1], Ok("1".to_owned())),
+            (&states[2], Err(StateError::TooManyInUse)),
+            (&states[0], Err(StateError::Replayed)),
+            (&states[1], Err(StateError::Replayed)),
+            (&states[2], Err(StateError::TooManyInUse)),
+        ];
+        for (i, (state, want)) in table.into_iter().enumerate() {
+            assert_eq!(open(state), want, "step {i}");
+        }
     }
 
     #[test]
