@@ -10,7 +10,7 @@ use bytes::Bytes;
 use dashmap::DashMap;
 use tokio::sync::mpsc;
 
-use super::Session;
+use super::{Session, ShortId};
 
 /// How often the actor looks at the idle clock, as a fraction of the timeout.
 const CHECKS_PER_TIMEOUT: u32 = 4;
@@ -43,7 +43,7 @@ impl Actor for SessionActor {
             };
             if expired {
                 store.remove(&act.id);
-                tracing::info!(session = %act.id, "session expired after being idle");
+                tracing::info!(session = %ShortId(&act.id), "session expired after being idle");
                 ctx.stop();
             }
         });
@@ -73,11 +73,11 @@ impl Handler<Push> for SessionActor {
     type Result = ();
     fn handle(&mut self, msg: Push, _: &mut Self::Context) {
         let Some(stream) = self.stream.as_ref() else {
-            tracing::debug!(session = %self.id, "event dropped: the session has no open stream");
+            tracing::debug!(session = %ShortId(&self.id), "event dropped: the session has no open stream");
             return;
         };
         if stream.try_send(msg.0).is_err() {
-            tracing::warn!(session = %self.id, "session stream full or closed; closing it");
+            tracing::warn!(session = %ShortId(&self.id), "session stream full or closed; closing it");
             self.stream = None;
         }
     }

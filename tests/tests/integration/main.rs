@@ -12,6 +12,7 @@ mod check;
 mod cors;
 mod eras;
 mod errors;
+mod hardening;
 mod interop;
 mod load_example;
 mod operations;
