@@ -18,7 +18,7 @@ use crate::dispatch::{Dispatch, raw_value};
 use crate::listen;
 use crate::request_stream::{self, Streamed};
 use crate::response::{Outcome, ResponseHandle};
-use crate::session::Session;
+use crate::session::{Session, ShortId};
 use crate::state::Gateway;
 
 /// What goes back to the client.
@@ -208,7 +208,7 @@ impl Answering<'_> {
     fn span(&self, call: &Call, generation: Generation) -> tracing::Span {
         tracing::info_span!(
             "request",
-            session = self.session.map(|s| s.id.as_str()),
+            session = self.session.map(|s| tracing::field::display(ShortId(&s.id))),
             id = %call.request.id,
             method = %call.method,
             backend = tracing::field::Empty,

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::listing::{Scope, refresh};
 use crate::request_stream::level_passes;
 use crate::response::sse_event;
+use crate::session::ShortId;
 use crate::state::Gateway;
 
 /// Catalog refreshes triggered close together are merged into one.
@@ -159,7 +160,7 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
         let event = sse_event(&Message::Notification(n.clone()).to_bytes());
         for session in gw.sessions.all() {
             if session.handle.push(event.clone()).is_err() {
-                tracing::debug!(session = %session.id, "notification dropped: the session's mailbox is full");
+                tracing::debug!(session = %ShortId(&session.id), "notification dropped: the session's mailbox is full");
             }
         }
     }
@@ -169,7 +170,7 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
             match gw.sessions.peek(&id) {
                 Some(session) => {
                     if session.handle.push(event.clone()).is_err() {
-                        tracing::debug!(session = %id, "notification dropped: the session's mailbox is full");
+                        tracing::debug!(session = %ShortId(&id), "notification dropped: the session's mailbox is full");
                     }
                 }
                 None => gw.subscriptions.end_session(&id),
@@ -194,7 +195,7 @@ fn deliver_log(gw: &Gateway, backend: &str, n: &Notification) {
             continue;
         }
         if session.handle.push(event.clone()).is_err() {
-            tracing::debug!(session = %session.id, "log message dropped: the session's mailbox is full");
+            tracing::debug!(session = %ShortId(&session.id), "log message dropped: the session's mailbox is full");
         } else {
             sent += 1;
         }

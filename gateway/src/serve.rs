@@ -189,8 +189,14 @@ async fn serve_http(
     let factory_gw = gw.clone();
     let server = HttpServer::new(move || {
         let gw = factory_gw.clone();
-        App::new().configure(move |cfg| crate::http::configure(cfg, gw))
+        // The guard wraps every route: the earliest point of a request the gateway controls.
+        App::new()
+            .wrap(actix_web::middleware::from_fn(
+                crate::http::guard::middleware,
+            ))
+            .configure(move |cfg| crate::http::configure(cfg, gw))
     })
+    .on_connect(crate::http::guard::on_connect)
     .workers(workers)
     .shutdown_timeout(10);
     let addr = front

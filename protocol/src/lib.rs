@@ -19,6 +19,7 @@ pub mod payload;
 pub mod raw;
 #[cfg(test)]
 pub(crate) mod schema_check;
+pub mod session_id;
 pub mod shape;
 pub mod validate;
 

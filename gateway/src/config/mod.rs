@@ -39,6 +39,10 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// The largest request body accepted, in bytes (413 above).
     pub max_body_bytes: usize,
+    /// A request body with no byte for this long is cut: 408 and the connection closed, in milliseconds.
+    pub body_idle_timeout_ms: u64,
+    /// A request body not whole after this long is cut: 408 and the connection closed, in milliseconds.
+    pub body_timeout_ms: u64,
     /// A legacy session idle for this long expires (404 afterwards).
     pub session_idle_secs: u64,
     /// Legacy sessions held at most; `initialize` beyond it is refused with 503.
@@ -97,6 +101,8 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7800)),
             max_body_bytes: 4 * 1024 * 1024,
+            body_idle_timeout_ms: 5_000,
+            body_timeout_ms: 30_000,
             session_idle_secs: 30 * 60,
             max_sessions: 100_000,
             cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
@@ -299,6 +305,12 @@ impl Config {
         let s = &self.server;
         if s.max_body_bytes < 1024 {
             return Err(invalid("server.max_body_bytes", "must be at least 1024"));
+        }
+        if s.body_idle_timeout_ms == 0 {
+            return Err(invalid("server.body_idle_timeout_ms", "must be above 0"));
+        }
+        if s.body_timeout_ms == 0 {
+            return Err(invalid("server.body_timeout_ms", "must be above 0"));
         }
         if s.page_size == 0 {
             return Err(invalid("server.page_size", "must be at least 1"));

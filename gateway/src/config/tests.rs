@@ -55,6 +55,11 @@ fn every_rule_names_its_field() {
         ("[server]\nport = 1", "port"),
         ("[server]\npage_size = 0", "server.page_size"),
         ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
+        (
+            "[server]\nbody_idle_timeout_ms = 0",
+            "server.body_idle_timeout_ms",
+        ),
+        ("[server]\nbody_timeout_ms = 0", "server.body_timeout_ms"),
         ("[server]\nworkers = 0", "server.workers"),
         ("[server]\ncache_max_bytes = 0", "server.cache_max_bytes"),
         (

@@ -1,53 +1,110 @@
-//! Reading a request body with a limit: past `max` bytes reading stops and the request is answered 413 with a
-//! JSON-RPC error, before anything else is parsed.
+//! Reading a request body with bounds: past `max_body_bytes` reading stops and the request is answered 413
+//! with a JSON-RPC error, before anything else is parsed; a body that stalls (no byte for
+//! `body_idle_timeout_ms`) or drags on (not whole after `body_timeout_ms`) is answered 408 and its connection
+//! closed — the rest of that body may still come, so the connection cannot carry another request.
 
-use actix_web::web;
+use std::time::Duration;
+
+use actix_web::http::ConnectionType;
+use actix_web::{HttpResponse, web};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use protocol::validate::Rejection;
 use protocol::{Error, ErrorCode};
+use tokio::time::{Instant, timeout_at};
 
-/// Reads the whole body, refusing more than `max` bytes.
+use super::rejection_response;
+use crate::config::ServerConfig;
+
+/// The bounds of one request body.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BodyLimits {
+    /// The largest body, in bytes.
+    pub max: usize,
+    /// The longest wait for the next byte.
+    pub idle: Duration,
+    /// The longest wait for the whole body.
+    pub total: Duration,
+}
+
+impl BodyLimits {
+    /// The bounds a (validated) server config sets.
+    pub fn from_config(server: &ServerConfig) -> BodyLimits {
+        BodyLimits {
+            max: server.max_body_bytes,
+            idle: Duration::from_millis(server.body_idle_timeout_ms),
+            total: Duration::from_millis(server.body_timeout_ms),
+        }
+    }
+}
+
+/// Reads the whole body within `limits`; what goes back instead when it cannot.
 pub(super) async fn read_body(
     headers: &actix_web::http::header::HeaderMap,
     mut payload: web::Payload,
-    max: usize,
-) -> Result<Bytes, Rejection> {
+    limits: BodyLimits,
+) -> Result<Bytes, HttpResponse> {
+    let max = limits.max;
     let declared = headers
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > max) {
-        return Err(too_large(max));
+        return Err(rejection_response(&too_large(max)));
     }
+    let whole_by = Instant::now() + limits.total;
     let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(max));
-    while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|e| Rejection {
-            status: 400,
-            id: None,
-            error: Error::new(
-                ErrorCode::InvalidRequest,
+    loop {
+        let next_by = whole_by.min(Instant::now() + limits.idle);
+        let chunk = match timeout_at(next_by, payload.next()).await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(_) => return Err(timed_out(&limits, next_by == whole_by)),
+        };
+        let chunk = chunk.map_err(|e| {
+            rejection_response(&rejection(
+                400,
                 format!("bad request: the body could not be read: {e}"),
-            ),
-            generation: None,
-            allow: None,
+            ))
         })?;
         if body.len() + chunk.len() > max {
-            return Err(too_large(max));
+            return Err(rejection_response(&too_large(max)));
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body.freeze())
 }
 
+/// 408, and the connection closed: the client may still be sending the body, which no request can follow.
+fn timed_out(limits: &BodyLimits, whole: bool) -> HttpResponse {
+    let why = if whole {
+        format!(
+            "request timeout: the body was not whole within {} ms (body_timeout_ms)",
+            limits.total.as_millis()
+        )
+    } else {
+        format!(
+            "request timeout: no byte of the body for {} ms (body_idle_timeout_ms)",
+            limits.idle.as_millis()
+        )
+    };
+    let mut resp = rejection_response(&rejection(408, why));
+    resp.head_mut().set_connection_type(ConnectionType::Close);
+    resp
+}
+
 fn too_large(max: usize) -> Rejection {
+    rejection(
+        413,
+        format!("request body exceeds the limit of {max} bytes"),
+    )
+}
+
+fn rejection(status: u16, message: String) -> Rejection {
     Rejection {
-        status: 413,
+        status,
         id: None,
-        error: Error::new(
-            ErrorCode::InvalidRequest,
-            format!("request body exceeds the limit of {max} bytes"),
-        ),
+        error: Error::new(ErrorCode::InvalidRequest, message),
         generation: None,
         allow: None,
     }

@@ -11,14 +11,14 @@ use protocol::validate::HttpMethod;
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use super::body::read_body;
+use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, sse_body};
 use super::{Worker, rejection_response};
 use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
 use crate::response::sse_event;
 use crate::routing::Origin;
-use crate::session::SessionTransport;
+use crate::session::{SessionTransport, ShortId};
 
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -57,9 +57,10 @@ pub(super) async fn post(
         return rejection_response(&r);
     }
     let gw = &worker.gw;
-    let body = match read_body(req.headers(), payload, gw.config.server.max_body_bytes).await {
+    let limits = BodyLimits::from_config(&gw.config.server);
+    let body = match read_body(req.headers(), payload, limits).await {
         Ok(b) => b,
-        Err(r) => return rejection_response(&r),
+        Err(refused) => return refused,
     };
     let id = &query.session_id;
     let session = gw
@@ -136,7 +137,7 @@ pub(super) async fn post(
                     if s.handle.attach_stream(tx).is_ok() {
                         let _ = s.handle.push(sse_event(&body));
                     }
-                    tracing::info!(session = %s.id, %generation, "HTTP+SSE session started");
+                    tracing::info!(session = %ShortId(&s.id), %generation, "HTTP+SSE session started");
                     HttpResponse::Accepted().finish()
                 }
                 Err(full) => HttpResponse::ServiceUnavailable().body(full.to_string()),

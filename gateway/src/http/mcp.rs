@@ -10,13 +10,13 @@ use protocol::validate::{Accepts, HttpMethod, Rejection};
 use protocol::{Error, ErrorCode};
 use tokio::sync::mpsc;
 
-use super::body::read_body;
+use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, messages_body, sse_body};
 use super::{Worker, message_response, rejection_response};
 use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
 use crate::routing::Origin;
-use crate::session::{Session, SessionTransport};
+use crate::session::{Session, SessionTransport, ShortId};
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -35,15 +35,10 @@ pub(super) async fn post(
     if let Err(r) = worker.origin.check(&req) {
         return rejection_response(&r);
     }
-    let body = match read_body(
-        req.headers(),
-        payload,
-        worker.gw.config.server.max_body_bytes,
-    )
-    .await
-    {
+    let limits = BodyLimits::from_config(&worker.gw.config.server);
+    let body = match read_body(req.headers(), payload, limits).await {
         Ok(b) => b,
-        Err(r) => return rejection_response(&r),
+        Err(refused) => return refused,
     };
     handle(&req, HttpMethod::Post, body, &worker).await
 }
@@ -106,7 +101,7 @@ async fn handle(
                 idle,
             ) {
                 Ok(session) => {
-                    tracing::info!(session = %session.id, %generation, client = %params.client_info.name, "session started");
+                    tracing::info!(session = %ShortId(&session.id), %generation, client = %params.client_info.name, "session started");
                     let mut resp = message_response(200, body, accepts);
                     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&session.id) {
                         resp.headers_mut().insert(
@@ -139,7 +134,7 @@ async fn handle(
                 for name in worker.gw.backends.keys() {
                     crate::changes::sync_backend(&worker.gw, name);
                 }
-                tracing::info!(session = %s.id, "session ended by the client");
+                tracing::info!(session = %ShortId(&s.id), "session ended by the client");
                 HttpResponse::NoContent().finish()
             }
             None => HttpResponse::NotFound().finish(),

@@ -4,6 +4,7 @@
 
 mod body;
 pub mod cors;
+pub mod guard;
 mod health;
 mod legacy_sse;
 mod mcp;

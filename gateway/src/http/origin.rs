@@ -1,9 +1,12 @@
 //! DNS-rebinding protection: a request whose `Host` is not one the gateway answers to, or whose `Origin` is
 //! present and not allowed, is refused with 403 before anything else. A gateway listening on loopback answers
 //! only to loopback names by default; one listening elsewhere checks only what the config lists. An origin
-//! allowed for CORS (`cors_allowed_origins`) is always allowed here too, so the two never disagree.
+//! allowed for CORS (`cors_allowed_origins`) is always allowed here too, so the two never disagree. A request
+//! naming its host or origin twice is refused with 400 before that, on every route ([`single_host_and_origin`],
+//! applied by `http::guard`).
 
 use actix_web::HttpRequest;
+use actix_web::http::header::{HOST, HeaderMap, ORIGIN};
 use protocol::validate::Rejection;
 use protocol::{Error, ErrorCode};
 
@@ -77,6 +80,42 @@ impl OriginPolicy {
     }
 }
 
+/// Refuses a request that names its host or its origin more than once: several `Host` or several `Origin`
+/// headers, or a `Host` header naming another host than `authority` (the target's: HTTP/2's `:authority`, an
+/// absolute-form HTTP/1.1 target). A check reading one value while another hop reads the other is what DNS
+/// rebinding needs; the same value twice is still refused (no client sends it).
+pub fn single_host_and_origin(
+    headers: &HeaderMap,
+    authority: Option<&str>,
+) -> Result<(), Rejection> {
+    let mut hosts = headers.get_all(HOST);
+    let host = hosts.next();
+    if hosts.next().is_some() {
+        return Err(bad_request("several host headers"));
+    }
+    if headers.get_all(ORIGIN).nth(1).is_some() {
+        return Err(bad_request("several origin headers"));
+    }
+    if let (Some(host), Some(authority)) = (host, authority) {
+        if !host.as_bytes().eq_ignore_ascii_case(authority.as_bytes()) {
+            return Err(bad_request(
+                "the host header names another host than the request's authority",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn bad_request(why: &str) -> Rejection {
+    Rejection {
+        status: 400,
+        id: None,
+        error: Error::new(ErrorCode::InvalidRequest, format!("bad request: {why}")),
+        generation: None,
+        allow: None,
+    }
+}
+
 /// `allowed` names a host (any port): `localhost` allows `localhost` and `localhost:7800`.
 fn host_matches(allowed: &str, host: &str) -> bool {
     let name = strip_port(host);
@@ -146,6 +185,57 @@ mod tests {
         ];
         for (allowed, origin, want) in origins {
             assert_eq!(origin_matches(allowed, origin), want, "{allowed} {origin}");
+        }
+    }
+
+    #[test]
+    fn a_host_or_origin_named_twice_is_refused() {
+        use actix_web::http::header::{HeaderName, HeaderValue};
+        // (headers, authority of the target, refused)
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, bool);
+        let table: [Case; 9] = [
+            (&[("host", "localhost:7800")], None, false),
+            (&[], Some("localhost:7800"), false),
+            (&[("host", "LOCALHOST:7800")], Some("localhost:7800"), false),
+            (
+                &[("origin", "http://localhost"), ("host", "localhost")],
+                None,
+                false,
+            ),
+            (
+                &[("host", "localhost"), ("host", "evil.example")],
+                None,
+                true,
+            ),
+            (&[("host", "localhost"), ("host", "localhost")], None, true),
+            (
+                &[
+                    ("origin", "http://localhost"),
+                    ("origin", "http://evil.example"),
+                ],
+                None,
+                true,
+            ),
+            (
+                &[("host", "localhost:7800")],
+                Some("evil.example:7800"),
+                true,
+            ),
+            (&[("host", "evil.example")], Some("localhost"), true),
+        ];
+        for (pairs, authority, refused) in table {
+            let mut headers = HeaderMap::new();
+            for (k, v) in pairs {
+                headers.append(
+                    HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                    HeaderValue::from_str(v).unwrap(),
+                );
+            }
+            let got = single_host_and_origin(&headers, authority);
+            assert_eq!(got.is_err(), refused, "{pairs:?} {authority:?}");
+            if let Err(r) = got {
+                assert_eq!(r.status, 400);
+            }
         }
     }
 

@@ -9,7 +9,7 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::Sessions;
+use super::{Sessions, ShortId};
 
 /// How often the actor looks at the idle clock, as a fraction of the timeout.
 const CHECKS_PER_TIMEOUT: u32 = 4;
@@ -42,7 +42,7 @@ impl Actor for SessionActor {
             };
             if expired {
                 store.remove(&act.id);
-                tracing::info!(session = %act.id, "session expired after being idle");
+                tracing::info!(session = %ShortId(&act.id), "session expired after being idle");
                 ctx.stop();
             }
         });
@@ -72,11 +72,11 @@ impl Handler<Push> for SessionActor {
     type Result = ();
     fn handle(&mut self, msg: Push, _: &mut Self::Context) {
         let Some(stream) = self.stream.as_ref() else {
-            tracing::debug!(session = %self.id, "event dropped: the session has no open stream");
+            tracing::debug!(session = %ShortId(&self.id), "event dropped: the session has no open stream");
             return;
         };
         if stream.try_send(msg.0).is_err() {
-            tracing::warn!(session = %self.id, "session stream full or closed; closing it");
+            tracing::warn!(session = %ShortId(&self.id), "session stream full or closed; closing it");
             self.stream = None;
         }
     }

@@ -18,6 +18,8 @@ use serde_json::Value;
 pub use actor::{SessionHandle, StreamClosed};
 pub use asks::{AskError, ClientAsks};
 pub use in_flight::{InFlight, Registered};
+/// How logs name a session: its id is a bearer credential and never logged whole.
+pub use protocol::session_id::ShortId;
 
 /// How a legacy session reaches its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

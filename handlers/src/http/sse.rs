@@ -104,7 +104,8 @@ pub(super) async fn connect(
     }));
     let (generation, init) = link.initialize(deadline).await?;
     let _ = link.0.generation.set(generation);
-    info!(backend = %ctx.name(), %generation, endpoint = %link.0.endpoint, "http+sse session initialized");
+    // The endpoint's path only: its query holds the backend's session id, a credential.
+    info!(backend = %ctx.name(), %generation, endpoint = %link.0.endpoint.path(), "http+sse session initialized");
     Ok(Connected {
         link: Link::Sse(link),
         description: Arc::new(ServerDescription::from_initialize(

@@ -13,6 +13,7 @@ mod check;
 mod cors;
 mod eras;
 mod errors;
+mod hardening;
 mod interop;
 mod load_example;
 mod operations;

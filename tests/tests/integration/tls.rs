@@ -15,13 +15,13 @@ use crate::interop::peers;
 use crate::support::*;
 
 /// One certificate authority and the files of what it issued.
-struct Authority {
+pub(crate) struct Authority {
     issuer: CertifiedIssuer<'static, KeyPair>,
-    ca: PathBuf,
+    pub(crate) ca: PathBuf,
 }
 
 impl Authority {
-    fn new(dir: &TempDir, name: &str) -> Authority {
+    pub(crate) fn new(dir: &TempDir, name: &str) -> Authority {
         let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params
@@ -33,7 +33,7 @@ impl Authority {
     }
 
     /// A leaf certificate for `names`, written as `{file}.pem` and `{file}.key`: (cert, key).
-    fn issue(&self, dir: &TempDir, file: &str, names: &[&str]) -> (PathBuf, PathBuf) {
+    pub(crate) fn issue(&self, dir: &TempDir, file: &str, names: &[&str]) -> (PathBuf, PathBuf) {
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         let mut params = CertificateParams::new(names).unwrap();
         params.distinguished_name.push(DnType::CommonName, file);
@@ -60,7 +60,7 @@ fn tls_mock(cert: &PathBuf, key: &PathBuf, client_ca: Option<&PathBuf>) -> Runni
     start(cmd, "mock-backend listening on ")
 }
 
-fn toml_path(p: &Path) -> String {
+pub(crate) fn toml_path(p: &Path) -> String {
     serde_json::to_string(&p.display().to_string()).unwrap()
 }
 

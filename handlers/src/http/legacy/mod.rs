@@ -10,6 +10,7 @@ use std::time::Duration;
 use protocol::Generation;
 use protocol::headers::names;
 use protocol::payload::InitializeResult;
+use protocol::session_id::ShortId;
 use protocol::shape::Failure;
 use reqwest::header::{HeaderMap, HeaderValue};
 use reqwest::{StatusCode, Url};
@@ -91,7 +92,7 @@ pub(super) async fn connect(
 ) -> Result<Connected, Refused> {
     let last_id = AtomicI64::new(0);
     let (session, init) = initialize(ctx, client, url, &last_id).await?;
-    info!(backend = %ctx.name(), generation = %session.generation, session = ?session.id,
+    info!(backend = %ctx.name(), generation = %session.generation, session = ?session.id.as_deref().map(ShortId),
         "legacy streamable http session initialized");
     let description = Arc::new(ServerDescription::from_initialize(
         init,
@@ -267,7 +268,7 @@ impl LegacyLink {
         let Some(renew) = renew else {
             return Err(ctx.unavailable("the backend session expired"));
         };
-        debug!(backend = %ctx.name(), session = ?stale, "backend session expired: renewing it");
+        debug!(backend = %ctx.name(), session = ?stale.as_deref().map(ShortId), "backend session expired: renewing it");
         match tokio::time::timeout_at(deadline, renew(stale)).await {
             Ok(Ok(())) => {}
             Ok(Err(failure)) => return Err(failure),
@@ -347,7 +348,7 @@ impl LegacyLink {
             .map_err(|r| match r {
                 Refused::NotStreamable(why) | Refused::Outage(why) | Refused::Failed(why) => why,
             })?;
-        info!(backend = %inner.ctx.name(), session = ?session.id, "backend session renewed");
+        info!(backend = %inner.ctx.name(), session = ?session.id.as_deref().map(ShortId), "backend session renewed");
         let generation = session.generation;
         *inner
             .session
