@@ -59,6 +59,7 @@ impl From<crate::tls::TlsError> for ServeError {
 
 /// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
 pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
+    crate::limits::raise_open_files_logged(config.server.max_connections);
     actix_rt::System::new().block_on(start(config, stdio))
 }
 
@@ -174,11 +175,15 @@ async fn serve_http(gw: Arc<Gateway>, front: FrontDoor) -> Result<(), ServeError
             .unwrap_or(2)
     });
     let factory_gw = gw.clone();
+    let connections =
+        crate::http::connections::ConnectionLimit::new(gw.config.server.max_connections);
     let server = HttpServer::new(move || {
         let gw = factory_gw.clone();
         App::new().configure(move |cfg| crate::http::configure(cfg, gw))
     })
     .workers(workers)
+    .on_connect(connections.hook())
+    .max_connections(connections.per_worker())
     .shutdown_timeout(10);
     let addr = front
         .listener

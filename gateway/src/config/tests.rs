@@ -56,6 +56,7 @@ fn every_rule_names_its_field() {
         ("[server]\npage_size = 0", "server.page_size"),
         ("[server]\nmax_body_bytes = 10", "server.max_body_bytes"),
         ("[server]\nworkers = 0", "server.workers"),
+        ("[server]\nmax_connections = 0", "server.max_connections"),
         (
             "[server]\ncors_allowed_origins = [\"https://ok.example\", \"*\"]",
             "server.cors_allowed_origins[1]",

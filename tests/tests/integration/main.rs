@@ -9,6 +9,7 @@ mod bridging;
 mod caching;
 mod changes;
 mod check;
+mod connections;
 mod cors;
 mod eras;
 mod errors;
