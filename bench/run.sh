@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks of mcpgw (issue 5 §3): every figure measured beside its baseline in the same run.
 #
-#   bench/run.sh [--quick]
+#   bench/run.sh [--quick] [--only h]
 #
 #   (a) tools/call through mcpgw vs directly to the same HTTP mock backend: (a1) mock latency 1 ms,
 #       64 sessions; (a2) zero latency, CPU-bound, with the CPU split between generator, gateway and mock
@@ -11,6 +11,7 @@
 #   (e) session creation rate (initialize + initialized)
 #   (f) tools/list across 50 backends, one of which never answers
 #   (g) 1,000 legacy sessions and 1,000 modern clients at once (60 s; --quick: 10 s)
+#   (h) resident memory per idle keep-alive connection at 5,000 connections
 #
 # Builds `cargo build --release -p gateway` (set MCPGW=/path/to/mcpgw to use a binary instead) and
 # bench/echo (its own cargo workspace), installs mcp-proxy with npm ci into bench/mcp-proxy/node_modules
@@ -18,7 +19,8 @@
 # Everything listens on loopback ports chosen at run time and is stopped on exit; every step has a
 # deadline. Prints the report and writes it to bench/results/<date>.md (git-ignored); the raw JSON lines
 # and logs stay in a temporary directory (printed). --quick: one repetition of 4 s per figure
-# (about 3 minutes); the full run: three alternating repetitions of 10 s (about 15 minutes).
+# (about 3 minutes); the full run: three alternating repetitions of 10 s (about 15 minutes). --only h: the
+# build of mcpgw and figure (h) alone (about half a minute), its section printed, no report written.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,10 +29,14 @@ PY="${PYTHON:-python3}"
 BENCH_PY="$HERE/lib/bench.py"
 
 quick=0
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
-    -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --only)
+      [ "${2:-}" = h ] || { printf 'bench/run.sh: --only takes h (the one figure that runs alone)\n' >&2; exit 2; }
+      only=$2; shift 2 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'bench/run.sh: unknown argument: %s (see --help)\n' "$1" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +47,7 @@ else
   DUR=10; REPS=3; G_DUR=60; LIMIT=2400
 fi
 A1_SESSIONS=64; A1_RATE=5000; A2_SESSIONS=64; B_SESSIONS=64; C_SESSIONS=16; E_SESSIONS=32; F_SESSIONS=16
-G_RATE=2000; D_COUNTS="10000,100000"; F_DEADLINE_MS=1000
+G_RATE=2000; D_COUNTS="10000,100000"; F_DEADLINE_MS=1000; H_COUNT=5000
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'bench/run.sh: %s\n' "$*" >&2; exit 1; }
@@ -124,6 +130,19 @@ measure() {
 }
 load() { echo "$MCPGW" load --timeout 10s "$@"; }
 
+# (h) idle keep-alive connections: mcpgw with the built-in mock (no backend process), $H_COUNT connections.
+figure_h() {
+  step "(h) idle keep-alive connections: RSS of mcpgw at $H_COUNT connections, each after one GET /healthz"
+  # mcpgw raises its own soft open-files limit to the hard one, but a binary from before issue 11 does not,
+  # and the driver needs as many: this shell's soft limit goes up first (its children inherit it).
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  printf '[server]\nlisten = "127.0.0.1:0"\n[[backend]]\nname = "mock"\nbuiltin = ["mock-backend"]\n' >"$WORK/gwh.toml"
+  start_gw gwh "$WORK/gwh.toml"; GWH_PID=$SRV_PID; GWH_URL=$SRV_URL
+  timeout 300 "$PY" "$HERE/lib/idle_conns.py" measure --url "$GWH_URL" --pid "$GWH_PID" --count "$H_COUNT" \
+    --out "$RESULTS" || printf '    (this run had errors: see above)\n'
+  stop "$GWH_PID"
+}
+
 # --- build ------------------------------------------------------------------------------------------
 given_binary="${MCPGW:-}"
 if [ -n "${MCPGW:-}" ]; then
@@ -137,6 +156,15 @@ fi
 # A private copy: a rebuild of target/ during the run does not change what is measured.
 cp "$MCPGW" "$WORK/mcpgw"
 MCPGW="$WORK/mcpgw"
+if [ "$only" = h ]; then
+  step "machine: $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg); mcpgw $("$MCPGW" --version | awk '{print $2}') (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  figure_h
+  printf '\n'
+  "$PY" "$HERE/lib/idle_conns.py" section --results "$RESULTS"
+  cp "$RESULTS" "$WORK/h.jsonl"
+  printf '\nraw: %s; %s s\n' "$WORK/h.jsonl" "$(( $(date +%s) - started ))"
+  exit 0
+fi
 step "cargo build --release (bench/echo)"
 timeout 1800 cargo build --release --locked --manifest-path "$HERE/echo/Cargo.toml"
 ECHO="$HERE/echo/target/release/mcpgw-bench-echo"
@@ -309,6 +337,9 @@ gw_config "$WORK/gwd.toml" "$MOCKD_URL" $'max_sessions = 150000\nsession_idle_se
 start_gw gwd "$WORK/gwd.toml"; GWD_PID=$SRV_PID; GWD_URL=$SRV_URL
 timeout 900 "$PY" "$BENCH_PY" sessions --url "$GWD_URL" --pid "$GWD_PID" --counts "$D_COUNTS" --out "$RESULTS"
 stop "$GWD_PID"; stop "$MOCKD_PID"
+
+# --- (h) idle keep-alive connections ------------------------------------------------------------------
+figure_h
 
 # --- (f) 50 backends, one silent ---------------------------------------------------------------------
 step "(f) tools/list across 50 backends with one that never answers (deadline ${F_DEADLINE_MS} ms)"

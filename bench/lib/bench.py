@@ -837,6 +837,8 @@ class Report:
         self.section_e()
         self.section_f()
         self.section_g()
+        import idle_conns  # figure (h), in its own file (which imports this one)
+        idle_conns.section(self.r, self.out, self.goal)
         summary = ["## Summary", "", "| | What | Goal | Measured | |", "| --- | --- | --- | --- | --- |"]
         for gid, what, goal, measured, met in self.goals:
             summary.append(f"| {gid} | {what} | {goal} | {measured} | {'met' if met else '**missed**'} |")

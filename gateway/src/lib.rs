@@ -17,6 +17,7 @@ pub mod config;
 pub mod dispatch;
 pub mod http;
 pub mod input;
+pub mod limits;
 pub mod listen;
 pub mod listing;
 pub mod load;

@@ -54,6 +54,7 @@ impl From<crate::tls::TlsError> for ServeError {
 
 /// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
 pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
+    crate::limits::raise_open_files_logged(config.server.max_connections);
     actix_rt::System::new().block_on(start(config, stdio))
 }
 
@@ -187,6 +188,8 @@ async fn serve_http(
             .unwrap_or(2)
     });
     let factory_gw = gw.clone();
+    let connections =
+        crate::http::connections::ConnectionLimit::new(gw.config.server.max_connections);
     let server = HttpServer::new(move || {
         let gw = factory_gw.clone();
         // The guard wraps every route: the earliest point of a request the gateway controls.
@@ -198,6 +201,8 @@ async fn serve_http(
     })
     .on_connect(crate::http::guard::on_connect)
     .workers(workers)
+    .on_connect(connections.hook())
+    .max_connections(connections.per_worker())
     .shutdown_timeout(10);
     let addr = front
         .listener

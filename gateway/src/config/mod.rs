@@ -66,6 +66,8 @@ pub struct ServerConfig {
     pub workers: Option<usize>,
     /// Requests in flight per worker before the gateway answers "overloaded".
     pub max_in_flight_per_worker: usize,
+    /// Connections open at once (all workers); one more is closed at once.
+    pub max_connections: usize,
     /// `Host` names accepted (any port; `"*"` for any). Default: loopback names when listening on loopback,
     /// anything otherwise. Other hosts get 403 (DNS-rebinding protection).
     pub allowed_hosts: Option<Vec<String>>,
@@ -113,6 +115,7 @@ impl Default for ServerConfig {
             unknown_tool_code: UnknownToolCode::default(),
             workers: None,
             max_in_flight_per_worker: 4096,
+            max_connections: 25_000,
             allowed_hosts: None,
             allowed_origins: None,
             tls_cert_file: None,
@@ -338,6 +341,9 @@ impl Config {
                 "server.max_in_flight_per_worker",
                 "must be at least 1",
             ));
+        }
+        if s.max_connections == 0 {
+            return Err(invalid("server.max_connections", "must be at least 1"));
         }
         if s.workers == Some(0) {
             return Err(invalid("server.workers", "must be at least 1"));

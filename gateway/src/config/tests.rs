@@ -62,6 +62,7 @@ fn every_rule_names_its_field() {
         ("[server]\nbody_timeout_ms = 0", "server.body_timeout_ms"),
         ("[server]\nworkers = 0", "server.workers"),
         ("[server]\ncache_max_bytes = 0", "server.cache_max_bytes"),
+        ("[server]\nmax_connections = 0", "server.max_connections"),
         (
             "[server]\ncors_allowed_origins = [\"https://ok.example\", \"*\"]",
             "server.cors_allowed_origins[1]",

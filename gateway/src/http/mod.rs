@@ -3,6 +3,7 @@
 //! when origins are configured.
 
 mod body;
+pub mod connections;
 pub mod cors;
 pub mod guard;
 mod health;

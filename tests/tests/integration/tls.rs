@@ -318,3 +318,39 @@ fn the_front_door_serves_tls_and_reloads_its_certificate_on_sighup() {
         "{log:#?}"
     );
 }
+
+/// `[server] max_connections` over TLS (HTTP/2 or HTTP/1.1 by ALPN): a connection beyond it is closed right
+/// after its handshake, and served again once others close.
+#[test]
+fn tls_connections_beyond_max_connections_are_closed_after_the_handshake() {
+    let dir = TempDir::new("tls-max-connections");
+    let ca = Authority::new(&dir, "ca");
+    let (cert, key) = ca.issue(&dir, "front", &["127.0.0.1", "localhost"]);
+    let config = format!(
+        "[server]\nmax_connections = 2\ntls_cert_file = {}\ntls_key_file = {}\n\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n",
+        toml_path(&cert),
+        toml_path(&key)
+    );
+    let gw = gateway(&config, &dir);
+    // Each client keeps its one connection open (pooled) after its request.
+    let held: Vec<_> = (0..2).map(|_| trusting(&ca.ca)).collect();
+    for client in &held {
+        assert_eq!(ping_modern(client, &gw.url), Ok(200));
+    }
+    let t0 = Instant::now();
+    let refused = ping_modern(&trusting(&ca.ca), &gw.url);
+    assert!(
+        refused.is_err(),
+        "a third connection is served: {refused:?}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match ping_modern(&trusting(&ca.ca), &gw.url) {
+            Ok(200) => break,
+            other if Instant::now() > deadline => panic!("after the two closed: {other:?}"),
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
