@@ -199,9 +199,15 @@ async fn serve_http(
             ))
             .configure(move |cfg| crate::http::configure(cfg, gw))
     })
-    .on_connect(crate::http::guard::on_connect)
     .workers(workers)
-    .on_connect(connections.hook())
+    // One hook (actix-web keeps only the last one set): the connection bound first, then the guard's mark.
+    .on_connect({
+        let admit = connections.hook();
+        move |io: &dyn std::any::Any, data: &mut actix_web::dev::Extensions| {
+            admit(io, data);
+            crate::http::guard::on_connect(io, data);
+        }
+    })
     .max_connections(connections.per_worker())
     .shutdown_timeout(10);
     let addr = front

@@ -92,11 +92,11 @@ fn a_busy_backend_never_vanishes_from_the_catalog_when_its_lists_go_stale() {
 #[test]
 fn a_busy_backend_never_vanishes_from_the_catalog_when_it_restarts() {
     let dir = TempDir::new("busy-restart");
-    // The stdio mock exits after 300 answers and the gateway starts it again: a restart every second or so
+    // The stdio mock exits after 100 answers and the gateway starts it again: several restarts
     // of the load, each one a `Down` and a `Ready` that make the gateway list it again while calls pour in.
     let config = format!(
         "[[backend]]\nname = \"mock\"\nprefix = \"m\"\nmax_in_flight = 8\ncommand = {}\n",
-        stdio_mock_command(&["--latency-ms", "20", "--crash-after", "300"])
+        stdio_mock_command(&["--latency-ms", "20", "--crash-after", "100"])
     );
     let gw = gateway(&config, &dir);
     let report = open_loop(&gw.url, "1000/s", "4s");
