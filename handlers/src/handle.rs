@@ -290,12 +290,17 @@ impl BackendHandle {
             .rewrite(request.params.take(), request.related.as_ref());
         request.params = params;
         let deadline = Instant::now() + self.shared.request_timeout;
-        // In flight until the call ends: the backend's requests may be attributed to it.
-        let _caller = self.callers.register(Asker::new(
-            request.related.clone(),
-            deadline,
-            request.client_capabilities.as_ref(),
-        ));
+        // In flight until the call ends: the backend's requests may be attributed to it. Control traffic
+        // is the gateway's own (a listing, a ping): no client stands behind it, so a backend request that
+        // arrives while only it is in flight is unattributed (configured roots, or none), never refused as
+        // if a client had not declared a capability.
+        let _caller = (!request.method.is_control()).then(|| {
+            self.callers.register(Asker::new(
+                request.related.clone(),
+                deadline,
+                request.client_capabilities.as_ref(),
+            ))
+        });
         let cancel = CancellationToken::new();
         let _abandon_on_drop = cancel.clone().drop_guard();
         // `send` is bounded here by the permit held until the answer. The request runs in this worker's

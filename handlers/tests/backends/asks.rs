@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use handlers::{BackendRequest, Related};
 use protocol::Request;
+use protocol::method::Method;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
@@ -323,4 +324,33 @@ async fn roots_list_outside_any_request_is_answered_with_no_roots_or_the_configu
         assert_eq!(line, format!("ROOTS {expected}"), "roots {roots:?}");
         backend.shutdown();
     }
+}
+
+/// What broke: a backend that asked `roots/list` while the gateway's own listing was its one request in
+/// flight got -32021 ("the client did not declare the roots capability"), as if a client stood behind the
+/// listing. Control traffic has no caller: the question is unattributed, answered with the configured
+/// roots or none.
+#[actix_rt::test]
+async fn roots_list_during_the_gateways_own_listing_is_unattributed() {
+    let log = TempLog::new("roots-list");
+    let config = stdio_config(
+        "lister",
+        &[
+            "--era",
+            "legacy",
+            "--ask-roots-on-list",
+            "--list-delay-ms",
+            "300",
+        ],
+        Some(&log),
+    );
+    let (backend, mut events) = start(config);
+    events.ready().await;
+    let listed = backend
+        .call(BackendRequest::new(Method::ToolsList, None))
+        .await;
+    assert!(listed.is_ok(), "{listed:?}");
+    let line = log.wait_for(|l| l.starts_with("ROOTS ")).await;
+    assert_eq!(line, r#"ROOTS {"roots":[]}"#);
+    backend.shutdown();
 }
