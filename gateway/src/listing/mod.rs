@@ -62,11 +62,6 @@ pub async fn first_catalog(gw: &Gateway) -> Result<CatalogSnapshot, CatalogError
     build(gw, &Scope::All, true).await
 }
 
-/// Lists the backends in `scope` again and builds a snapshot. A collision is an error naming both backends.
-pub async fn build_catalog(gw: &Gateway, scope: &Scope) -> Result<CatalogSnapshot, CatalogError> {
-    build(gw, scope, false).await
-}
-
 async fn build(
     gw: &Gateway,
     scope: &Scope,
@@ -128,7 +123,7 @@ async fn attempt(handle: &BackendHandle, prefix: &str) -> Attempt {
 /// Lists the backends in `scope` again and swaps the new catalog in; on a collision the old catalog stays
 /// and the error is logged.
 pub async fn refresh(gw: &Arc<Gateway>, scope: &Scope) {
-    match build_catalog(gw, scope).await {
+    match build(gw, scope, false).await {
         Ok(snapshot) => {
             tracing::info!(
                 version = snapshot.version(),

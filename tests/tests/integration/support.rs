@@ -375,3 +375,18 @@ pub fn wait_ready(base: &str) -> Value {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The exposed names a 2026-07-28 `tools/list` of the gateway at `url` lists, and the whole reply.
+pub fn listed_tools(url: &str) -> (Vec<String>, Value) {
+    let list = modern_request(url, "tools/list", json!({}), &[]).json();
+    let names = list["result"]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (names, list)
+}
