@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use protocol::payload::InitializeRequestParams;
-use protocol::shape::response_bytes;
-use protocol::validate::{Call, Rejection, ValidKind, ValidRequest};
-use protocol::{Error, ErrorCode, Generation, Method, Notification, Response};
+use protocol::shape::{Shaped, response_bytes};
+use protocol::validate::{Call, ValidKind};
+use protocol::{Error, ErrorCode, Generation, Method, Notification};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -16,8 +16,10 @@ use crate::auth_context::AuthContext;
 use crate::catalog::CatalogSnapshot;
 use crate::dispatch::{Dispatch, raw_value};
 use crate::listen;
+use crate::pipeline::{MwContext, Response, Transport};
 use crate::request_stream::{self, Streamed};
 use crate::response::{Outcome, ResponseHandle};
+use crate::routing::Routed;
 use crate::session::{Session, ShortId};
 use crate::state::Gateway;
 
@@ -26,13 +28,8 @@ use crate::state::Gateway;
 pub enum Answer {
     /// 202 and no body: notifications, client responses, batches of only those.
     Accepted,
-    /// One JSON-RPC response with its HTTP status.
-    Message {
-        /// HTTP status.
-        status: u16,
-        /// The JSON-RPC response.
-        body: Vec<u8>,
-    },
+    /// One JSON-RPC response with its HTTP status and headers.
+    Message(Shaped),
     /// `initialize` succeeded: the transport creates the session, then sends `body`.
     Initialize {
         /// The negotiated generation.
@@ -68,11 +65,20 @@ pub struct Answering<'a> {
     pub can_stream: bool,
     /// Who is asking (sealed states are bound to it, private cache entries keyed by it).
     pub auth: AuthContext,
+    /// How the request arrived.
+    pub transport: Transport,
 }
 
 impl Answering<'_> {
-    /// Answers a valid request.
-    pub async fn answer(&self, valid: ValidRequest, snapshot: &Arc<CatalogSnapshot>) -> Answer {
+    /// Answers a valid request; its in-flight permit is held until the answer is ready (a streamed answer
+    /// carries it to the stream's end).
+    pub async fn answer(&self, routed: Routed) -> Answer {
+        let Routed {
+            valid,
+            snapshot,
+            permit,
+        } = routed;
+        let snapshot = &snapshot;
         let generation = valid.generation();
         match valid.into_kind() {
             ValidKind::Initialize { id, params } => {
@@ -110,16 +116,19 @@ impl Answering<'_> {
                         ErrorCode::InvalidRequest,
                         "not acceptable: subscriptions/listen answers with a stream (Accept: text/event-stream)",
                     );
-                    let body = response_bytes(&Response::error(&call.request.id, e), generation);
-                    return Answer::Message { status: 406, body };
+                    let body =
+                        response_bytes(&protocol::Response::error(&call.request.id, e), generation);
+                    return Answer::Message(Shaped::new(406, body));
                 }
                 match listen::open(self.gw, &call) {
                     Ok(rx) => Answer::Stream(rx),
                     Err(e) => {
                         let status = if generation.is_modern() { 400 } else { 200 };
-                        let body =
-                            response_bytes(&Response::error(&call.request.id, e), generation);
-                        Answer::Message { status, body }
+                        let body = response_bytes(
+                            &protocol::Response::error(&call.request.id, e),
+                            generation,
+                        );
+                        Answer::Message(Shaped::new(status, body))
                     }
                 }
             }
@@ -138,13 +147,15 @@ impl Answering<'_> {
                         call,
                         generation,
                         wants,
+                        transport: self.transport,
+                        permit,
                         span,
                     }));
                 }
-                let Some((status, body)) = self.call(call, generation, snapshot).await else {
+                let Some(shaped) = self.call(call, generation, snapshot).await else {
                     return Answer::Cancelled;
                 };
-                Answer::Message { status, body }
+                Answer::Message(shaped)
             }
             ValidKind::Batch(items) => {
                 let futures = items.into_iter().map(|item| async move {
@@ -152,7 +163,7 @@ impl Answering<'_> {
                         Ok(ValidKind::Call(call)) => self
                             .call(call, generation, snapshot)
                             .await
-                            .map(|(_, body)| body),
+                            .map(|shaped| shaped.body),
                         Ok(ValidKind::Notification(n)) => {
                             self.notification(&n);
                             None
@@ -216,36 +227,52 @@ impl Answering<'_> {
         )
     }
 
+    /// One call through the middleware chain to its dispatch, shaped; `None` when the client cancelled it.
     async fn call(
         &self,
         call: Call,
         generation: Generation,
-        snapshot: &CatalogSnapshot,
-    ) -> Option<(u16, Vec<u8>)> {
+        snapshot: &Arc<CatalogSnapshot>,
+    ) -> Option<Shaped> {
         let span = self.span(&call, generation);
         // A legacy client may cancel it (notifications/cancelled): its work is then dropped, which abandons
         // the backend call, and no response is sent (the spec's SHOULD NOT respond).
         let registered = self
             .session
             .and_then(|s| s.in_flight().register(&call.request.id));
-        let dispatch = Dispatch {
-            gw: self.gw,
-            snapshot,
-            generation,
-            session: self.session.map(|s| s.as_ref()),
-            related: None,
-            auth: self.auth,
-        };
+        let (id, method) = (call.request.id.clone(), call.method);
+        let ctx = MwContext::new(call, generation, self.transport);
+        let (gw, snapshot, session, auth) = (
+            self.gw.clone(),
+            snapshot.clone(),
+            self.session.cloned(),
+            self.auth,
+        );
         let work = async {
-            let outcome = dispatch.run(&call).await;
-            if let Outcome::Failed(f) = &outcome {
-                tracing::warn!(failure = %f, "request failed at its backend");
-            }
-            let shaped = self
-                .response
-                .shape(call.request.id.clone(), call.method, generation, outcome)
+            let answered = self
+                .gw
+                .middleware
+                .run(ctx, move |ctx| async move {
+                    let dispatch = Dispatch {
+                        gw: &gw,
+                        snapshot: &snapshot,
+                        generation,
+                        session: session.as_deref(),
+                        related: None,
+                        auth,
+                        backend: std::cell::OnceCell::new(),
+                    };
+                    let call = ctx.into_call();
+                    let outcome = dispatch.run(&call).await;
+                    if let Outcome::Failed(f) = &outcome {
+                        tracing::warn!(failure = %f, "request failed at its backend");
+                    }
+                    Response::dispatched(outcome, dispatch.backend.into_inner())
+                })
                 .await;
-            (shaped.status, shaped.body)
+            self.response
+                .shape(id, method, generation, answered.outcome)
+                .await
         };
         let cancellable = async {
             match &registered {
@@ -261,9 +288,4 @@ impl Answering<'_> {
         };
         cancellable.instrument(span).await
     }
-}
-
-/// The body of a rejection, with its status.
-pub fn rejected(r: &Rejection) -> (u16, Vec<u8>) {
-    (r.status, r.body())
 }

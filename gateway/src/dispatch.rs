@@ -43,6 +43,8 @@ pub struct Dispatch<'a> {
     pub related: Option<RelatedSink>,
     /// Who is asking: sealed states are bound to it, private cache entries keyed by it.
     pub auth: AuthContext,
+    /// The backend the call was routed to, once dispatch knows it (for the access log).
+    pub backend: std::cell::OnceCell<String>,
 }
 
 impl Dispatch<'_> {
@@ -116,6 +118,12 @@ impl Dispatch<'_> {
         }
     }
 
+    /// Records the backend on the request's span and for the access log.
+    fn routed_to(&self, backend: &str) {
+        tracing::Span::current().record("backend", backend);
+        let _ = self.backend.set(backend.to_owned());
+    }
+
     fn discover(&self) -> Outcome {
         let mut result = json!({
             "supportedVersions": self.gw.validation.served.version_strings(),
@@ -178,7 +186,7 @@ impl Dispatch<'_> {
             return Outcome::Error(Error::resource_not_found(uri));
         };
         let backend = route.backend.to_owned();
-        tracing::Span::current().record("backend", backend.as_str());
+        self.routed_to(&backend);
         if on {
             if let Err(e) = self.gw.subscriptions.subscribe(&session.id, uri, &backend) {
                 return Outcome::Error(Error::new(
@@ -309,7 +317,7 @@ impl Dispatch<'_> {
                 ));
             }
         };
-        tracing::Span::current().record("backend", backend.as_str());
+        self.routed_to(&backend);
         let replay = if self.generation.is_modern() {
             self.open_state(call, &backend, &mut obj)?
         } else {

@@ -23,6 +23,7 @@ pub mod listing;
 pub mod load;
 pub mod mock_backend;
 pub mod parked;
+pub mod pipeline;
 pub mod reload;
 pub mod replay;
 pub mod request_stream;

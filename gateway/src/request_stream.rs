@@ -30,7 +30,9 @@ use tracing::Instrument;
 use crate::catalog::CatalogSnapshot;
 use crate::dispatch::Dispatch;
 use crate::input;
+use crate::pipeline::{MwContext, Response, Transport};
 use crate::response::{Outcome, ResponseHandle};
+use crate::routing::InFlight;
 use crate::session::Session;
 use crate::state::Gateway;
 
@@ -90,6 +92,10 @@ pub struct Streamed {
     pub generation: Generation,
     /// What it wants to hear.
     pub wants: Wants,
+    /// How it arrived.
+    pub transport: Transport,
+    /// Its place in the worker's in-flight bound, held until the response is sent.
+    pub permit: InFlight,
     /// The request's tracing span.
     pub span: tracing::Span,
 }
@@ -120,44 +126,79 @@ async fn run(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
 }
 
 async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
-    let mut call = s.call;
-    let mut round = 0;
-    let base = Dispatch {
-        gw: &s.gw,
-        snapshot: &s.snapshot,
-        generation: s.generation,
-        session: s.session.as_deref(),
-        related: None,
-        auth: s.auth,
+    let Streamed {
+        gw,
+        response,
+        snapshot,
+        session,
+        auth,
+        call,
+        generation,
+        wants,
+        transport,
+        permit,
+        span: _,
+    } = s;
+    let (id, method) = (call.request.id.clone(), call.method);
+    let ctx = MwContext::new(call, generation, transport);
+    let chain = gw.middleware.clone();
+    let dispatched = {
+        let tx = tx.clone();
+        chain.run(ctx, move |ctx| async move {
+            let base = Dispatch {
+                gw: &gw,
+                snapshot: &snapshot,
+                generation,
+                session: session.as_deref(),
+                related: None,
+                auth,
+                backend: std::cell::OnceCell::new(),
+            };
+            let outcome = rounds(&base, ctx.into_call(), &tx, wants).await;
+            Response::dispatched(outcome, base.backend.get().cloned())
+        })
     };
-    let outcome = loop {
-        let Some(outcome) = dispatch_once(&base, &call, &tx, s.wants).await else {
+    let answer = dispatched.await;
+    let shaped = response.shape(id, method, generation, answer.outcome).await;
+    let _ = tx.send(shaped.body).await;
+    drop(permit);
+}
+
+/// The call's dispatch, asking a legacy client for the input a 2026-07-28 backend needs, round after
+/// round (bounded).
+async fn rounds(
+    base: &Dispatch<'_>,
+    mut call: Call,
+    tx: &mpsc::Sender<Vec<u8>>,
+    wants: Wants,
+) -> Outcome {
+    let mut round = 0;
+    loop {
+        let Some(outcome) = dispatch_once(base, &call, tx, wants).await else {
             tracing::debug!("the client closed the request's stream: cancelling it");
-            return;
+            return Outcome::Failed(Failure::Internal {
+                reason: "the client closed the request's stream".into(),
+            });
         };
-        let (Some(session), Some(question)) = (&s.session, input_required(&outcome, s.generation))
+        let (Some(session), Some(question)) =
+            (base.session, input_required(&outcome, base.generation))
         else {
-            break outcome;
+            return outcome;
         };
         round += 1;
         if round > input::MAX_ROUNDS {
-            break Outcome::Failed(Failure::Internal {
+            return Outcome::Failed(Failure::Internal {
                 reason: format!(
                     "the backend still needed client input after {} rounds",
                     input::MAX_ROUNDS
                 ),
             });
         }
-        match input::ask(session, &tx, question.requests).await {
+        match input::ask(session, tx, question.requests).await {
             Ok(responses) => call = input::retry(&call, responses, question.request_state),
-            Err(reason) => break Outcome::Failed(Failure::Internal { reason }),
+            Err(reason) => return Outcome::Failed(Failure::Internal { reason }),
         }
-    };
-    let shaped = s
-        .response
-        .shape(call.request.id.clone(), call.method, s.generation, outcome)
-        .await;
-    let _ = tx.send(shaped.body).await;
+    }
 }
 
 /// One dispatch of the call (in `base`'s context, with its own sink), passing its notifications on and
@@ -177,9 +218,11 @@ async fn dispatch_once(
         session,
         related: Some(sink),
         auth: base.auth,
+        backend: std::cell::OnceCell::new(),
     };
     let run = dispatch.run(call);
     tokio::pin!(run);
+    let routed_to = &dispatch.backend;
     // The backend's requests waiting for the client's answer, beside the call (bounded by the sink).
     let mut asking = FuturesUnordered::new();
     let outcome = loop {
@@ -195,6 +238,9 @@ async fn dispatch_once(
             () = tx.closed() => return None,
         }
     };
+    if let Some(backend) = routed_to.get() {
+        let _ = base.backend.set(backend.clone());
+    }
     // Questions still open are withdrawn: the backend answered without them.
     while let Ok(r) = related.try_recv() {
         if let Related::Notification(n) = r {

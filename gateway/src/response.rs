@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use bytes::Bytes;
-use protocol::shape::{Failure, Shaped, response_bytes, shape};
-use protocol::{Error, Generation, Method, RequestId, Response};
+use protocol::shape::{Failure, Refusal, Shaped, gateway_error, refusal, shape};
+use protocol::{Error, Generation, Method, RequestId};
 use serde_json::value::RawValue;
 
 use crate::state::Gateway;
@@ -21,6 +21,8 @@ pub enum Outcome {
     Failed(Failure),
     /// An error the gateway raises itself while dispatching (an invalid cursor, an unsupported method).
     Error(Error),
+    /// A middleware answered instead of the handler (a status with headers, or a tool error).
+    Refused(Refusal),
 }
 
 /// How long a request waits for its worker's response actor.
@@ -69,17 +71,8 @@ pub fn shape_outcome(
     match outcome {
         Outcome::Result(raw) => shape(id, method, g, Ok(&raw), &gw.stamp),
         Outcome::Failed(f) => shape(id, method, g, Err(&f), &gw.stamp),
-        Outcome::Error(e) => {
-            let status = if g.is_modern() && e.code().is_modern_http_400() {
-                400
-            } else {
-                200
-            };
-            Shaped {
-                status,
-                body: response_bytes(&Response::error(id, e), g),
-            }
-        }
+        Outcome::Error(e) => gateway_error(id, e, g),
+        Outcome::Refused(r) => refusal(id, method, g, &r, &gw.stamp),
     }
 }
 

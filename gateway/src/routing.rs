@@ -10,22 +10,28 @@ use actix::prelude::*;
 use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate_stdio};
-use protocol::{Error, ErrorCode};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::CatalogSnapshot;
 use crate::http::HeaderSource;
 use crate::session::Session;
 use crate::state::Gateway;
 
-/// A validated request and the catalog it was validated against.
+/// A validated request, the catalog it was validated against, and its place in the worker's bound.
 #[derive(Debug)]
 pub struct Routed {
     /// The request.
     pub valid: ValidRequest,
     /// The catalog snapshot its names were checked in.
     pub snapshot: Arc<CatalogSnapshot>,
+    /// Held until the request is answered (a streamed answer carries it to its end).
+    pub permit: InFlight,
 }
+
+/// One request's place in its worker's bound of requests in flight (`max_in_flight_per_worker`), from
+/// acceptance to its answer; released when dropped.
+#[derive(Debug)]
+pub struct InFlight(#[allow(dead_code)] OwnedSemaphorePermit);
 
 /// Where a request came from.
 #[derive(Debug)]
@@ -45,17 +51,23 @@ impl Actor for RoutingActor {
 }
 
 #[derive(Message)]
-#[rtype(result = "Result<Routed, Rejection>")]
+#[rtype(result = "Result<Validated, Rejection>")]
 struct Route {
     origin: Origin,
     body: Bytes,
     session: Option<Arc<Session>>,
 }
 
+/// What the actor answers: the request and its snapshot (the handle adds the permit).
+struct Validated {
+    valid: ValidRequest,
+    snapshot: Arc<CatalogSnapshot>,
+}
+
 impl Handler<Route> for RoutingActor {
     // Validation is pure CPU work on bytes already in memory (microseconds): answered synchronously, so the
     // actor never interleaves two validations and never awaits.
-    type Result = Result<Routed, Rejection>;
+    type Result = Result<Validated, Rejection>;
 
     fn handle(&mut self, msg: Route, _: &mut Self::Context) -> Self::Result {
         let snapshot = self.gw.catalog.snapshot();
@@ -82,12 +94,13 @@ impl Handler<Route> for RoutingActor {
                 session.as_ref(),
             )?,
         };
-        Ok(Routed { valid, snapshot })
+        Ok(Validated { valid, snapshot })
     }
 }
 
-/// The routing actor's handle: a permit bounds the requests queued for the actor; none free, or no answer
-/// within the deadline, is answered at once as overload (503) instead of waiting.
+/// The routing actor's handle: a permit bounds the worker's requests from acceptance to their answer
+/// ([`InFlight`], carried by [`Routed`]); none free, or no answer within the deadline, is answered at once
+/// as overload (503 with `Retry-After`) instead of waiting.
 #[derive(Clone)]
 pub struct RoutingHandle {
     addr: Addr<RoutingActor>,
@@ -130,7 +143,7 @@ impl RoutingHandle {
         body: Bytes,
         session: Option<Arc<Session>>,
     ) -> Result<Routed, Rejection> {
-        let Ok(_permit) = self.permits.clone().try_acquire_owned() else {
+        let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(overloaded(
                 "the gateway is at its limit of requests in flight",
             ));
@@ -144,7 +157,11 @@ impl RoutingHandle {
             session,
         });
         match tokio::time::timeout(self.deadline, request).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(result)) => result.map(|v| Routed {
+                valid: v.valid,
+                snapshot: v.snapshot,
+                permit: InFlight(permit),
+            }),
             Ok(Err(_)) => Err(overloaded("the routing actor stopped")),
             Err(_) => Err(overloaded("validation did not finish in time")),
         }
@@ -152,14 +169,5 @@ impl RoutingHandle {
 }
 
 fn overloaded(why: &str) -> Rejection {
-    Rejection {
-        status: 503,
-        id: None,
-        error: Error::new(
-            ErrorCode::InternalError,
-            format!("service unavailable: {why}"),
-        ),
-        generation: None,
-        allow: None,
-    }
+    Rejection::overloaded(why, None)
 }

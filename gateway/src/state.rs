@@ -17,6 +17,7 @@ use crate::catalog::CatalogSnapshot;
 use crate::config::{Config, UnknownToolCode};
 use crate::listing::Ledger;
 use crate::parked::ParkedCalls;
+use crate::pipeline::Chain;
 use crate::sealed_state::StateSealer;
 use crate::session::{PendingStreams, SessionStore};
 use crate::subscriptions::Subscriptions;
@@ -50,6 +51,8 @@ pub struct Gateway {
     pub resource_cache: ResourceCache,
     /// Legacy backends' requests held open for a 2026-07-28 client's answer.
     pub parked: Arc<ParkedCalls>,
+    /// The request pipeline's middlewares (`[[middleware]]`), in order.
+    pub middleware: Chain,
 }
 
 impl Gateway {
@@ -90,6 +93,7 @@ impl Gateway {
                 config.server.cache_max_bytes,
             ),
             parked: Arc::default(),
+            middleware: crate::pipeline::builtin::chain(&config.middlewares),
             config,
         }
     }

@@ -14,6 +14,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
 use crate::http::Worker;
+use crate::pipeline::Transport;
 use crate::routing::Origin;
 use crate::serve::ServeError;
 use crate::session::{Session, SessionTransport};
@@ -86,12 +87,13 @@ where
                 session: None,
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
+                transport: Transport::Stdio,
             };
             if let Answer::Initialize {
                 generation,
                 params,
                 body,
-            } = answering.answer(routed.valid, &routed.snapshot).await
+            } = answering.answer(routed).await
             {
                 match gw.sessions.create(
                     None,
@@ -123,10 +125,11 @@ where
                 session: session.as_ref(),
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
+                transport: Transport::Stdio,
             };
-            match answering.answer(routed.valid, &routed.snapshot).await {
-                Answer::Message { body, .. } => {
-                    let _ = out_tx.send(body).await;
+            match answering.answer(routed).await {
+                Answer::Message(shaped) => {
+                    let _ = out_tx.send(shaped.body).await;
                 }
                 Answer::Stream(mut rx) => {
                     while let Some(message) = rx.recv().await {

@@ -12,10 +12,12 @@
 //! so nothing a backend sent is reformatted or loses precision.
 
 mod failure;
+mod refusal;
 mod result;
 mod stamp;
 
 pub use failure::Failure;
+pub use refusal::{Refusal, refusal};
 pub use stamp::{CachePolicy, CacheScope, Stamp};
 
 use result::write_result;
@@ -54,13 +56,27 @@ pub fn error_object(err: &Error, generation: Option<Generation>) -> ErrorObject<
     }
 }
 
-/// A shaped response: HTTP status and the JSON-RPC response bytes.
+/// A shaped response: HTTP status, the headers that go with it, and the JSON-RPC response bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shaped {
     /// The HTTP status for a plain JSON response.
     pub status: u16,
+    /// Headers the answer needs besides the content type (`Allow`, `Retry-After`, `WWW-Authenticate`);
+    /// empty for almost every answer (no allocation then).
+    pub headers: Vec<(&'static str, String)>,
     /// The JSON-RPC response message.
     pub body: Vec<u8>,
+}
+
+impl Shaped {
+    /// A status and a body, no extra header.
+    pub fn new(status: u16, body: Vec<u8>) -> Shaped {
+        Shaped {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+    }
 }
 
 /// Shapes a handler's outcome for the client: the single path from outcome to wire.
@@ -74,7 +90,7 @@ pub fn shape(
     let kind = method.handler_kind();
     let failure = match outcome {
         Ok(result) => match write_result(id, result, method, generation, stamp) {
-            Ok(body) => return Shaped { status: 200, body },
+            Ok(body) => return Shaped::new(200, body),
             Err(f) => f,
         },
         Err(f) => f.clone(),
@@ -82,7 +98,7 @@ pub fn shape(
     let precondition = matches!(&failure, Failure::Backend { error, .. } if error.code().is_request_precondition());
     if kind == HandlerKind::Tool && !precondition {
         let body = tool_error(id, &failure, generation, stamp);
-        return Shaped { status: 200, body };
+        return Shaped::new(200, body);
     }
     let err = failure.to_error();
     let status = if generation.is_modern() && err.code().is_modern_http_400() {
@@ -90,9 +106,39 @@ pub fn shape(
     } else {
         200
     };
-    Shaped {
+    Shaped::new(
         status,
-        body: response_bytes(&Response::error(id, err), generation),
+        response_bytes(&Response::error(id, err), generation),
+    )
+}
+
+/// A gateway error raised while dispatching (an invalid cursor, an unsupported method): a JSON-RPC error,
+/// 400 on 2026-07-28 for the codes that are the request's fault, 200 otherwise.
+pub fn gateway_error(id: &RequestId, err: Error, generation: Generation) -> Shaped {
+    let status = if generation.is_modern() && err.code().is_modern_http_400() {
+        400
+    } else {
+        200
+    };
+    Shaped::new(
+        status,
+        response_bytes(&Response::error(id, err), generation),
+    )
+}
+
+/// A rejection's whole answer: its status, `Allow` (405) and `Retry-After` (503) headers, and its body.
+pub fn rejection(r: &Rejection) -> Shaped {
+    let mut headers = Vec::new();
+    if let Some(allow) = r.allow {
+        headers.push(("allow", allow.to_owned()));
+    }
+    if let Some(secs) = r.retry_after_secs {
+        headers.push(("retry-after", secs.to_string()));
+    }
+    Shaped {
+        status: r.status,
+        headers,
+        body: rejection_body(r),
     }
 }
 
@@ -108,7 +154,7 @@ pub(crate) fn rejection_body(r: &Rejection) -> Vec<u8> {
     envelope(r.id.as_ref(), &body, r.generation)
 }
 
-fn envelope(
+pub(crate) fn envelope(
     id: Option<&RequestId>,
     body: &Result<Box<RawValue>, Error>,
     g: Option<Generation>,
@@ -140,7 +186,12 @@ fn envelope(
 }
 
 /// A tool failure as an `isError: true` result, with the code and backend kept in `_meta`.
-fn tool_error(id: &RequestId, failure: &Failure, g: Generation, stamp: &Stamp) -> Vec<u8> {
+pub(crate) fn tool_error(
+    id: &RequestId,
+    failure: &Failure,
+    g: Generation,
+    stamp: &Stamp,
+) -> Vec<u8> {
     let code = match failure {
         Failure::Backend { error, .. } => Some(error.code().wire_code(g)),
         _ => None,

@@ -29,6 +29,30 @@ pub struct Config {
     /// One `[[backend]]` table per backend.
     #[serde(default, rename = "backend")]
     pub backends: Vec<BackendEntry>,
+    /// `[[middleware]]` tables: the request pipeline's middlewares, in the order they run.
+    #[serde(default, rename = "middleware")]
+    pub middlewares: Vec<MiddlewareEntry>,
+}
+
+/// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MiddlewareEntry {
+    /// Which one.
+    pub kind: MiddlewareKind,
+    /// `allow_methods`: the methods that pass (MCP wire names).
+    #[serde(default)]
+    pub methods: Option<Vec<String>>,
+}
+
+/// The built-in middlewares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MiddlewareKind {
+    /// One log line per JSON-RPC request (target `mcpgw::access`).
+    AccessLog,
+    /// Only the listed methods pass; the others are answered as unknown methods.
+    AllowMethods,
 }
 
 /// `[server]`: the front door.
@@ -85,6 +109,31 @@ pub struct ServerConfig {
     /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
     /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
     pub cors_allowed_origins: Vec<String>,
+}
+
+fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError> {
+    match (m.kind, &m.methods) {
+        (MiddlewareKind::AccessLog, Some(_)) => Err(invalid(
+            format!("middleware[{i}].methods"),
+            "only allow_methods takes methods",
+        )),
+        (MiddlewareKind::AllowMethods, None) => Err(invalid(
+            format!("middleware[{i}].methods"),
+            "allow_methods needs the methods that pass",
+        )),
+        (MiddlewareKind::AllowMethods, Some(methods)) => {
+            for (j, name) in methods.iter().enumerate() {
+                if !protocol::Method::parse(name).is_some_and(protocol::Method::is_client_request) {
+                    return Err(invalid(
+                        format!("middleware[{i}].methods[{j}]"),
+                        format!("{name:?} is not a method an MCP client sends"),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        (MiddlewareKind::AccessLog, None) => Ok(()),
+    }
 }
 
 /// The code an unknown tool name gets.
@@ -353,6 +402,9 @@ impl Config {
             if let Err(why) = normalize_origin(origin) {
                 return Err(invalid(format!("server.cors_allowed_origins[{i}]"), why));
             }
+        }
+        for (i, m) in self.middlewares.iter().enumerate() {
+            validate_middleware(i, m)?;
         }
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {

@@ -213,41 +213,48 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
     let err = parse(&text)
         .expect_err("an unknown key is refused")
         .to_string();
+    // "expected one of `a`, `b`, …" (or "expected `a` or `b`" for two keys)
     let expected = err
-        .split("expected one of ")
+        .split("expected ")
         .nth(1)
         .unwrap_or_else(|| panic!("serde lists the keys: {err}"));
     expected
-        .split(',')
-        .filter_map(|k| k.trim().split('`').nth(1))
+        .split('`')
+        .skip(1)
+        .step_by(2)
         .map(str::to_owned)
         .collect()
 }
 
-/// The keys the README's configuration table names: (server keys, backend keys).
-fn readme_keys() -> (Vec<String>, Vec<String>) {
+/// The keys the README's configuration table names: (server keys, backend keys, middleware keys).
+fn readme_keys() -> (Vec<String>, Vec<String>, Vec<String>) {
     let readme = include_str!("../../../README.md");
     let table = readme
         .split("### Configuration")
         .nth(1)
         .and_then(|rest| rest.split("\n### ").next())
         .expect("README has a Configuration section");
-    let (mut server, mut backend) = (Vec::new(), Vec::new());
+    let (mut server, mut backend, mut middleware) = (Vec::new(), Vec::new(), Vec::new());
     let mut in_backend = false;
+    let mut in_middleware = false;
     for row in table.lines().filter(|l| l.starts_with("| `")) {
         let first = row.split('|').nth(1).unwrap_or_default();
         for (i, key) in first.split('`').enumerate() {
             if i % 2 == 0 {
                 continue;
             }
-            let key = match key.strip_prefix("[[backend]] ") {
-                Some(k) => {
-                    in_backend = true;
-                    k
-                }
-                None => key.strip_prefix("[server] ").unwrap_or(key),
+            let key = if let Some(k) = key.strip_prefix("[[backend]] ") {
+                in_backend = true;
+                k
+            } else if let Some(k) = key.strip_prefix("[[middleware]] ") {
+                in_middleware = true;
+                k
+            } else {
+                key.strip_prefix("[server] ").unwrap_or(key)
             };
-            if in_backend {
+            if in_middleware {
+                &mut middleware
+            } else if in_backend {
                 &mut backend
             } else {
                 &mut server
@@ -255,15 +262,20 @@ fn readme_keys() -> (Vec<String>, Vec<String>) {
             .push(key.to_owned());
         }
     }
-    (server, backend)
+    (server, backend, middleware)
 }
 
 #[test]
 fn the_readme_configuration_table_names_every_key_and_only_keys() {
-    let (server_doc, backend_doc) = readme_keys();
+    let (server_doc, backend_doc, middleware_doc) = readme_keys();
     for (table, accepted, documented) in [
         ("[server]", accepted_keys("[server]"), server_doc),
         ("[[backend]]", accepted_keys("[[backend]]"), backend_doc),
+        (
+            "[[middleware]]",
+            accepted_keys("[[middleware]]"),
+            middleware_doc,
+        ),
     ] {
         let mut accepted = accepted;
         let mut documented = documented;
@@ -274,5 +286,42 @@ fn the_readme_configuration_table_names_every_key_and_only_keys() {
             documented, accepted,
             "README's configuration table and {table} disagree"
         );
+    }
+}
+
+#[test]
+fn middleware_tables_are_checked_at_start() {
+    // (config, the field the error names, or None when it is valid)
+    let table = [
+        ("[[middleware]]\nkind = \"access_log\"\n", None),
+        (
+            "[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"tools/call\", \"tools/list\"]\n",
+            None,
+        ),
+        (
+            "[[middleware]]\nkind = \"allow_methods\"\n",
+            Some("middleware[0].methods"),
+        ),
+        (
+            "[[middleware]]\nkind = \"access_log\"\nmethods = []\n",
+            Some("middleware[0].methods"),
+        ),
+        (
+            "[[middleware]]\nkind = \"access_log\"\n[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"tools/call\", \"tools/cal\"]\n",
+            Some("middleware[1].methods[1]"),
+        ),
+        (
+            "[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"notifications/initialized\"]\n",
+            Some("middleware[0].methods[0]"),
+        ),
+        ("[[middleware]]\nkind = \"rate_limit\"\n", Some("kind")),
+    ];
+    for (text, field) in table {
+        match (parse(text), field) {
+            (Ok(c), None) => assert!(!c.middlewares.is_empty()),
+            (Err(e), Some(field)) => assert!(e.to_string().contains(field), "{text}: {e}"),
+            (Ok(_), Some(field)) => panic!("{text}: accepted, expected an error naming {field}"),
+            (Err(e), None) => panic!("{text}: {e}"),
+        }
     }
 }

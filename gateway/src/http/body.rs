@@ -101,11 +101,5 @@ fn too_large(max: usize) -> Rejection {
 }
 
 fn rejection(status: u16, message: String) -> Rejection {
-    Rejection {
-        status,
-        id: None,
-        error: Error::new(ErrorCode::InvalidRequest, message),
-        generation: None,
-        allow: None,
-    }
+    Rejection::transport(status, Error::new(ErrorCode::InvalidRequest, message))
 }

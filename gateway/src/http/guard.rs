@@ -96,16 +96,13 @@ pub(super) fn framing(headers: &HeaderMap, version: Version) -> Result<(), Rejec
 }
 
 fn bad_request(why: &str) -> Rejection {
-    Rejection {
-        status: 400,
-        id: None,
-        error: Error::new(
+    Rejection::transport(
+        400,
+        Error::new(
             ErrorCode::InvalidRequest,
             format!("bad request: {why} (rfc 9112 section 6.1); the connection is closed"),
         ),
-        generation: None,
-        allow: None,
-    }
+    )
 }
 
 /// Whether a `Transfer-Encoding` value's last coding is `chunked`.

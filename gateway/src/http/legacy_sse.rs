@@ -16,6 +16,7 @@ use super::stream::{KEEP_ALIVE, sse_body};
 use super::{Worker, rejection_response};
 use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
+use crate::pipeline::Transport;
 use crate::response::sse_event;
 use crate::routing::Origin;
 use crate::session::{SessionTransport, ShortId};
@@ -115,8 +116,9 @@ pub(super) async fn post(
         session: session.as_ref(),
         can_stream: true,
         auth: AuthContext::of_headers(req.headers()),
+        transport: Transport::HttpSse,
     };
-    match answering.answer(routed.valid, &routed.snapshot).await {
+    match answering.answer(routed).await {
         Answer::Initialize {
             generation,
             params,
@@ -143,8 +145,8 @@ pub(super) async fn post(
                 Err(full) => HttpResponse::ServiceUnavailable().body(full.to_string()),
             }
         }
-        Answer::Message { body, .. } => {
-            deliver(body);
+        Answer::Message(shaped) => {
+            deliver(shaped.body);
             HttpResponse::Accepted().finish()
         }
         Answer::Stream(mut rx) => {

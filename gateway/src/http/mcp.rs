@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
+use protocol::shape::Shaped;
 use protocol::validate::{Accepts, HttpMethod, Rejection};
-use protocol::{Error, ErrorCode};
 use tokio::sync::mpsc;
 
 use super::body::{BodyLimits, read_body};
@@ -15,6 +15,7 @@ use super::stream::{KEEP_ALIVE, messages_body, sse_body};
 use super::{Worker, message_response, rejection_response};
 use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
+use crate::pipeline::Transport;
 use crate::routing::Origin;
 use crate::session::{Session, SessionTransport, ShortId};
 
@@ -77,10 +78,11 @@ async fn handle(
         session: session.as_ref(),
         can_stream: accepts.sse,
         auth: AuthContext::of_headers(req.headers()),
+        transport: Transport::StreamableHttp,
     };
-    match answering.answer(routed.valid, &routed.snapshot).await {
+    match answering.answer(routed).await {
         Answer::Accepted | Answer::Cancelled => HttpResponse::Accepted().finish(),
-        Answer::Message { status, body } => message_response(status, body, accepts),
+        Answer::Message(shaped) => message_response(shaped, accepts),
         Answer::Batch(bodies) => batch_response(bodies, accepts),
         Answer::Stream(rx) => HttpResponse::Ok()
             .content_type("text/event-stream")
@@ -102,7 +104,7 @@ async fn handle(
             ) {
                 Ok(session) => {
                     tracing::info!(session = %ShortId(&session.id), %generation, client = %params.client_info.name, "session started");
-                    let mut resp = message_response(200, body, accepts);
+                    let mut resp = message_response(Shaped::new(200, body), accepts);
                     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&session.id) {
                         resp.headers_mut().insert(
                             actix_web::http::header::HeaderName::from_static("mcp-session-id"),
@@ -111,16 +113,9 @@ async fn handle(
                     }
                     resp
                 }
-                Err(full) => rejection_response(&Rejection {
-                    status: 503,
-                    id: None,
-                    error: Error::new(
-                        ErrorCode::InternalError,
-                        format!("service unavailable: {full}"),
-                    ),
-                    generation: Some(generation),
-                    allow: None,
-                }),
+                Err(full) => {
+                    rejection_response(&Rejection::overloaded(&full.to_string(), Some(generation)))
+                }
             }
         }
         Answer::OpenStream => match session {
@@ -153,7 +148,7 @@ fn batch_response(bodies: Vec<Vec<u8>>, accepts: Accepts) -> HttpResponse {
         out.extend_from_slice(b);
     }
     out.push(b']');
-    message_response(200, out, accepts)
+    message_response(Shaped::new(200, out), accepts)
 }
 
 /// The session's standalone GET stream: server-to-client messages unrelated to a request, keep-alives.

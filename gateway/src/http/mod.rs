@@ -20,6 +20,7 @@ use std::sync::Arc;
 use actix_web::http::header::HeaderMap;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, web};
+use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 
 use crate::response::{ResponseHandle, sse_event};
@@ -97,16 +98,21 @@ pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
 
 /// A rejection as an HTTP response.
 pub(crate) fn rejection_response(r: &Rejection) -> HttpResponse {
-    let mut resp = HttpResponse::build(status(r.status));
-    if let Some(allow) = r.allow {
-        resp.insert_header(("Allow", allow));
-    }
-    resp.content_type("application/json").body(r.body())
+    message_response(r.shaped(), Accepts::JSON)
 }
 
-/// One JSON-RPC message as the client accepts it: a JSON body, or one SSE event when it takes only SSE.
-pub(crate) fn message_response(code: u16, body: Vec<u8>, accepts: Accepts) -> HttpResponse {
+/// One JSON-RPC message as the client accepts it: a JSON body, or one SSE event when it takes only SSE;
+/// with the status and headers shaping chose.
+pub(crate) fn message_response(shaped: Shaped, accepts: Accepts) -> HttpResponse {
+    let Shaped {
+        status: code,
+        headers,
+        body,
+    } = shaped;
     let mut resp = HttpResponse::build(status(code));
+    for header in headers {
+        resp.insert_header(header);
+    }
     if accepts.json {
         resp.content_type("application/json").body(body)
     } else {

@@ -107,13 +107,10 @@ pub fn single_host_and_origin(
 }
 
 fn bad_request(why: &str) -> Rejection {
-    Rejection {
-        status: 400,
-        id: None,
-        error: Error::new(ErrorCode::InvalidRequest, format!("bad request: {why}")),
-        generation: None,
-        allow: None,
-    }
+    Rejection::transport(
+        400,
+        Error::new(ErrorCode::InvalidRequest, format!("bad request: {why}")),
+    )
 }
 
 /// `allowed` names a host (any port): `localhost` allows `localhost` and `localhost:7800`.
@@ -149,13 +146,10 @@ fn strip_port(host: &str) -> &str {
 }
 
 fn forbidden(why: String) -> Rejection {
-    Rejection {
-        status: 403,
-        id: None,
-        error: Error::new(ErrorCode::InvalidRequest, format!("forbidden: {why}")),
-        generation: None,
-        allow: None,
-    }
+    Rejection::transport(
+        403,
+        Error::new(ErrorCode::InvalidRequest, format!("forbidden: {why}")),
+    )
 }
 
 #[cfg(test)]

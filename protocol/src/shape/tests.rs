@@ -482,3 +482,71 @@ fn a_backends_missing_capability_stays_a_json_rpc_error_even_for_tools() {
         );
     }
 }
+
+#[test]
+fn refusals_are_shaped_per_method_and_generation() {
+    let id = RequestId::number(7);
+    let limited = Refusal::ToolError {
+        message: "rate limited: retry after 3 s".into(),
+        meta: Some(json!({ "retryAfterMs": 3000 })),
+    };
+    let unauthorized = Refusal::Status {
+        status: 401,
+        error: Error::new(ErrorCode::InvalidRequest, "unauthorized"),
+        headers: vec![("www-authenticate", "Bearer".into())],
+    };
+    // (refusal, method, status, a tool error result, the JSON-RPC error code if not)
+    let table: [(&Refusal, Method, u16, bool, Option<i64>); 4] = [
+        (&limited, Method::ToolsCall, 200, true, None),
+        (&limited, Method::PromptsGet, 200, false, Some(-32603)),
+        (&unauthorized, Method::ToolsCall, 401, false, Some(-32600)),
+        (
+            &unauthorized,
+            Method::ResourcesRead,
+            401,
+            false,
+            Some(-32600),
+        ),
+    ];
+    for g in Generation::ALL {
+        for (refused, method, status, tool_error, code) in table.iter().cloned() {
+            let out = refusal(&id, method, g, refused, &stamp());
+            let v: Value = serde_json::from_slice(&out.body).expect("JSON");
+            if let Err(e) = check_response(g, Some(method), &v) {
+                panic!("{method} on {g}: {e}\n{v:#}");
+            }
+            assert_eq!(out.status, status, "{method} on {g}");
+            assert_eq!(v["id"], json!(7));
+            assert_eq!(v["result"]["isError"] == json!(true), tool_error, "{v}");
+            assert_eq!(v["error"]["code"].as_i64(), code, "{method} on {g}: {v}");
+            if tool_error {
+                assert_eq!(v["result"]["_meta"]["retryAfterMs"], json!(3000));
+                assert_eq!(
+                    v["result"]["content"][0]["text"],
+                    json!("rate limited: retry after 3 s")
+                );
+            }
+            let expected_headers = match refused {
+                Refusal::Status { headers, .. } => headers.clone(),
+                Refusal::ToolError { .. } => Vec::new(),
+            };
+            assert_eq!(out.headers, expected_headers);
+        }
+    }
+}
+
+#[test]
+fn an_overload_rejection_is_503_with_retry_after() {
+    for g in [
+        None,
+        Some(Generation::V2024_11_05),
+        Some(Generation::V2026_07_28),
+    ] {
+        let out = Rejection::overloaded("no room", g).shaped();
+        assert_eq!(out.status, 503);
+        assert_eq!(out.headers, vec![("retry-after", "1".to_owned())]);
+        let v: Value = serde_json::from_slice(&out.body).expect("JSON");
+        assert_eq!(v["error"]["code"], json!(-32603));
+        assert_eq!(v["error"]["message"], json!("service unavailable: no room"));
+    }
+}

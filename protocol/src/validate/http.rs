@@ -110,6 +110,12 @@ pub struct Accepts {
 }
 
 impl Accepts {
+    /// A plain JSON body (what a refusal before validation is answered with).
+    pub const JSON: Accepts = Accepts {
+        json: true,
+        sse: false,
+    };
+
     /// Reads `Accept` lines. No `Accept` header accepts anything (RFC 9110).
     pub(crate) fn read(lines: &[&[u8]]) -> Accepts {
         if lines.is_empty() {

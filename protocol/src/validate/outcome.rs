@@ -105,6 +105,9 @@ impl ValidRequest {
     }
 }
 
+/// The `Retry-After` of an overload answer, in seconds.
+pub const OVERLOAD_RETRY_AFTER_SECS: u32 = 1;
+
 /// A refused request: the error, the id when it was readable, the HTTP status, and the generation to shape
 /// the error for (when known).
 #[derive(Debug, Clone, PartialEq)]
@@ -119,6 +122,8 @@ pub struct Rejection {
     pub generation: Option<Generation>,
     /// For 405: the `Allow` header value.
     pub allow: Option<&'static str>,
+    /// For 503: seconds after which the client may try again (`Retry-After`).
+    pub retry_after_secs: Option<u32>,
 }
 
 impl Rejection {
@@ -129,6 +134,29 @@ impl Rejection {
             error,
             generation: None,
             allow: None,
+            retry_after_secs: None,
+        }
+    }
+
+    /// A refusal by the HTTP layer before any JSON-RPC is read (408 for a stalled body, 413 for a large one,
+    /// 400 for a smuggling attempt or a bad `Host`, 403 for a foreign `Origin`): shaped with no generation.
+    pub fn transport(status: u16, error: Error) -> Rejection {
+        Rejection::new(status, None, error)
+    }
+
+    /// The gateway has no room for the request (its in-flight bound, or it is still starting): 503 with
+    /// `Retry-After`, answered at once instead of queued.
+    pub fn overloaded(why: &str, generation: Option<Generation>) -> Rejection {
+        Rejection {
+            status: 503,
+            id: None,
+            error: Error::new(
+                crate::error::ErrorCode::InternalError,
+                format!("service unavailable: {why}"),
+            ),
+            generation,
+            allow: None,
+            retry_after_secs: Some(OVERLOAD_RETRY_AFTER_SECS),
         }
     }
 
@@ -140,6 +168,11 @@ impl Rejection {
     /// The response body: a JSON-RPC error object shaped for the rejection's generation.
     pub fn body(&self) -> Vec<u8> {
         crate::shape::rejection_body(self)
+    }
+
+    /// The whole answer: status, headers (`Allow`, `Retry-After`) and body.
+    pub fn shaped(&self) -> crate::shape::Shaped {
+        crate::shape::rejection(self)
     }
 }
 

@@ -18,6 +18,7 @@ mod hardening;
 mod interop;
 mod load_example;
 mod operations;
+mod pipeline;
 mod readme;
 mod resilience;
 mod startup;

@@ -79,6 +79,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
     let config = Config {
         server: ServerConfig::default(),
         backends,
+        middlewares: Vec::new(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

@@ -1,0 +1,105 @@
+//! The middlewares built into mcpgw, chosen and ordered by `[[middleware]]` tables:
+//! - `access_log`: one line per JSON-RPC request (target `mcpgw::access`, at info, message `access`): method, backend,
+//!   outcome, code, duration, generation, transport — never arguments, results or tokens;
+//! - `allow_methods`: only the listed methods pass; any other is answered exactly as an unknown method is
+//!   (-32601; 404 on 2026-07-28), before any backend is called.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures_util::future::LocalBoxFuture;
+use protocol::Method;
+use protocol::shape::Refusal;
+
+use super::middleware::{Chain, Middleware, MwContext, Next, Response, Summary};
+use crate::config::{MiddlewareEntry, MiddlewareKind};
+use crate::response::Outcome;
+
+/// The configured chain.
+pub fn chain(entries: &[MiddlewareEntry]) -> Chain {
+    Chain::new(
+        entries
+            .iter()
+            .map(|e| -> Arc<dyn Middleware> {
+                match e.kind {
+                    MiddlewareKind::AccessLog => Arc::new(AccessLog),
+                    MiddlewareKind::AllowMethods => Arc::new(AllowMethods::new(
+                        e.methods.iter().flatten().filter_map(|m| Method::parse(m)),
+                    )),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// One line per JSON-RPC request, after it was answered.
+#[derive(Debug, Clone, Copy)]
+pub struct AccessLog;
+
+impl Middleware for AccessLog {
+    fn name(&self) -> &str {
+        "access_log"
+    }
+
+    fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
+        let method = ctx.method();
+        let generation = ctx.generation();
+        let transport = ctx.transport();
+        let started = ctx.started();
+        Box::pin(async move {
+            let response = next(ctx).await;
+            let micros = started.elapsed().as_micros();
+            let (outcome, code, status) = match response.summary() {
+                Summary::Ok => ("ok", None, None),
+                Summary::ToolError => ("tool_error", None, None),
+                Summary::Failed(kind) => (kind, None, None),
+                Summary::Error(code) => ("error", Some(code), None),
+                Summary::Refused(status, code) => ("refused", Some(code), Some(status)),
+            };
+            tracing::info!(
+                target: "mcpgw::access",
+                %method,
+                backend = response.backend().unwrap_or("-"),
+                outcome,
+                code,
+                status,
+                duration_us = micros as u64,
+                %generation,
+                transport = transport.as_str(),
+                "access"
+            );
+            response
+        })
+    }
+}
+
+/// Only the listed methods pass.
+#[derive(Debug, Clone)]
+pub struct AllowMethods {
+    allowed: HashSet<Method>,
+}
+
+impl AllowMethods {
+    /// Lets these methods pass (`ping` always passes: a client checking liveness is not refused).
+    pub fn new(methods: impl IntoIterator<Item = Method>) -> AllowMethods {
+        let mut allowed: HashSet<Method> = methods.into_iter().collect();
+        allowed.insert(Method::Ping);
+        AllowMethods { allowed }
+    }
+}
+
+impl Middleware for AllowMethods {
+    fn name(&self) -> &str {
+        "allow_methods"
+    }
+
+    fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
+        if self.allowed.contains(&ctx.method()) {
+            return next(ctx);
+        }
+        tracing::info!(method = %ctx.method(), "refused by allow_methods");
+        let refused = Refusal::unknown_method(ctx.method().as_str(), ctx.generation());
+        let response = Response::dispatched(Outcome::Refused(refused), None);
+        Box::pin(async move { response })
+    }
+}

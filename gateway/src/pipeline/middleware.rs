@@ -1,0 +1,352 @@
+//! The founding document's middleware, by its names: `async fn mw(ctx: MwContext, next: Next) -> Response`.
+//!
+//! A middleware reads the request's context ([`MwContext`]: its id, method, params, `_meta`, generation,
+//! transport, and the principal, which it may also set), then either goes on down the chain with
+//! `next(ctx).await` or answers at once without calling it — `Response::error(ctx.id(), err)`, a status
+//! with headers ([`Response::refuse`]) or a tool error ([`Response::tool_error`]). Whatever it answers is
+//! shaped by the response actor for the client's generation and transport, like any handler's outcome. The
+//! chain's last step is the dispatch to the backend.
+//!
+//! ```
+//! use gateway::pipeline::{MwContext, Next, Response};
+//! use protocol::{Error, ErrorCode};
+//!
+//! async fn auth_check(ctx: MwContext, next: Next) -> Response {
+//!     if ctx.principal().is_none() {
+//!         let err = Error::new(ErrorCode::InvalidParams, "Unauthorized");
+//!         return Response::error(ctx.id(), err);
+//!     }
+//!     next(ctx).await
+//! }
+//! let _chain = gateway::pipeline::Chain::new(vec![std::sync::Arc::new(auth_check)]);
+//! ```
+//!
+//! A middleware that panics is answered with -32603 and logged, never left hanging. Middlewares run on the
+//! worker's thread (their futures need not be `Send`) and must not block it.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures_util::FutureExt;
+use futures_util::future::LocalBoxFuture;
+use protocol::shape::Refusal;
+use protocol::validate::Call;
+use protocol::{Error, ErrorCode, Generation, Method, RequestId};
+
+use crate::response::Outcome;
+
+/// How the request reached the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP (`/mcp`), either era.
+    StreamableHttp,
+    /// 2024-11-05 HTTP+SSE (`GET /sse` + `POST /messages`).
+    HttpSse,
+    /// `mcpgw serve --stdio`.
+    Stdio,
+}
+
+impl Transport {
+    /// Its name in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::StreamableHttp => "streamable_http",
+            Transport::HttpSse => "http_sse",
+            Transport::Stdio => "stdio",
+        }
+    }
+}
+
+/// Who is asking, once authentication has said so (no middleware sets it yet: the slot is for the
+/// authentication middlewares).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// Its name (an API key's principal, a token's subject).
+    pub name: String,
+    /// The groups it belongs to.
+    pub groups: Vec<String>,
+}
+
+/// What a middleware sees of one JSON-RPC request.
+#[derive(Debug)]
+pub struct MwContext {
+    call: Call,
+    generation: Generation,
+    transport: Transport,
+    principal: Option<Principal>,
+    started: Instant,
+}
+
+impl MwContext {
+    /// The context of a validated call.
+    pub(crate) fn new(call: Call, generation: Generation, transport: Transport) -> MwContext {
+        MwContext {
+            call,
+            generation,
+            transport,
+            principal: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.call.request.id
+    }
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        self.call.method
+    }
+
+    /// The validated call: the request (its params), its `_meta`, what it names.
+    pub fn call(&self) -> &Call {
+        &self.call
+    }
+
+    /// The generation the client speaks.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// How it arrived.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// Who is asking, if a middleware established it.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
+    }
+
+    /// Records who is asking (for the middlewares after this one, and the dispatch).
+    pub fn set_principal(&mut self, principal: Principal) {
+        self.principal = Some(principal);
+    }
+
+    /// When the gateway took the request up.
+    pub fn started(&self) -> Instant {
+        self.started
+    }
+
+    pub(crate) fn into_call(self) -> Call {
+        self.call
+    }
+}
+
+/// What a middleware (or the dispatch at the end of the chain) answers.
+#[derive(Debug)]
+pub struct Response {
+    pub(crate) outcome: Outcome,
+    /// The backend the request was routed to, when it reached one.
+    pub(crate) backend: Option<String>,
+}
+
+impl Response {
+    /// A JSON-RPC error for request `id`, shaped for the client's generation (its code rewritten by
+    /// `wire_code`, 400 on 2026-07-28 for the codes that are the request's fault).
+    pub fn error(id: &RequestId, err: Error) -> Response {
+        let _ = id;
+        Response {
+            outcome: Outcome::Error(err),
+            backend: None,
+        }
+    }
+
+    /// A JSON-RPC error with its own HTTP status (401, 403, 429, 503 …); add headers with
+    /// [`Response::with_header`].
+    pub fn refuse(id: &RequestId, status: u16, err: Error) -> Response {
+        let _ = id;
+        Response {
+            outcome: Outcome::Refused(Refusal::Status {
+                status,
+                error: err,
+                headers: Vec::new(),
+            }),
+            backend: None,
+        }
+    }
+
+    /// A tool error (`isError: true`) the model can read, for a `tools/call`; other methods get a JSON-RPC
+    /// error with the same text. `meta` (an object) goes into the result's `_meta`.
+    pub fn tool_error(
+        id: &RequestId,
+        message: impl Into<String>,
+        meta: Option<serde_json::Value>,
+    ) -> Response {
+        let _ = id;
+        Response {
+            outcome: Outcome::Refused(Refusal::ToolError {
+                message: message.into(),
+                meta,
+            }),
+            backend: None,
+        }
+    }
+
+    /// Adds a header to a [`Response::refuse`] answer (ignored by the others, and on stdio).
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
+        if let Outcome::Refused(Refusal::Status { headers, .. }) = &mut self.outcome {
+            headers.push((name, value.into()));
+        }
+        self
+    }
+
+    /// The dispatch's outcome.
+    pub(crate) fn dispatched(outcome: Outcome, backend: Option<String>) -> Response {
+        Response { outcome, backend }
+    }
+
+    /// The backend the request reached, if any.
+    pub fn backend(&self) -> Option<&str> {
+        self.backend.as_deref()
+    }
+
+    /// What it is, for logs: `ok`, `tool_error`, `error` (with the JSON-RPC code) or `refused` (with the
+    /// HTTP status).
+    pub fn summary(&self) -> Summary {
+        match &self.outcome {
+            Outcome::Result(raw) if is_tool_error(raw) => Summary::ToolError,
+            Outcome::Result(_) => Summary::Ok,
+            Outcome::Failed(f) => Summary::Failed(f.kind()),
+            Outcome::Error(e) => Summary::Error(e.code().code()),
+            Outcome::Refused(Refusal::ToolError { .. }) => Summary::ToolError,
+            Outcome::Refused(Refusal::Status { status, error, .. }) => {
+                Summary::Refused(*status, error.code().code())
+            }
+        }
+    }
+}
+
+/// A response in a word, for the access log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Summary {
+    /// A result.
+    Ok,
+    /// A tool error (the backend's `isError`, or a middleware's).
+    ToolError,
+    /// A handler failure of this kind (a tool error for `tools/call`, a JSON-RPC error otherwise).
+    Failed(&'static str),
+    /// A JSON-RPC error with this code.
+    Error(i64),
+    /// A refusal with this HTTP status and JSON-RPC code.
+    Refused(u16, i64),
+}
+
+/// A backend's `isError: true` (top-level key only; results are not parsed further).
+fn is_tool_error(raw: &serde_json::value::RawValue) -> bool {
+    protocol::raw::RawObject::parse(raw)
+        .and_then(|o| o.get("isError").map(|v| v.get() == "true"))
+        .unwrap_or(false)
+}
+
+/// The rest of the chain: call it with the context to go on (`next(ctx).await`).
+pub type Next = Box<dyn FnOnce(MwContext) -> LocalBoxFuture<'static, Response>>;
+
+/// One middleware. Any `async fn(MwContext, Next) -> Response` is one; a type with state implements it.
+pub trait Middleware: Send + Sync + 'static {
+    /// Its name in logs.
+    fn name(&self) -> &str {
+        std::any::type_name::<Self>()
+    }
+
+    /// Answers the request, calling `next` to go on down the chain.
+    fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response>;
+}
+
+impl<F, Fut> Middleware for F
+where
+    F: Fn(MwContext, Next) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response> + 'static,
+{
+    fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
+        Box::pin(self(ctx, next))
+    }
+}
+
+/// The configured middlewares, in order, shared by every worker.
+#[derive(Clone, Default)]
+pub struct Chain(Arc<[Arc<dyn Middleware>]>);
+
+impl std::fmt::Debug for Chain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|m| m.name()))
+            .finish()
+    }
+}
+
+impl Chain {
+    /// A chain of these middlewares, the first outermost.
+    pub fn new(middlewares: Vec<Arc<dyn Middleware>>) -> Chain {
+        Chain(middlewares.into())
+    }
+
+    /// Whether it holds no middleware.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Runs the request through every middleware to `last` (the dispatch). With no middleware, `last` runs
+    /// directly (no allocation for the chain).
+    pub async fn run<L, Fut>(&self, ctx: MwContext, last: L) -> Response
+    where
+        L: FnOnce(MwContext) -> Fut + 'static,
+        Fut: Future<Output = Response> + 'static,
+    {
+        if self.0.is_empty() {
+            return last(ctx).await;
+        }
+        let last: Next = Box::new(move |ctx| Box::pin(last(ctx)));
+        link(self.0.clone(), 0, last)(ctx).await
+    }
+}
+
+/// The chain from middleware `at` on, ending in `last`.
+fn link(chain: Arc<[Arc<dyn Middleware>]>, at: usize, last: Next) -> Next {
+    if at >= chain.len() {
+        return last;
+    }
+    Box::new(move |ctx: MwContext| {
+        let next = link(chain.clone(), at + 1, last);
+        let id = ctx.id().clone();
+        let Some(mw) = chain.get(at).cloned() else {
+            return next(ctx);
+        };
+        // A panic in the middleware (while it builds its future or while it runs) is answered, not
+        // propagated: the client gets -32603 at once and the panic is logged with the middleware's name.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| mw.handle(ctx, next))) {
+            Ok(running) => Box::pin(async move {
+                match AssertUnwindSafe(running).catch_unwind().await {
+                    Ok(response) => response,
+                    Err(panic) => panicked(&*mw, &id, &*panic),
+                }
+            }),
+            Err(panic) => {
+                let response = panicked(&*mw, &id, &*panic);
+                Box::pin(async move { response })
+            }
+        }
+    })
+}
+
+fn panicked(mw: &dyn Middleware, id: &RequestId, panic: &(dyn std::any::Any + Send)) -> Response {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    tracing::error!(middleware = mw.name(), panic = %what, "a middleware panicked");
+    Response::error(
+        id,
+        Error::new(
+            ErrorCode::InternalError,
+            format!("internal error: middleware {} failed", mw.name()),
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests;

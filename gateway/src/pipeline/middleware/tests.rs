@@ -1,0 +1,207 @@
+//! The chain in-process: order, short-circuit, a panicking middleware, the principal slot.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
+use protocol::meta::RequestMeta;
+use protocol::validate::Call;
+use protocol::{Error, ErrorCode, Generation, Method, Request, RequestId};
+use serde_json::value::RawValue;
+
+use super::*;
+
+fn ctx(method: Method) -> MwContext {
+    let call = Call {
+        request: Request::new(RequestId::number(9), method.as_str(), None),
+        method,
+        meta: RequestMeta::default(),
+        target: None,
+    };
+    MwContext::new(call, Generation::V2025_06_18, Transport::StreamableHttp)
+}
+
+fn ok() -> Response {
+    let raw = RawValue::from_string("{}".into()).expect("JSON");
+    Response::dispatched(Outcome::Result(raw), Some("b".into()))
+}
+
+/// A middleware that notes its name going down and coming back up.
+struct Note {
+    name: &'static str,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Middleware for Note {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
+        let (name, log) = (self.name, self.log.clone());
+        Box::pin(async move {
+            log.lock().expect("log").push(format!("{name} down"));
+            let r = next(ctx).await;
+            log.lock().expect("log").push(format!("{name} up"));
+            r
+        })
+    }
+}
+
+fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+#[test]
+fn middlewares_run_in_configured_order_around_the_dispatch() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let chain = Chain::new(vec![
+        Arc::new(Note {
+            name: "first",
+            log: log.clone(),
+        }),
+        Arc::new(Note {
+            name: "second",
+            log: log.clone(),
+        }),
+    ]);
+    let dispatched = log.clone();
+    let r = block_on(chain.run(ctx(Method::ToolsList), move |c| async move {
+        dispatched
+            .lock()
+            .expect("log")
+            .push(format!("dispatch {}", c.method()));
+        ok()
+    }));
+    assert_eq!(r.summary(), Summary::Ok);
+    assert_eq!(r.backend(), Some("b"));
+    assert_eq!(
+        *log.lock().expect("log"),
+        [
+            "first down",
+            "second down",
+            "dispatch tools/list",
+            "second up",
+            "first up"
+        ]
+    );
+}
+
+async fn refuse_all(ctx: MwContext, _next: Next) -> Response {
+    Response::error(
+        ctx.id(),
+        Error::new(ErrorCode::InvalidParams, "Unauthorized"),
+    )
+}
+
+#[test]
+fn a_short_circuit_answers_without_the_rest_of_the_chain_or_the_dispatch() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let chain = Chain::new(vec![
+        Arc::new(refuse_all),
+        Arc::new(Note {
+            name: "after",
+            log: log.clone(),
+        }),
+    ]);
+    let reached = Rc::new(RefCell::new(false));
+    let flag = reached.clone();
+    let r = block_on(chain.run(ctx(Method::ToolsCall), move |_| async move {
+        *flag.borrow_mut() = true;
+        ok()
+    }));
+    assert_eq!(r.summary(), Summary::Error(-32602));
+    assert!(!*reached.borrow(), "the dispatch ran");
+    assert!(
+        log.lock().expect("log").is_empty(),
+        "a later middleware ran"
+    );
+}
+
+async fn panics_while_running(ctx: MwContext, next: Next) -> Response {
+    if ctx.method() == Method::ToolsCall {
+        panic!("boom");
+    }
+    next(ctx).await
+}
+
+struct PanicsBuilding;
+
+impl Middleware for PanicsBuilding {
+    fn name(&self) -> &str {
+        "panics_building"
+    }
+
+    fn handle(&self, _ctx: MwContext, _next: Next) -> LocalBoxFuture<'static, Response> {
+        panic!("before any future");
+    }
+}
+
+#[test]
+fn a_panicking_middleware_is_answered_with_an_internal_error() {
+    for chain in [
+        Chain::new(vec![Arc::new(panics_while_running)]),
+        Chain::new(vec![Arc::new(PanicsBuilding)]),
+    ] {
+        let r = block_on(chain.run(ctx(Method::ToolsCall), |_| async { ok() }));
+        assert_eq!(r.summary(), Summary::Error(-32603), "{chain:?}");
+        let Outcome::Error(e) = &r.outcome else {
+            panic!("not an error: {:?}", r.outcome)
+        };
+        assert!(e.message().contains("middleware"), "{}", e.message());
+    }
+    // The same middleware lets other methods through.
+    let chain = Chain::new(vec![Arc::new(panics_while_running)]);
+    let r = block_on(chain.run(ctx(Method::ToolsList), |_| async { ok() }));
+    assert_eq!(r.summary(), Summary::Ok);
+}
+
+async fn sets_alice(mut ctx: MwContext, next: Next) -> Response {
+    ctx.set_principal(Principal {
+        name: "alice".into(),
+        groups: vec!["ops".into()],
+    });
+    next(ctx).await
+}
+
+async fn needs_a_principal(ctx: MwContext, next: Next) -> Response {
+    if ctx.principal().is_none() {
+        return Response::refuse(
+            ctx.id(),
+            401,
+            Error::new(ErrorCode::InvalidRequest, "unauthorized"),
+        )
+        .with_header("www-authenticate", "Bearer");
+    }
+    next(ctx).await
+}
+
+#[test]
+fn a_principal_set_by_one_middleware_is_seen_by_the_next() {
+    let with = Chain::new(vec![Arc::new(sets_alice), Arc::new(needs_a_principal)]);
+    let r = block_on(with.run(ctx(Method::ToolsCall), |c| async move {
+        assert_eq!(c.principal().map(|p| p.name.as_str()), Some("alice"));
+        ok()
+    }));
+    assert_eq!(r.summary(), Summary::Ok);
+    let without = Chain::new(vec![Arc::new(needs_a_principal)]);
+    let r = block_on(without.run(ctx(Method::ToolsCall), |_| async { ok() }));
+    assert_eq!(r.summary(), Summary::Refused(401, -32600));
+    let Outcome::Refused(Refusal::Status { headers, .. }) = &r.outcome else {
+        panic!("not a refusal")
+    };
+    assert_eq!(headers, &[("www-authenticate", "Bearer".to_owned())]);
+}
+
+#[test]
+fn a_tool_error_response_is_summarised_as_one() {
+    let r = Response::tool_error(&RequestId::number(1), "rate limited: retry after 1 s", None);
+    assert_eq!(r.summary(), Summary::ToolError);
+    let backend_said =
+        RawValue::from_string(r#"{"content":[],"isError":true}"#.into()).expect("JSON");
+    let r = Response::dispatched(Outcome::Result(backend_said), None);
+    assert_eq!(r.summary(), Summary::ToolError);
+}
