@@ -1,8 +1,10 @@
 //! The mcpgw gateway: everything that knows HTTP, SSE, stdio serving, configuration and the command line.
 //! The HTTP front door (Streamable HTTP for both eras, 2024-11-05 HTTP+SSE), `mcpgw serve --stdio`, the
 //! session actors (one per legacy session), the routing actors (validation and catalog lookups, one per
-//! worker), the response actor (shaping and writing), the aggregated catalog, the mock backend and, later,
-//! the load generator.
+//! worker), the response actor (shaping and writing), the aggregated catalog, and the `mcpgw` command line.
+//! The mock backend (`mcpgw mock-backend`, also run in-process as a `builtin` backend) and the load
+//! generator (`mcpgw load`) are crates of their own beside it, `mock` and `load` (gateway/mock/,
+//! gateway/load/); the binary's subcommands call them.
 //!
 //! It must not re-implement wire rules: every request is validated by `protocol::validate` and every response
 //! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
@@ -20,8 +22,6 @@ pub mod input;
 pub mod limits;
 pub mod listen;
 pub mod listing;
-pub mod load;
-pub mod mock_backend;
 pub mod parked;
 pub mod pipeline;
 pub mod reload;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use gateway::config::{Config, demo_config, from_mcp_json};
+use gateway::tls::{ServerTls, TlsFiles};
 
 /// mimalloc: see the dependency's note in Cargo.toml (measured by bench/run.sh).
 #[global_allocator]
@@ -27,9 +28,9 @@ enum Command {
     /// Validate a config, start each backend once, report what each offers; non-zero on any problem.
     Check(CheckArgs),
     /// A synthetic MCP server for tests, demos and load tests.
-    MockBackend(gateway::mock_backend::MockArgs),
+    MockBackend(mock::MockArgs),
     /// Drive MCP sessions against a server and report latency and outcomes.
-    Load(gateway::load::LoadArgs),
+    Load(load::LoadArgs),
 }
 
 #[derive(Debug, Args)]
@@ -65,11 +66,11 @@ fn main() -> ExitCode {
         Command::Check(args) => return check(&args),
         Command::MockBackend(args) => {
             init_logging("warn");
-            gateway::mock_backend::run(args).context("mock-backend")
+            run_mock(args).context("mock-backend")
         }
         Command::Load(args) => {
             init_logging("warn");
-            gateway::load::run(args).map(drop).context("load")
+            load::run(args).map(drop).context("load")
         }
     };
     match result {
@@ -96,6 +97,24 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     gateway::serve::run(config, args.stdio)?;
     Ok(())
+}
+
+/// `mcpgw mock-backend`: its HTTPS files (`--tls-cert`, `--tls-key`, `--tls-client-ca`) are read by the
+/// gateway's own TLS loader, the one of the front door; the `mock` crate is handed the configuration.
+fn run_mock(args: mock::MockArgs) -> anyhow::Result<()> {
+    args.check()?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            ServerTls::load(TlsFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+                client_ca: args.tls_client_ca.clone(),
+            })?
+            .server_config(),
+        ),
+        _ => None,
+    };
+    Ok(mock::run(args, tls)?)
 }
 
 fn demo() -> anyhow::Result<Config> {

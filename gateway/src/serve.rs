@@ -149,7 +149,7 @@ pub(crate) fn start_backends(
 /// The in-process transport of a `builtin` backend (its words were checked when the config was read).
 fn builtin(words: &[String]) -> Transport {
     let flags = words.get(1..).unwrap_or_default();
-    match crate::mock_backend::InProcessMock::from_words(flags) {
+    match mock::InProcessMock::from_words(flags) {
         Ok(mock) => Transport::InProcess(InProcess(Arc::new(mock))),
         // Unreachable after validation; an HTTP transport without a URL never connects and says why.
         Err(why) => {

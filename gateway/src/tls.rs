@@ -1,8 +1,9 @@
 //! TLS of the gateway's own listeners — the front door (`[server] tls_cert_file`, `tls_key_file`,
-//! `tls_client_ca_file`) and `mcpgw mock-backend --tls-cert` — with rustls and the ring provider: HTTP/2 and
-//! HTTP/1.1 by ALPN, client certificates required when a client CA is given, and a certificate that is read
-//! again on reload ([`crate::reload`], SIGHUP) and served from the next handshake on, without dropping a
-//! connection: a certificate resolver holds the current one.
+//! `tls_client_ca_file`) and `mcpgw mock-backend --tls-cert` (loaded here by the binary, the configuration
+//! handed to the `mock` crate) — with rustls and the ring provider: HTTP/2 and HTTP/1.1 by ALPN, client
+//! certificates required when a client CA is given, and a certificate that is read again on reload
+//! ([`crate::reload`], SIGHUP) and served from the next handshake on, without dropping a connection: a
+//! certificate resolver holds the current one.
 //!
 //! It must not read anything but the configured files, and never drops the certificate in use for one that
 //! does not load.

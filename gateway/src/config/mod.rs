@@ -449,7 +449,7 @@ impl Config {
             if let Some(words) = &b.builtin {
                 match words.split_first() {
                     Some((server, flags)) if server == "mock-backend" => {
-                        if let Err(why) = crate::mock_backend::InProcessMock::from_words(flags) {
+                        if let Err(why) = mock::InProcessMock::from_words(flags) {
                             return Err(invalid(field("builtin"), why));
                         }
                     }

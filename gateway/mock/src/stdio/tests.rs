@@ -11,9 +11,9 @@ use tokio::task::JoinHandle;
 use tokio_util::codec::Decoder;
 
 use super::{End, Frame, Lines, serve};
-use crate::mock_backend::dispatch::Mock;
-use crate::mock_backend::faults::Rng;
-use crate::mock_backend::tests::parse;
+use crate::dispatch::Mock;
+use crate::faults::Rng;
+use crate::tests::parse;
 
 /// Every wait in these tests is bounded by this.
 const BOUND: Duration = Duration::from_secs(5);

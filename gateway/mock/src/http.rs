@@ -13,7 +13,6 @@ use std::time::Duration;
 use actix_web::http::{StatusCode, header};
 use actix_web::{App, HttpResponse, HttpServer, web};
 
-use crate::tls::ServerTls;
 use bytes::Bytes;
 use dashmap::DashMap;
 use futures_util::StreamExt;
@@ -24,6 +23,7 @@ use protocol::validate::{
     self, Accepts, Config, Headers, HttpMethod, Rejection, Session, UnknownToolCode, ValidKind,
 };
 use protocol::{Error, ErrorCode, Generation, Request, RequestId, Response};
+use rustls::ServerConfig;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -85,12 +85,12 @@ impl State {
 }
 
 /// Runs the HTTP mock on `addr` (HTTPS with `tls`) until the process is stopped.
-pub(crate) fn run(mock: Arc<Mock>, addr: SocketAddr, tls: Option<ServerTls>) -> io::Result<()> {
+pub(crate) fn run(mock: Arc<Mock>, addr: SocketAddr, tls: Option<ServerConfig>) -> io::Result<()> {
     actix_rt::System::new().block_on(async move {
         let state = web::Data::new(State::new(mock, Box::new(exit_soon)));
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
         let scheme = if tls.is_some() { "https" } else { "http" };
-        let (server, addrs) = start(state, addr, workers, tls.as_ref())?;
+        let (server, addrs) = start(state, addr, workers, tls)?;
         for a in addrs {
             eprintln!("mock-backend listening on {scheme}://{a}/mcp");
         }
@@ -111,12 +111,12 @@ pub(crate) fn start(
     state: web::Data<State>,
     addr: SocketAddr,
     workers: usize,
-    tls: Option<&ServerTls>,
+    tls: Option<ServerConfig>,
 ) -> io::Result<(actix_web::dev::Server, Vec<SocketAddr>)> {
     let server = HttpServer::new(move || App::new().app_data(state.clone()).configure(routes))
         .workers(workers);
     let server = match tls {
-        Some(tls) => server.bind_rustls_0_23(addr, tls.server_config())?,
+        Some(tls) => server.bind_rustls_0_23(addr, tls)?,
         None => server.bind(addr)?,
     };
     let addrs = server.addrs();

@@ -8,8 +8,8 @@ use protocol::{Generation, Request, RequestId};
 use serde_json::{Value, json};
 
 use super::Mock;
-use crate::mock_backend::faults::Rng;
-use crate::mock_backend::tests::parse;
+use crate::faults::Rng;
+use crate::tests::parse;
 
 fn mock(words: &[&str]) -> Mock {
     let mut all = vec!["--stdio"];

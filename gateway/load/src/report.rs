@@ -324,7 +324,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::load::stats::Outcome;
+    use crate::stats::Outcome;
 
     fn context() -> Context {
         Context {

@@ -1,15 +1,21 @@
-//! `mcpgw load --url URL`: a load generator that drives real MCP sessions, legacy (`initialize`,
+//! The load generator behind `mcpgw load --url URL`: it drives real MCP sessions, legacy (`initialize`,
 //! `notifications/initialized`, the calls, `DELETE`) and modern (2026-07-28: `server/discover`, then
 //! stateless calls with `_meta` and the mirrored headers), closed loop or open loop without coordinated
 //! omission, checks every answer, counts outcomes by HTTP status, JSON-RPC code and `isError`, and reports
 //! latency percentiles from HDR histograms as a table and as JSON.
+//!
+//! It must not depend on the gateway: it loads any MCP server over HTTP, the gateway being one target among
+//! others, and reaches it only through the wire (`reqwest`, with the rustls set-up `handlers` gives every
+//! client of the process). It must not load another machine unless `--allow-remote` says so, and a run
+//! must not go on unbounded.
 //!
 //! A run: the target is checked (loopback only unless `--allow-remote`), probed once (`probe`: does it
 //! answer, which tool, which resource), the sessions are set up (`session`), the load runs (`scheduler`)
 //! on a tokio multi-thread runtime of `--threads` workers with a progress line (`progress`), the sessions
 //! are ended, and the statistics (`stats`) become the [`Report`] (`report`). Every phase has its own
 //! deadline and the whole run a hard one (set-up + duration + grace + tear-down), so it always ends.
-//! `--self-test` (`selftest`) loads an in-process mock backend to show the generator's own ceiling.
+//! `--self-test` (`selftest`) loads an in-process mock backend (the `mock` crate) to show the generator's
+//! own ceiling.
 //!
 //! Files: `args` (command line, plan), `target` (loopback rule), `request` (request templates), `wire`
 //! (HTTP and answer checks), `session` (era drivers), `probe`, `scheduler` (closed/open loop), `stats`

@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{State, routes, start};
-use crate::mock_backend::dispatch::Mock;
-use crate::mock_backend::faults::Rng;
-use crate::mock_backend::tests::parse;
+use crate::dispatch::Mock;
+use crate::faults::Rng;
+use crate::tests::parse;
 
 /// Every wait in these tests is bounded by this.
 const BOUND: Duration = Duration::from_secs(5);

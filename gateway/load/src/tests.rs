@@ -8,10 +8,20 @@ use serde_json::Value;
 
 use super::args::tests::parse;
 use super::*;
-use crate::mock_backend::tests::parse as mock_args;
+
+/// `MockArgs` from `mcpgw mock-backend` words (without the subcommand), as the CLI parses them.
+fn mock_args(words: &[&str]) -> mock::MockArgs {
+    use clap::Parser;
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: mock::MockArgs,
+    }
+    Cli::parse_from(std::iter::once("mock-backend").chain(words.iter().copied())).args
+}
 
 /// A mock backend with these flags; its URL.
-fn mock(flags: &[&str]) -> String {
+fn mock_url(flags: &[&str]) -> String {
     let mut words = vec!["--listen", "127.0.0.1:0"];
     words.extend_from_slice(flags);
     selftest::start_mock(mock_args(&words)).expect("the mock starts")
@@ -34,7 +44,7 @@ fn load(url: &str, flags: &[&str]) -> Result<Report, LoadError> {
 
 #[test]
 fn modern_counts_are_exact_and_percentiles_match_a_fixed_latency() {
-    let url = mock(&["--latency-ms", "20"]);
+    let url = mock_url(&["--latency-ms", "20"]);
     let r = load(
         &url,
         &["--era", "modern", "--sessions", "4", "--requests", "100"],
@@ -65,7 +75,7 @@ fn modern_counts_are_exact_and_percentiles_match_a_fixed_latency() {
 
 #[test]
 fn legacy_errors_are_counted_by_kind_and_the_json_report_has_its_keys() {
-    let url = mock(&["--error-rate", "0.5"]);
+    let url = mock_url(&["--error-rate", "0.5"]);
     let file = std::env::temp_dir().join(format!("mcpgw-load-test-{}.json", std::process::id()));
     let file_arg = file.to_string_lossy().into_owned();
     let args = parse(&[
@@ -129,7 +139,7 @@ fn legacy_errors_are_counted_by_kind_and_the_json_report_has_its_keys() {
 
 #[test]
 fn mixed_eras_run_the_whole_mix_with_churn() {
-    let url = mock(&[]);
+    let url = mock_url(&[]);
     let r = load(
         &url,
         &[
@@ -167,7 +177,7 @@ fn mixed_eras_run_the_whole_mix_with_churn() {
 
 #[test]
 fn open_loop_keeps_its_rate_against_a_slow_target() {
-    let url = mock(&["--latency-ms", "100"]);
+    let url = mock_url(&["--latency-ms", "100"]);
     let r = load(
         &url,
         &["--rate", "200/s", "--duration", "1s", "--sessions", "2"],
@@ -237,7 +247,7 @@ fn refusals_come_before_any_load() {
         assert!(started.elapsed() < Duration::from_secs(10));
     }
     // A legacy-only server is not loaded with modern sessions, and the reason names the way out.
-    let legacy_only = mock(&["--era", "legacy"]);
+    let legacy_only = mock_url(&["--era", "legacy"]);
     let err = load(&legacy_only, &["--era", "modern", "--requests", "5"]).unwrap_err();
     assert!(err.to_string().contains("--era legacy"), "{err}");
     let err = load(

@@ -1,7 +1,14 @@
-//! `mcpgw mock-backend`: a synthetic MCP server for tests, demos and load tests, correct for all five
-//! generations. It serves newline-delimited JSON-RPC on stdin/stdout (`--stdio`) or Streamable HTTP at
-//! `/mcp` (`--listen ADDR`), legacy (`initialize`) and modern (2026-07-28, per-request `_meta`) side by
-//! side unless `--era` narrows it, with latency, error and crash injection.
+//! The mock backend behind `mcpgw mock-backend`: a synthetic MCP server for tests, demos and load tests,
+//! correct for all five generations. It serves newline-delimited JSON-RPC on stdin/stdout (`--stdio`) or
+//! Streamable HTTP at `/mcp` (`--listen ADDR`), legacy (`initialize`) and modern (2026-07-28, per-request
+//! `_meta`) side by side unless `--era` narrows it, with latency, error and crash injection. It also runs
+//! inside other processes: the gateway's, as [`InProcessMock`] (a `builtin` backend), and the load
+//! generator's, on a loopback port (`mcpgw load --self-test`).
+//!
+//! It must not depend on the gateway (the gateway and `load` depend on it): wire rules come from
+//! `protocol` (every request validated, every response shaped there) and the in-process link's types from
+//! `handlers`. It reads no certificate: HTTPS is served with the `rustls::ServerConfig` its caller loaded
+//! (the `mcpgw` binary, through the gateway's `tls` module) and handed to [`run`].
 //!
 //! Files: [`MockArgs`] and [`run`] here; `dispatch` (request → response, shared by both transports),
 //! `lifecycle` (negotiation, capabilities, discover), `tools`, `resources`, `prompts` (and completion),
@@ -121,32 +128,39 @@ pub enum Scope {
     Private,
 }
 
+impl MockArgs {
+    /// Refuses values out of range (`--error-rate`), before anything is started or read.
+    pub fn check(&self) -> io::Result<()> {
+        if !(0.0..=1.0).contains(&self.error_rate) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "--error-rate must be between 0 and 1, not {}",
+                    self.error_rate
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Runs the mock backend: until stdin closes (`--stdio`) or until the process is killed (`--listen`).
 /// Builds its own runtime: tokio current-thread for stdio, an actix System for HTTP. `--crash-after`
 /// exits the process with status 1.
-pub fn run(args: MockArgs) -> io::Result<()> {
-    if !(0.0..=1.0).contains(&args.error_rate) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!(
-                "--error-rate must be between 0 and 1, not {}",
-                args.error_rate
-            ),
-        ));
-    }
+///
+/// `tls` is the HTTPS configuration of `--listen`: the caller builds it from `--tls-cert`, `--tls-key` and
+/// `--tls-client-ca` (the `mcpgw` binary with the gateway's own TLS loader); this crate reads no
+/// certificate. `--tls-cert` without it is refused rather than served as plain HTTP.
+pub fn run(args: MockArgs, tls: Option<rustls::ServerConfig>) -> io::Result<()> {
+    args.check()?;
     let mock = Arc::new(Mock::new(&args));
     if let Some(addr) = args.listen {
-        let tls = match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(
-                crate::tls::ServerTls::load(crate::tls::TlsFiles {
-                    cert: cert.clone(),
-                    key: key.clone(),
-                    client_ca: args.tls_client_ca.clone(),
-                })
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?,
-            ),
-            _ => None,
-        };
+        if args.tls_cert.is_some() && tls.is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "--tls-cert given but no TLS configuration was loaded from it",
+            ));
+        }
         return http::run(mock, addr, tls);
     }
     if !args.stdio {
@@ -221,13 +235,13 @@ pub(crate) mod tests {
     fn run_refuses_bad_arguments() {
         let mut a = parse(&["--stdio", "--error-rate", "1.5"]);
         assert_eq!(
-            super::run(a.clone()).unwrap_err().kind(),
+            super::run(a.clone(), None).unwrap_err().kind(),
             std::io::ErrorKind::InvalidInput
         );
         a.error_rate = 0.0;
         a.stdio = false;
         assert_eq!(
-            super::run(a).unwrap_err().kind(),
+            super::run(a, None).unwrap_err().kind(),
             std::io::ErrorKind::InvalidInput
         );
     }

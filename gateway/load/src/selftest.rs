@@ -4,14 +4,14 @@
 //! costs next to nothing. The mock runs on its own threads (an actix System) until the process exits;
 //! the report shows the CPU of the generator's threads and of the mock's apart.
 //!
-//! The same starter serves the tests of this module, with latency and error injection.
+//! The same starter serves the tests of this crate, with latency and error injection.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::mock_backend::{self, EraMode, LatencyDist, MockArgs};
+use mock::{EraMode, LatencyDist, MockArgs, Scope};
 
 use super::LoadError;
 
@@ -32,7 +32,7 @@ pub(crate) fn mock_args() -> MockArgs {
         name: "mock-backend".into(),
         era: EraMode::Dual,
         ttl_ms: 0,
-        cache_scope: crate::mock_backend::Scope::Public,
+        cache_scope: Scope::Public,
         tls_cert: None,
         tls_key: None,
         tls_client_ca: None,
@@ -57,7 +57,7 @@ pub(crate) fn start_mock(mut args: MockArgs) -> Result<String, LoadError> {
     std::thread::Builder::new()
         .name("mock-backend".into())
         .spawn(move || {
-            let r = mock_backend::run(args);
+            let r = mock::run(args, None);
             let _ = tx.send(r.map_err(|e| e.to_string()));
         })
         .map_err(|e| fail(e.to_string()))?;
