@@ -9,30 +9,19 @@
 //! It must not re-implement wire rules: every request is validated by `protocol::validate` and every response
 //! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
 
-pub mod answer;
 pub mod auth_context;
+pub mod bridge;
 pub mod cache;
 pub mod catalog;
-pub mod changes;
 pub mod check;
 pub mod config;
-pub mod dispatch;
-pub mod http;
-pub mod input;
-pub mod limits;
-pub mod listen;
-pub mod listing;
-pub mod parked;
+pub mod front;
+#[cfg(test)]
+mod layering;
+pub mod notify;
 pub mod pipeline;
 pub mod reload;
-pub mod replay;
-pub mod request_stream;
-pub mod response;
-pub mod routing;
-pub mod sealed_state;
 pub mod serve;
 pub mod session;
 pub mod state;
-pub mod stdio_server;
-pub mod subscriptions;
 pub mod tls;

@@ -54,7 +54,7 @@ impl From<crate::tls::TlsError> for ServeError {
 
 /// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
 pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
-    crate::limits::raise_open_files_logged(config.server.max_connections);
+    crate::front::limits::raise_open_files_logged(config.server.max_connections);
     actix_rt::System::new().block_on(start(config, stdio))
 }
 
@@ -73,7 +73,9 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     let first = first_catalog(gw.clone(), events_rx);
     let result = match front {
         None => match first.await {
-            Ok(()) => crate::stdio_server::run(gw.clone()).await,
+            Ok(()) => crate::front::stdio::run(gw.clone())
+                .await
+                .map_err(ServeError::Io),
             Err(e) => Err(e),
         },
         Some(front) => serve_http(gw.clone(), front, first).await,
@@ -90,7 +92,7 @@ async fn first_catalog(
     gw: Arc<Gateway>,
     events: mpsc::Receiver<BackendEvent>,
 ) -> Result<(), ServeError> {
-    let snapshot = crate::listing::first_catalog(&gw).await?;
+    let snapshot = crate::notify::listing::first_catalog(&gw).await?;
     tracing::info!(
         backends = gw.backends.len(),
         missing = ?snapshot.backends_missing(),
@@ -107,9 +109,9 @@ async fn first_catalog(
         }
     }
     for name in gw.backends.keys() {
-        crate::changes::sync_backend(&gw, name);
+        crate::notify::changes::sync_backend(&gw, name);
     }
-    actix_rt::spawn(crate::changes::watch(gw, events));
+    actix_rt::spawn(crate::notify::changes::watch(gw, events));
     Ok(())
 }
 
@@ -189,15 +191,15 @@ async fn serve_http(
     });
     let factory_gw = gw.clone();
     let connections =
-        crate::http::connections::ConnectionLimit::new(gw.config.server.max_connections);
+        crate::front::http::connections::ConnectionLimit::new(gw.config.server.max_connections);
     let server = HttpServer::new(move || {
         let gw = factory_gw.clone();
         // The guard wraps every route: the earliest point of a request the gateway controls.
         App::new()
             .wrap(actix_web::middleware::from_fn(
-                crate::http::guard::middleware,
+                crate::front::http::guard::middleware,
             ))
-            .configure(move |cfg| crate::http::configure(cfg, gw))
+            .configure(move |cfg| crate::front::http::configure(cfg, gw))
     })
     .workers(workers)
     // One hook (actix-web keeps only the last one set): the connection bound first, then the guard's mark.
@@ -205,7 +207,7 @@ async fn serve_http(
         let admit = connections.hook();
         move |io: &dyn std::any::Any, data: &mut actix_web::dev::Extensions| {
             admit(io, data);
-            crate::http::guard::on_connect(io, data);
+            crate::front::http::guard::on_connect(io, data);
         }
     })
     .max_connections(connections.per_worker())

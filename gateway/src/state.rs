@@ -12,15 +12,14 @@ use protocol::payload::Implementation;
 use protocol::shape::{CachePolicy, Stamp};
 use serde_json::{Value, json};
 
+use crate::bridge::parked::ParkedCalls;
+use crate::bridge::sealed_state::StateSealer;
 use crate::cache::ResourceCache;
 use crate::catalog::CatalogSnapshot;
+use crate::catalog::ledger::Ledger;
 use crate::config::{Config, UnknownToolCode};
-use crate::listing::Ledger;
-use crate::parked::ParkedCalls;
-use crate::pipeline::Chain;
-use crate::sealed_state::StateSealer;
+use crate::session::subscriptions::Subscriptions;
 use crate::session::{PendingStreams, SessionStore};
-use crate::subscriptions::Subscriptions;
 
 /// Everything a request may need, shared by all workers.
 #[derive(Debug)]
@@ -51,8 +50,6 @@ pub struct Gateway {
     pub resource_cache: ResourceCache,
     /// Legacy backends' requests held open for a 2026-07-28 client's answer.
     pub parked: Arc<ParkedCalls>,
-    /// The request pipeline's middlewares (`[[middleware]]`), in order.
-    pub middleware: Chain,
 }
 
 impl Gateway {
@@ -93,7 +90,6 @@ impl Gateway {
                 config.server.cache_max_bytes,
             ),
             parked: Arc::default(),
-            middleware: crate::pipeline::builtin::chain(&config.middlewares),
             config,
         }
     }

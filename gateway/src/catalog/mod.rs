@@ -20,6 +20,7 @@
 mod builder;
 mod cursor;
 mod freshness;
+pub mod ledger;
 mod lookup;
 pub mod names;
 mod snapshot;

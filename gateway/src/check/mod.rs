@@ -17,7 +17,7 @@ use handlers::{BackendConfig, BackendHandle};
 use tokio::sync::mpsc;
 
 use crate::config::{BackendEntry, BackendTransport, Config};
-use crate::listing::list_backend;
+use crate::notify::listing::list_backend;
 use crate::serve::start_backends;
 
 /// Beyond the connect deadline, how long the check waits for a backend's first attempt to settle.

@@ -13,7 +13,7 @@ use protocol::shape::Refusal;
 
 use super::middleware::{Chain, Middleware, MwContext, Next, Response, Summary};
 use crate::config::{MiddlewareEntry, MiddlewareKind};
-use crate::response::Outcome;
+use crate::pipeline::response::Outcome;
 
 /// The configured chain.
 pub fn chain(entries: &[MiddlewareEntry]) -> Chain {

@@ -35,7 +35,7 @@ use protocol::shape::Refusal;
 use protocol::validate::Call;
 use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
-use crate::response::Outcome;
+use crate::pipeline::response::Outcome;
 
 /// How the request reached the gateway.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,12 @@
 //! It must not shape answers itself (that is the response actor, through `protocol::shape`), and a
 //! middleware must never see a request that did not pass validation.
 
+pub mod answer;
 pub mod builtin;
+pub mod dispatch;
 mod middleware;
+pub mod request_stream;
+pub mod response;
+pub mod routing;
 
 pub use middleware::{Chain, Middleware, MwContext, Next, Principal, Response, Summary, Transport};

@@ -5,6 +5,8 @@
 mod actor;
 mod asks;
 mod in_flight;
+mod sse;
+pub mod subscriptions;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
@@ -20,6 +22,7 @@ pub use asks::{AskError, ClientAsks};
 pub use in_flight::{InFlight, Registered};
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;
+pub use sse::sse_event;
 
 /// How a legacy session reaches its client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use bytes::Bytes;
 use protocol::shape::{Failure, Refusal, Shaped, gateway_error, refusal, shape};
 use protocol::{Error, Generation, Method, RequestId};
 use serde_json::value::RawValue;
@@ -122,13 +121,4 @@ impl ResponseHandle {
             }
         }
     }
-}
-
-/// One SSE `message` event carrying a JSON-RPC message.
-pub fn sse_event(json: &[u8]) -> Bytes {
-    let mut out = Vec::with_capacity(json.len() + 24);
-    out.extend_from_slice(b"event: message\ndata: ");
-    out.extend_from_slice(json);
-    out.extend_from_slice(b"\n\n");
-    Bytes::from(out)
 }

@@ -11,12 +11,11 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
-use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
-use crate::http::Worker;
+use crate::front::http::Worker;
 use crate::pipeline::Transport;
-use crate::routing::Origin;
-use crate::serve::ServeError;
+use crate::pipeline::answer::{Answer, Answering};
+use crate::pipeline::routing::Origin;
 use crate::session::{Session, SessionTransport};
 use crate::state::Gateway;
 
@@ -28,12 +27,12 @@ const OUT_BUFFER: usize = 1024;
 const NO_EXPIRY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Serves standard input and output until standard input ends.
-pub async fn run(gw: Arc<Gateway>) -> Result<(), ServeError> {
+pub async fn run(gw: Arc<Gateway>) -> std::io::Result<()> {
     run_on(gw, tokio::io::stdin(), tokio::io::stdout()).await
 }
 
 /// Serves one stdio connection over any reader and writer (tests drive it through pipes).
-pub async fn run_on<R, W>(gw: Arc<Gateway>, input: R, mut output: W) -> Result<(), ServeError>
+pub async fn run_on<R, W>(gw: Arc<Gateway>, input: R, mut output: W) -> std::io::Result<()>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin + 'static,
@@ -66,7 +65,7 @@ where
                 let _ = out_tx.send(body.into_bytes()).await;
                 continue;
             }
-            Err(LinesCodecError::Io(e)) => return Err(ServeError::Io(e)),
+            Err(LinesCodecError::Io(e)) => return Err(e),
         };
         let routed = match worker
             .routing
@@ -84,6 +83,7 @@ where
             let answering = Answering {
                 gw: &gw,
                 response: &worker.response,
+                chain: worker.routing.chain(),
                 session: None,
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
@@ -122,6 +122,7 @@ where
             let answering = Answering {
                 gw: &gw,
                 response: &worker.response,
+                chain: worker.routing.chain(),
                 session: session.as_ref(),
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,

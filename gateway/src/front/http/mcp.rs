@@ -13,10 +13,10 @@ use tokio::sync::mpsc;
 use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, messages_body, sse_body};
 use super::{Worker, message_response, rejection_response};
-use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
 use crate::pipeline::Transport;
-use crate::routing::Origin;
+use crate::pipeline::answer::{Answer, Answering};
+use crate::pipeline::routing::Origin;
 use crate::session::{Session, SessionTransport, ShortId};
 
 /// Events a session's GET stream buffers before the client is considered too slow.
@@ -75,6 +75,7 @@ async fn handle(
     let answering = Answering {
         gw: &worker.gw,
         response: &worker.response,
+        chain: worker.routing.chain(),
         session: session.as_ref(),
         can_stream: accepts.sse,
         auth: AuthContext::of_headers(req.headers()),
@@ -127,7 +128,7 @@ async fn handle(
                 worker.gw.sessions.end(&s.id);
                 worker.gw.subscriptions.end_session(&s.id);
                 for name in worker.gw.backends.keys() {
-                    crate::changes::sync_backend(&worker.gw, name);
+                    crate::notify::changes::sync_backend(&worker.gw, name);
                 }
                 tracing::info!(session = %ShortId(&s.id), "session ended by the client");
                 HttpResponse::NoContent().finish()

@@ -11,9 +11,9 @@ use protocol::validate::Call;
 use protocol::{Error, ErrorCode, Notification};
 use tokio::sync::mpsc;
 
-use crate::changes::sync_backend;
+use crate::notify::changes::sync_backend;
+use crate::session::subscriptions::{Filter, tagged};
 use crate::state::Gateway;
-use crate::subscriptions::{Filter, tagged};
 
 /// Messages a listen stream buffers before notifications to it are dropped.
 const BUFFER: usize = 256;

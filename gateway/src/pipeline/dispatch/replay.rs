@@ -21,9 +21,9 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::dispatch::Dispatch;
-use crate::parked::{BackendCall, Parked, Ticket};
-use crate::response::Outcome;
+use crate::bridge::parked::{BackendCall, Parked, Ticket};
+use crate::pipeline::dispatch::Dispatch;
+use crate::pipeline::response::Outcome;
 
 /// The key under which a replay state keeps its answers.
 const REPLAY_KEY: &str = "mcpgw/replay";

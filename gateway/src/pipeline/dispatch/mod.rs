@@ -18,11 +18,13 @@ use serde_json::{Map, Value, json};
 
 use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
-use crate::replay::{self, Replay};
-use crate::response::Outcome;
-use crate::sealed_state::StateError;
+pub mod replay;
+
+use crate::bridge::sealed_state::StateError;
+use crate::pipeline::response::Outcome;
 use crate::session::Session;
 use crate::state::Gateway;
+use replay::Replay;
 
 /// The result `_meta` key naming the backends a list or `server/discover` is missing or holds stale:
 /// `{"missing": [names], "stale": [names]}` (see [`CatalogSnapshot::degraded`]).
@@ -197,7 +199,7 @@ impl Dispatch<'_> {
         } else {
             self.gw.subscriptions.unsubscribe(&session.id, uri);
         }
-        crate::changes::sync_backend(self.gw, &backend);
+        crate::notify::changes::sync_backend(self.gw, &backend);
         raw(&json!({}))
     }
 

@@ -7,7 +7,7 @@ pub mod connections;
 pub mod cors;
 pub mod guard;
 mod health;
-mod legacy_sse;
+mod http_sse;
 mod mcp;
 mod origin;
 mod stream;
@@ -17,27 +17,16 @@ pub use origin::OriginPolicy;
 
 use std::sync::Arc;
 
-use actix_web::http::header::HeaderMap;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpResponse, web};
 use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 
-use crate::response::{ResponseHandle, sse_event};
-use crate::routing::RoutingHandle;
+use crate::pipeline::response::ResponseHandle;
+pub use crate::pipeline::routing::HeaderSource;
+use crate::pipeline::routing::RoutingHandle;
+use crate::session::sse_event;
 use crate::state::Gateway;
-
-/// Request headers as `protocol::validate` reads them.
-#[derive(Debug)]
-pub struct HeaderSource<'a>(pub &'a HeaderMap);
-
-impl protocol::validate::Headers for HeaderSource<'_> {
-    fn for_each<'a>(&'a self, f: &mut dyn FnMut(&'a str, &'a [u8])) {
-        for (name, value) in self.0.iter() {
-            f(name.as_str(), value.as_bytes());
-        }
-    }
-}
 
 /// The per-worker actors and the shared gateway, as app data of one worker.
 #[derive(Debug, Clone)]
@@ -85,12 +74,12 @@ pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
         .service(
             web::resource("/sse")
                 .wrap(from_fn(cors::middleware))
-                .route(web::get().to(legacy_sse::open)),
+                .route(web::get().to(http_sse::open)),
         )
         .service(
             web::resource("/messages")
                 .wrap(from_fn(cors::middleware))
-                .route(web::post().to(legacy_sse::post)),
+                .route(web::post().to(http_sse::post)),
         )
         .service(web::resource("/healthz").to(health::healthz))
         .service(web::resource("/readyz").to(health::readyz));

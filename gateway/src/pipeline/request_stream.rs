@@ -18,7 +18,6 @@ use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use handlers::Related;
 use protocol::payload::LoggingLevel;
-use protocol::raw::RawObject;
 use protocol::shape::Failure;
 use protocol::validate::Call;
 use protocol::{Generation, Message, Notification};
@@ -27,12 +26,13 @@ use tokio::sync::mpsc;
 use crate::auth_context::AuthContext;
 use tracing::Instrument;
 
+use crate::bridge::input;
 use crate::catalog::CatalogSnapshot;
-use crate::dispatch::Dispatch;
-use crate::input;
-use crate::pipeline::{MwContext, Response, Transport};
-use crate::response::{Outcome, ResponseHandle};
-use crate::routing::InFlight;
+use crate::notify::changes::level_passes;
+use crate::pipeline::dispatch::Dispatch;
+use crate::pipeline::response::{Outcome, ResponseHandle};
+use crate::pipeline::routing::InFlight;
+use crate::pipeline::{Chain, MwContext, Response, Transport};
 use crate::session::Session;
 use crate::state::Gateway;
 
@@ -94,6 +94,8 @@ pub struct Streamed {
     pub wants: Wants,
     /// How it arrived.
     pub transport: Transport,
+    /// The worker's middleware chain.
+    pub chain: Chain,
     /// Its place in the worker's in-flight bound, held until the response is sent.
     pub permit: InFlight,
     /// The request's tracing span.
@@ -136,12 +138,12 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         generation,
         wants,
         transport,
+        chain,
         permit,
         span: _,
     } = s;
     let (id, method) = (call.request.id.clone(), call.method);
     let ctx = MwContext::new(call, generation, transport);
-    let chain = gw.middleware.clone();
     let dispatched = {
         let tx = tx.clone();
         chain.run(ctx, move |ctx| async move {
@@ -265,53 +267,5 @@ fn forward(tx: &mpsc::Sender<Vec<u8>>, n: Notification, wants: Wants) {
     }
     if tx.try_send(Message::Notification(n).to_bytes()).is_err() {
         tracing::debug!("dropping a notification: the client's stream is full");
-    }
-}
-
-/// A log message passes when the client asked for logging and its level is at least the client's.
-pub(crate) fn level_passes(n: &Notification, wanted: Option<LoggingLevel>) -> bool {
-    let Some(wanted) = wanted else {
-        return false;
-    };
-    let level = n
-        .params
-        .as_deref()
-        .and_then(RawObject::parse)
-        .and_then(|p| {
-            p.get("level")
-                .and_then(|l| serde_json::from_str::<LoggingLevel>(l.get()).ok())
-        });
-    level.is_some_and(|l| l >= wanted)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn log_messages_pass_at_or_above_the_level() {
-        let msg = |level: &str| {
-            Notification::new(
-                "notifications/message",
-                Some(&json!({"level": level, "data": "x"})),
-            )
-        };
-        // (message level, wanted, passes)
-        let table = [
-            ("error", Some(LoggingLevel::Warning), true),
-            ("warning", Some(LoggingLevel::Warning), true),
-            ("info", Some(LoggingLevel::Warning), false),
-            ("debug", Some(LoggingLevel::Debug), true),
-            ("error", None, false),
-            ("loud", Some(LoggingLevel::Debug), false),
-        ];
-        for (level, wanted, passes) in table {
-            assert_eq!(
-                level_passes(&msg(level), wanted),
-                passes,
-                "{level} {wanted:?}"
-            );
-        }
     }
 }

@@ -13,9 +13,22 @@ use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::catalog::CatalogSnapshot;
-use crate::http::HeaderSource;
+use crate::pipeline::Chain;
+
 use crate::session::Session;
 use crate::state::Gateway;
+
+/// Request headers as `protocol::validate` reads them.
+#[derive(Debug)]
+pub struct HeaderSource<'a>(pub &'a HeaderMap);
+
+impl protocol::validate::Headers for HeaderSource<'_> {
+    fn for_each<'a>(&'a self, f: &mut dyn FnMut(&'a str, &'a [u8])) {
+        for (name, value) in self.0.iter() {
+            f(name.as_str(), value.as_bytes());
+        }
+    }
+}
 
 /// A validated request, the catalog it was validated against, and its place in the worker's bound.
 #[derive(Debug)]
@@ -104,6 +117,8 @@ impl Handler<Route> for RoutingActor {
 #[derive(Clone)]
 pub struct RoutingHandle {
     addr: Addr<RoutingActor>,
+    /// The middleware chain this worker runs validated requests through.
+    chain: Chain,
     gw: Arc<Gateway>,
     permits: Arc<Semaphore>,
     deadline: Duration,
@@ -120,19 +135,31 @@ impl std::fmt::Debug for RoutingHandle {
 }
 
 impl RoutingHandle {
-    /// Starts a routing actor on the current arbiter.
+    /// Starts a routing actor on the current arbiter, with the configured `[[middleware]]` chain.
     pub fn start(gw: Arc<Gateway>, max_queued: usize) -> RoutingHandle {
+        let chain = crate::pipeline::builtin::chain(&gw.config.middlewares);
+        RoutingHandle::start_with(gw, max_queued, chain)
+    }
+
+    /// Starts a routing actor on the current arbiter with this middleware chain.
+    pub fn start_with(gw: Arc<Gateway>, max_queued: usize, chain: Chain) -> RoutingHandle {
         // The first catalog is in within `list_timeout_ms` of the start (each backend connects and lists in
         // that time); a second more covers building it.
         let starting =
             Duration::from_millis(gw.config.server.list_timeout_ms) + Duration::from_secs(1);
         RoutingHandle {
             addr: RoutingActor { gw: gw.clone() }.start(),
+            chain,
             gw,
             permits: Arc::new(Semaphore::new(max_queued)),
             deadline: Duration::from_secs(5),
             starting,
         }
+    }
+
+    /// The middleware chain of this worker.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
     }
 
     /// Validates a request (one that arrives while the gateway is starting waits for the first catalog: it

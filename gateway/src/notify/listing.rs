@@ -4,8 +4,6 @@
 //! that fails to list keeps its last good listing (stale) and is retried with backoff; one that is down is
 //! left out once its grace period ends.
 
-mod ledger;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +14,7 @@ use protocol::Method;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub use ledger::{Attempt, BackendReport, Ledger, Standing};
+pub use crate::catalog::ledger::{Attempt, BackendReport, Ledger, Standing};
 
 use crate::catalog::{
     BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListsFreshness,

@@ -14,12 +14,12 @@ use tracing::Instrument;
 
 use crate::auth_context::AuthContext;
 use crate::catalog::CatalogSnapshot;
-use crate::dispatch::{Dispatch, raw_value};
-use crate::listen;
-use crate::pipeline::{MwContext, Response, Transport};
-use crate::request_stream::{self, Streamed};
-use crate::response::{Outcome, ResponseHandle};
-use crate::routing::Routed;
+use crate::notify::streams;
+use crate::pipeline::dispatch::{Dispatch, raw_value};
+use crate::pipeline::request_stream::{self, Streamed};
+use crate::pipeline::response::{Outcome, ResponseHandle};
+use crate::pipeline::routing::Routed;
+use crate::pipeline::{Chain, MwContext, Response, Transport};
 use crate::session::{Session, ShortId};
 use crate::state::Gateway;
 
@@ -58,6 +58,8 @@ pub struct Answering<'a> {
     pub gw: &'a Arc<Gateway>,
     /// This worker's response actor.
     pub response: &'a ResponseHandle,
+    /// This worker's middleware chain.
+    pub chain: &'a Chain,
     /// The legacy session, if any.
     pub session: Option<&'a Arc<Session>>,
     /// Whether the transport can carry a request's notifications before its response (an SSE response,
@@ -120,7 +122,7 @@ impl Answering<'_> {
                         response_bytes(&protocol::Response::error(&call.request.id, e), generation);
                     return Answer::Message(Shaped::new(406, body));
                 }
-                match listen::open(self.gw, &call) {
+                match streams::open(self.gw, &call) {
                     Ok(rx) => Answer::Stream(rx),
                     Err(e) => {
                         let status = if generation.is_modern() { 400 } else { 200 };
@@ -148,6 +150,7 @@ impl Answering<'_> {
                         generation,
                         wants,
                         transport: self.transport,
+                        chain: self.chain.clone(),
                         permit,
                         span,
                     }));
@@ -250,8 +253,7 @@ impl Answering<'_> {
         );
         let work = async {
             let answered = self
-                .gw
-                .middleware
+                .chain
                 .run(ctx, move |ctx| async move {
                     let dispatch = Dispatch {
                         gw: &gw,

@@ -47,6 +47,6 @@ pub(super) fn messages_body(
             // An empty message is a keep-alive: an SSE comment.
             return Some((Ok(Bytes::from_static(b": keep-alive\n\n")), rx));
         }
-        Some((Ok(crate::response::sse_event(&message)), rx))
+        Some((Ok(crate::session::sse_event(&message)), rx))
     })
 }

@@ -14,11 +14,11 @@ use tokio::sync::mpsc;
 use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, sse_body};
 use super::{Worker, rejection_response};
-use crate::answer::{Answer, Answering};
 use crate::auth_context::AuthContext;
 use crate::pipeline::Transport;
-use crate::response::sse_event;
-use crate::routing::Origin;
+use crate::pipeline::answer::{Answer, Answering};
+use crate::pipeline::routing::Origin;
+use crate::session::sse_event;
 use crate::session::{SessionTransport, ShortId};
 
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
@@ -113,6 +113,7 @@ pub(super) async fn post(
     let answering = Answering {
         gw,
         response: &worker.response,
+        chain: worker.routing.chain(),
         session: session.as_ref(),
         can_stream: true,
         auth: AuthContext::of_headers(req.headers()),
