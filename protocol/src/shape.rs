@@ -126,6 +126,39 @@ pub fn gateway_error(id: &RequestId, err: Error, generation: Generation) -> Shap
     )
 }
 
+/// An error that is the request's own fault, found after validation (a `subscriptions/listen` filter the
+/// gateway cannot honour): 400 on 2026-07-28, 200 with the error before.
+pub fn request_error(id: &RequestId, err: Error, generation: Generation) -> Shaped {
+    let status = if generation.is_modern() { 400 } else { 200 };
+    Shaped::new(
+        status,
+        response_bytes(&Response::error(id, err), generation),
+    )
+}
+
+/// 406: the method answers with a stream and the client does not accept `text/event-stream`.
+pub fn stream_required(id: &RequestId, method: Method, generation: Generation) -> Shaped {
+    let err = Error::new(
+        ErrorCode::InvalidRequest,
+        format!("not acceptable: {method} answers with a stream (Accept: text/event-stream)"),
+    );
+    Shaped::new(406, response_bytes(&Response::error(id, err), generation))
+}
+
+/// A batch's responses, in request order, as one JSON array (200).
+pub fn batch(bodies: &[Vec<u8>]) -> Shaped {
+    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 2);
+    out.push(b'[');
+    for (i, b) in bodies.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b);
+    }
+    out.push(b']');
+    Shaped::new(200, out)
+}
+
 /// A rejection's whole answer: its status, `Allow` (405) and `Retry-After` (503) headers, and its body.
 pub fn rejection(r: &Rejection) -> Shaped {
     let mut headers = Vec::new();
@@ -193,7 +226,7 @@ pub(crate) fn tool_error(
     stamp: &Stamp,
 ) -> Vec<u8> {
     let code = match failure {
-        Failure::Backend { error, .. } => Some(error.code().wire_code(g)),
+        Failure::Backend { error, .. } => Some(error_object(error, Some(g)).code),
         _ => None,
     };
     let result = serde_json::json!({

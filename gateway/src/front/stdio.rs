@@ -58,11 +58,9 @@ where
             Ok(l) if l.trim().is_empty() => continue,
             Ok(l) => l,
             Err(LinesCodecError::MaxLineLengthExceeded) => {
-                let body = format!(
-                    r#"{{"jsonrpc":"2.0","id":null,"error":{{"code":-32700,"message":"parse error: the line exceeds {} bytes"}}}}"#,
-                    gw.config.server.max_body_bytes
-                );
-                let _ = out_tx.send(body.into_bytes()).await;
+                let body =
+                    protocol::Rejection::line_too_long(gw.config.server.max_body_bytes).body();
+                let _ = out_tx.send(body).await;
                 continue;
             }
             Err(LinesCodecError::Io(e)) => return Err(e),
@@ -92,7 +90,7 @@ where
             if let Answer::Initialize {
                 generation,
                 params,
-                body,
+                shaped,
             } = answering.answer(routed).await
             {
                 match gw.sessions.create(
@@ -109,7 +107,7 @@ where
                     }
                     Err(e) => tracing::error!(error = %e, "stdio session not created"),
                 }
-                let _ = out_tx.send(body).await;
+                let _ = out_tx.send(shaped.body).await;
             }
             continue;
         }
@@ -143,10 +141,7 @@ where
                     }
                 }
                 Answer::Batch(bodies) => {
-                    let mut out = b"[".to_vec();
-                    out.extend(bodies.join(&b","[..]));
-                    out.push(b']');
-                    let _ = out_tx.send(out).await;
+                    let _ = out_tx.send(protocol::shape::batch(&bodies).body).await;
                 }
                 _ => {}
             }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use protocol::payload::InitializeRequestParams;
-use protocol::shape::{Shaped, response_bytes};
+use protocol::shape::{Shaped, request_error, stream_required};
 use protocol::validate::{Call, ValidKind};
-use protocol::{Error, ErrorCode, Generation, Method, Notification};
+use protocol::{Generation, Method, Notification};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -30,14 +30,14 @@ pub enum Answer {
     Accepted,
     /// One JSON-RPC response with its HTTP status and headers.
     Message(Shaped),
-    /// `initialize` succeeded: the transport creates the session, then sends `body`.
+    /// `initialize` succeeded: the transport creates the session, then sends `shaped`.
     Initialize {
         /// The negotiated generation.
         generation: Generation,
         /// The client's params.
         params: Box<InitializeRequestParams>,
         /// The JSON-RPC response carrying the `InitializeResult`.
-        body: Vec<u8>,
+        shaped: Shaped,
     },
     /// A batch's responses (a JSON array body), in request order.
     Batch(Vec<Vec<u8>>),
@@ -97,7 +97,7 @@ impl Answering<'_> {
                 Answer::Initialize {
                     generation,
                     params,
-                    body: shaped.body,
+                    shaped,
                 }
             }
             ValidKind::Notification(n) => {
@@ -114,24 +114,15 @@ impl Answering<'_> {
 
             ValidKind::Call(call) if call.method == Method::SubscriptionsListen => {
                 if !self.can_stream {
-                    let e = Error::new(
-                        ErrorCode::InvalidRequest,
-                        "not acceptable: subscriptions/listen answers with a stream (Accept: text/event-stream)",
-                    );
-                    let body =
-                        response_bytes(&protocol::Response::error(&call.request.id, e), generation);
-                    return Answer::Message(Shaped::new(406, body));
+                    return Answer::Message(stream_required(
+                        &call.request.id,
+                        call.method,
+                        generation,
+                    ));
                 }
                 match streams::open(self.gw, &call) {
                     Ok(rx) => Answer::Stream(rx),
-                    Err(e) => {
-                        let status = if generation.is_modern() { 400 } else { 200 };
-                        let body = response_bytes(
-                            &protocol::Response::error(&call.request.id, e),
-                            generation,
-                        );
-                        Answer::Message(Shaped::new(status, body))
-                    }
+                    Err(e) => Answer::Message(request_error(&call.request.id, e, generation)),
                 }
             }
             ValidKind::Call(call) => {

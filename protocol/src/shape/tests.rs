@@ -550,3 +550,47 @@ fn an_overload_rejection_is_503_with_retry_after() {
         assert_eq!(v["error"]["message"], json!("service unavailable: no room"));
     }
 }
+
+#[test]
+fn transport_refusals_have_their_status_and_an_error_body() {
+    // (rejection, status, JSON-RPC code)
+    let table = [
+        (Rejection::body_too_large(1024), 413, -32600),
+        (Rejection::body_timeout("request timeout".into()), 408, -32600),
+        (Rejection::bad_body("eof"), 400, -32600),
+        (Rejection::bad_framing("content-length with transfer-encoding"), 400, -32600),
+        (Rejection::bad_host("two Host headers"), 400, -32600),
+        (Rejection::forbidden_origin("origin"), 403, -32600),
+        (Rejection::unknown_session("initialize first"), 404, -32600),
+        (Rejection::already_initialized(), 400, -32600),
+        (Rejection::line_too_long(10), 200, -32700),
+        (Rejection::overloaded("no room", None), 503, -32603),
+    ];
+    for (r, status, code) in table {
+        let out = r.shaped();
+        assert_eq!(out.status, status, "{r:?}");
+        let v: Value = serde_json::from_slice(&out.body).expect("JSON");
+        assert_eq!(v["error"]["code"], json!(code), "{v}");
+        assert_eq!(v["id"], Value::Null, "{v}");
+        assert_eq!(out.headers.is_empty(), status != 503, "{r:?}");
+    }
+}
+
+#[test]
+fn a_method_refused_by_a_middleware_looks_like_an_unknown_one() {
+    for g in Generation::ALL {
+        let Refusal::Status { status, error, .. } = Refusal::unknown_method("tools/call", g) else {
+            panic!("a status refusal")
+        };
+        assert_eq!(error.code(), ErrorCode::MethodNotFound);
+        assert_eq!(error.message(), "method not found: tools/call");
+        assert_eq!(status, if g.is_modern() { 404 } else { 200 }, "{g}");
+    }
+}
+
+#[test]
+fn a_batch_is_one_json_array_in_order() {
+    let out = batch(&[br#"{"a":1}"#.to_vec(), br#"{"b":2}"#.to_vec()]);
+    assert_eq!(out.status, 200);
+    assert_eq!(out.body, br#"[{"a":1},{"b":2}]"#.to_vec());
+}

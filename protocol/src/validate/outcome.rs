@@ -1,7 +1,7 @@
 //! What validation gives back: a [`ValidRequest`] (with its [`ValidKind`]) or a [`Rejection`].
 
 use super::Accepts;
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use crate::generation::Generation;
 use crate::id::RequestId;
 use crate::message::{MessageError, Notification, Request, Response};
@@ -138,10 +138,73 @@ impl Rejection {
         }
     }
 
-    /// A refusal by the HTTP layer before any JSON-RPC is read (408 for a stalled body, 413 for a large one,
-    /// 400 for a smuggling attempt or a bad `Host`, 403 for a foreign `Origin`): shaped with no generation.
-    pub fn transport(status: u16, error: Error) -> Rejection {
-        Rejection::new(status, None, error)
+    /// A refusal before any JSON-RPC is read, shaped with no generation.
+    fn transport(status: u16, message: String) -> Rejection {
+        Rejection::new(status, None, Error::new(ErrorCode::InvalidRequest, message))
+    }
+
+    /// 413: the request body exceeds `max` bytes.
+    pub fn body_too_large(max: usize) -> Rejection {
+        Rejection::transport(
+            413,
+            format!("request body exceeds the limit of {max} bytes"),
+        )
+    }
+
+    /// 400: the body could not be read (a broken chunked encoding, a connection error).
+    pub fn bad_body(why: &str) -> Rejection {
+        Rejection::transport(
+            400,
+            format!("bad request: the body could not be read: {why}"),
+        )
+    }
+
+    /// 408: the body stalled or dragged on (`why` says which bound); the transport closes the connection.
+    pub fn body_timeout(why: String) -> Rejection {
+        Rejection::transport(408, why)
+    }
+
+    /// 400: a body framed two ways (RFC 9112 §6.1); the transport closes the connection.
+    pub fn bad_framing(why: &str) -> Rejection {
+        Rejection::transport(
+            400,
+            format!("bad request: {why} (rfc 9112 section 6.1); the connection is closed"),
+        )
+    }
+
+    /// 400: `Host` or `Origin` given several times, or unlike the target's authority.
+    pub fn bad_host(why: &str) -> Rejection {
+        Rejection::transport(400, format!("bad request: {why}"))
+    }
+
+    /// 403: a `Host` or `Origin` the gateway does not serve (DNS-rebinding protection).
+    pub fn forbidden_origin(why: &str) -> Rejection {
+        Rejection::transport(403, format!("forbidden: {why}"))
+    }
+
+    /// 404: no live session by that id (`what` says how the client should start one).
+    pub fn unknown_session(what: &str) -> Rejection {
+        Rejection::transport(404, format!("session not found: {what}"))
+    }
+
+    /// 400: an `initialize` on a session that is initialized already.
+    pub fn already_initialized() -> Rejection {
+        Rejection::transport(
+            400,
+            "invalid request: the session is already initialized".into(),
+        )
+    }
+
+    /// A stdio line longer than `max` bytes: a parse error (id null), as the line cannot be read.
+    pub fn line_too_long(max: usize) -> Rejection {
+        Rejection::new(
+            200,
+            None,
+            Error::new(
+                ErrorCode::ParseError,
+                format!("parse error: the line exceeds {max} bytes"),
+            ),
+        )
     }
 
     /// The gateway has no room for the request (its in-flight bound, or it is still starting): 503 with
@@ -151,7 +214,7 @@ impl Rejection {
             status: 503,
             id: None,
             error: Error::new(
-                crate::error::ErrorCode::InternalError,
+                ErrorCode::InternalError,
                 format!("service unavailable: {why}"),
             ),
             generation,

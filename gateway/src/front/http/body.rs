@@ -10,7 +10,6 @@ use actix_web::{HttpResponse, web};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use protocol::validate::Rejection;
-use protocol::{Error, ErrorCode};
 use tokio::time::{Instant, timeout_at};
 
 use super::rejection_response;
@@ -50,7 +49,7 @@ pub(super) async fn read_body(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > max) {
-        return Err(rejection_response(&too_large(max)));
+        return Err(rejection_response(&Rejection::body_too_large(max)));
     }
     let whole_by = Instant::now() + limits.total;
     let mut body = BytesMut::with_capacity(declared.unwrap_or(1024).min(max));
@@ -61,14 +60,9 @@ pub(super) async fn read_body(
             Ok(None) => break,
             Err(_) => return Err(timed_out(&limits, next_by == whole_by)),
         };
-        let chunk = chunk.map_err(|e| {
-            rejection_response(&rejection(
-                400,
-                format!("bad request: the body could not be read: {e}"),
-            ))
-        })?;
+        let chunk = chunk.map_err(|e| rejection_response(&Rejection::bad_body(&e.to_string())))?;
         if body.len() + chunk.len() > max {
-            return Err(rejection_response(&too_large(max)));
+            return Err(rejection_response(&Rejection::body_too_large(max)));
         }
         body.extend_from_slice(&chunk);
     }
@@ -88,18 +82,7 @@ fn timed_out(limits: &BodyLimits, whole: bool) -> HttpResponse {
             limits.idle.as_millis()
         )
     };
-    let mut resp = rejection_response(&rejection(408, why));
+    let mut resp = rejection_response(&Rejection::body_timeout(why));
     resp.head_mut().set_connection_type(ConnectionType::Close);
     resp
-}
-
-fn too_large(max: usize) -> Rejection {
-    rejection(
-        413,
-        format!("request body exceeds the limit of {max} bytes"),
-    )
-}
-
-fn rejection(status: u16, message: String) -> Rejection {
-    Rejection::transport(status, Error::new(ErrorCode::InvalidRequest, message))
 }

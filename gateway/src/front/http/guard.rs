@@ -32,7 +32,6 @@ use actix_web::http::header::{CONTENT_LENGTH, HeaderMap, TRANSFER_ENCODING};
 use actix_web::http::{ConnectionType, Version};
 use actix_web::middleware::Next;
 use protocol::validate::Rejection;
-use protocol::{Error, ErrorCode};
 
 use super::origin::single_host_and_origin;
 use super::rejection_response;
@@ -96,13 +95,7 @@ pub(super) fn framing(headers: &HeaderMap, version: Version) -> Result<(), Rejec
 }
 
 fn bad_request(why: &str) -> Rejection {
-    Rejection::transport(
-        400,
-        Error::new(
-            ErrorCode::InvalidRequest,
-            format!("bad request: {why} (rfc 9112 section 6.1); the connection is closed"),
-        ),
-    )
+    Rejection::bad_framing(why)
 }
 
 /// Whether a `Transfer-Encoding` value's last coding is `chunked`.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
-use protocol::validate::HttpMethod;
+use protocol::validate::{HttpMethod, Rejection};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
@@ -30,7 +30,10 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
     }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     let Some(id) = worker.gw.sse_connections.open(tx) else {
-        return HttpResponse::ServiceUnavailable().body("too many open SSE connections");
+        return rejection_response(&Rejection::overloaded(
+            "too many open HTTP+SSE streams",
+            None,
+        ));
     };
     let endpoint = Bytes::from(format!(
         "event: endpoint\ndata: /messages?sessionId={id}\n\n"
@@ -74,7 +77,9 @@ pub(super) async fn post(
         None
     };
     if session.is_none() && pending.is_none() {
-        return HttpResponse::NotFound().body("unknown sessionId: open GET /sse first");
+        return rejection_response(&Rejection::unknown_session(
+            "unknown sessionId: open GET /sse first",
+        ));
     }
     // The stream is the transport; validation sees the session as Streamable HTTP would.
     let mut headers = HeaderMap::new();
@@ -123,10 +128,10 @@ pub(super) async fn post(
         Answer::Initialize {
             generation,
             params,
-            body,
+            shaped,
         } => {
             let Some(tx) = pending else {
-                return HttpResponse::BadRequest().body("the session is already initialized");
+                return rejection_response(&Rejection::already_initialized());
             };
             let idle = Duration::from_secs(gw.config.server.session_idle_secs);
             match gw.sessions.create(
@@ -138,12 +143,14 @@ pub(super) async fn post(
             ) {
                 Ok(s) => {
                     if s.handle.attach_stream(tx).is_ok() {
-                        let _ = s.handle.push(sse_event(&body));
+                        let _ = s.handle.push(sse_event(&shaped.body));
                     }
                     tracing::info!(session = %ShortId(&s.id), %generation, "HTTP+SSE session started");
                     HttpResponse::Accepted().finish()
                 }
-                Err(full) => HttpResponse::ServiceUnavailable().body(full.to_string()),
+                Err(full) => {
+                    rejection_response(&Rejection::overloaded(&full.to_string(), Some(generation)))
+                }
             }
         }
         Answer::Message(shaped) => {

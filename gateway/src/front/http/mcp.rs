@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
-use protocol::shape::Shaped;
-use protocol::validate::{Accepts, HttpMethod, Rejection};
+use protocol::validate::{HttpMethod, Rejection};
 use tokio::sync::mpsc;
 
 use super::body::{BodyLimits, read_body};
@@ -84,7 +83,7 @@ async fn handle(
     match answering.answer(routed).await {
         Answer::Accepted | Answer::Cancelled => HttpResponse::Accepted().finish(),
         Answer::Message(shaped) => message_response(shaped, accepts),
-        Answer::Batch(bodies) => batch_response(bodies, accepts),
+        Answer::Batch(bodies) => message_response(protocol::shape::batch(&bodies), accepts),
         Answer::Stream(rx) => HttpResponse::Ok()
             .content_type("text/event-stream")
             .insert_header(("Cache-Control", "no-cache"))
@@ -93,7 +92,7 @@ async fn handle(
         Answer::Initialize {
             generation,
             params,
-            body,
+            shaped,
         } => {
             let idle = Duration::from_secs(worker.gw.config.server.session_idle_secs);
             match worker.gw.sessions.create(
@@ -105,7 +104,7 @@ async fn handle(
             ) {
                 Ok(session) => {
                     tracing::info!(session = %ShortId(&session.id), %generation, client = %params.client_info.name, "session started");
-                    let mut resp = message_response(Shaped::new(200, body), accepts);
+                    let mut resp = message_response(shaped, accepts);
                     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&session.id) {
                         resp.headers_mut().insert(
                             actix_web::http::header::HeaderName::from_static("mcp-session-id"),
@@ -121,7 +120,9 @@ async fn handle(
         }
         Answer::OpenStream => match session {
             Some(s) => open_stream(&s),
-            None => HttpResponse::NotFound().finish(),
+            None => rejection_response(&Rejection::unknown_session(
+                "no live session by this Mcp-Session-Id: initialize first",
+            )),
         },
         Answer::EndSession => match session {
             Some(s) => {
@@ -133,30 +134,21 @@ async fn handle(
                 tracing::info!(session = %ShortId(&s.id), "session ended by the client");
                 HttpResponse::NoContent().finish()
             }
-            None => HttpResponse::NotFound().finish(),
+            None => rejection_response(&Rejection::unknown_session(
+                "no live session by this Mcp-Session-Id: initialize first",
+            )),
         },
     }
-}
-
-/// A batch's responses: a JSON array (or one SSE event carrying it).
-fn batch_response(bodies: Vec<Vec<u8>>, accepts: Accepts) -> HttpResponse {
-    let mut out = Vec::with_capacity(bodies.iter().map(|b| b.len() + 1).sum::<usize>() + 2);
-    out.push(b'[');
-    for (i, b) in bodies.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b);
-    }
-    out.push(b']');
-    message_response(Shaped::new(200, out), accepts)
 }
 
 /// The session's standalone GET stream: server-to-client messages unrelated to a request, keep-alives.
 fn open_stream(session: &Session) -> HttpResponse {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     if session.handle.attach_stream(tx).is_err() {
-        return HttpResponse::ServiceUnavailable().finish();
+        return rejection_response(&Rejection::overloaded(
+            "the session cannot take its stream now",
+            Some(session.generation),
+        ));
     }
     HttpResponse::Ok()
         .content_type("text/event-stream")

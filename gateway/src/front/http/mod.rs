@@ -24,6 +24,7 @@ use protocol::validate::{Accepts, Rejection};
 
 use crate::pipeline::response::ResponseHandle;
 pub use crate::pipeline::routing::HeaderSource;
+use crate::pipeline::Chain;
 use crate::pipeline::routing::RoutingHandle;
 use crate::session::sse_event;
 use crate::state::Gateway;
@@ -44,9 +45,19 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts this worker's actors on its arbiter.
+    /// Starts this worker's actors on its arbiter, with the configured `[[middleware]]` chain.
     pub fn start(gw: Arc<Gateway>) -> Worker {
-        let routing = RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker);
+        let chain = crate::pipeline::builtin::chain(&gw.config.middlewares);
+        Worker::start_with(gw, chain)
+    }
+
+    /// Starts this worker's actors on its arbiter, with this middleware chain.
+    pub fn start_with(gw: Arc<Gateway>, chain: Chain) -> Worker {
+        let routing = RoutingHandle::start_with(
+            gw.clone(),
+            gw.config.server.max_in_flight_per_worker,
+            chain,
+        );
         let response = ResponseHandle::start(gw.clone());
         let origin = OriginPolicy::from_config(&gw.config.server);
         let cors = CorsPolicy::from_config(&gw.config.server);
@@ -60,9 +71,17 @@ impl Worker {
     }
 }
 
-/// Registers every route. Call inside the `HttpServer::new` factory (per worker).
+/// Registers every route, with the configured middleware chain. Call inside the `HttpServer::new` factory
+/// (per worker).
 pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
-    cfg.app_data(web::Data::new(Worker::start(gw)))
+    let chain = crate::pipeline::builtin::chain(&gw.config.middlewares);
+    configure_with(cfg, gw, chain);
+}
+
+/// Registers every route, with this middleware chain (one's own middlewares, e.g. the built-ins of
+/// `pipeline::builtin::chain` and others around them).
+pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Chain) {
+    cfg.app_data(web::Data::new(Worker::start_with(gw, chain)))
         .service(
             web::resource("/mcp")
                 .wrap(from_fn(cors::middleware))

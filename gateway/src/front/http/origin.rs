@@ -8,7 +8,6 @@
 use actix_web::HttpRequest;
 use actix_web::http::header::{HOST, HeaderMap, ORIGIN};
 use protocol::validate::Rejection;
-use protocol::{Error, ErrorCode};
 
 use crate::config::{ServerConfig, normalize_origin};
 
@@ -107,10 +106,7 @@ pub fn single_host_and_origin(
 }
 
 fn bad_request(why: &str) -> Rejection {
-    Rejection::transport(
-        400,
-        Error::new(ErrorCode::InvalidRequest, format!("bad request: {why}")),
-    )
+    Rejection::bad_host(why)
 }
 
 /// `allowed` names a host (any port): `localhost` allows `localhost` and `localhost:7800`.
@@ -146,10 +142,7 @@ fn strip_port(host: &str) -> &str {
 }
 
 fn forbidden(why: String) -> Rejection {
-    Rejection::transport(
-        403,
-        Error::new(ErrorCode::InvalidRequest, format!("forbidden: {why}")),
-    )
+    Rejection::forbidden_origin(&why)
 }
 
 #[cfg(test)]
