@@ -84,16 +84,25 @@ impl Answering<'_> {
         let generation = valid.generation();
         match valid.into_kind() {
             ValidKind::Initialize { id, params } => {
-                let result = self.initialize_result(generation);
+                // Through the chain like any request (an authentication middleware may refuse it); the
+                // session is created only when it ends in the result.
+                let result = raw_value(&self.initialize_result(generation));
+                let ctx =
+                    MwContext::initialize(id.clone(), params.clone(), generation, self.transport);
+                let answered = self
+                    .chain
+                    .run(ctx, move |_| async move {
+                        Response::dispatched(Outcome::Result(result), None)
+                    })
+                    .await;
+                let initialized = matches!(answered.outcome, Outcome::Result(_));
                 let shaped = self
                     .response
-                    .shape(
-                        id,
-                        Method::Initialize,
-                        generation,
-                        Outcome::Result(raw_value(&result)),
-                    )
+                    .shape(id, Method::Initialize, generation, answered.outcome)
                     .await;
+                if !initialized {
+                    return Answer::Message(shaped);
+                }
                 Answer::Initialize {
                     generation,
                     params,
@@ -255,7 +264,9 @@ impl Answering<'_> {
                         auth,
                         backend: std::cell::OnceCell::new(),
                     };
-                    let call = ctx.into_call();
+                    let Some(call) = ctx.into_call() else {
+                        return not_a_call();
+                    };
                     let outcome = dispatch.run(&call).await;
                     if let Outcome::Failed(f) = &outcome {
                         tracing::warn!(failure = %f, "request failed at its backend");
@@ -281,4 +292,15 @@ impl Answering<'_> {
         };
         cancellable.instrument(span).await
     }
+}
+
+/// What the dispatch answers if a context it is handed holds no call (it cannot: contexts are made from
+/// calls, and a middleware cannot swap what a context holds).
+pub(crate) fn not_a_call() -> Response {
+    Response::dispatched(
+        Outcome::Failed(protocol::shape::Failure::Internal {
+            reason: "the request reached the dispatch without a call".into(),
+        }),
+        None,
+    )
 }

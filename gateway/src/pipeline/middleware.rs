@@ -31,6 +31,7 @@ use std::time::Instant;
 
 use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
+use protocol::payload::InitializeRequestParams;
 use protocol::shape::Refusal;
 use protocol::validate::Call;
 use protocol::{Error, ErrorCode, Generation, Method, RequestId};
@@ -69,10 +70,20 @@ pub struct Principal {
     pub groups: Vec<String>,
 }
 
+/// The request a middleware sees: a call to route, or a legacy `initialize`.
+#[derive(Debug)]
+enum Asked {
+    Call(Call),
+    Initialize {
+        id: RequestId,
+        params: Box<InitializeRequestParams>,
+    },
+}
+
 /// What a middleware sees of one JSON-RPC request.
 #[derive(Debug)]
 pub struct MwContext {
-    call: Call,
+    asked: Asked,
     generation: Generation,
     transport: Transport,
     principal: Option<Principal>,
@@ -82,8 +93,22 @@ pub struct MwContext {
 impl MwContext {
     /// The context of a validated call.
     pub(crate) fn new(call: Call, generation: Generation, transport: Transport) -> MwContext {
+        MwContext::of(Asked::Call(call), generation, transport)
+    }
+
+    /// The context of a validated legacy `initialize`.
+    pub(crate) fn initialize(
+        id: RequestId,
+        params: Box<InitializeRequestParams>,
+        generation: Generation,
+        transport: Transport,
+    ) -> MwContext {
+        MwContext::of(Asked::Initialize { id, params }, generation, transport)
+    }
+
+    fn of(asked: Asked, generation: Generation, transport: Transport) -> MwContext {
         MwContext {
-            call,
+            asked,
             generation,
             transport,
             principal: None,
@@ -93,17 +118,34 @@ impl MwContext {
 
     /// The request id.
     pub fn id(&self) -> &RequestId {
-        &self.call.request.id
+        match &self.asked {
+            Asked::Call(call) => &call.request.id,
+            Asked::Initialize { id, .. } => id,
+        }
     }
 
     /// The method.
     pub fn method(&self) -> Method {
-        self.call.method
+        match &self.asked {
+            Asked::Call(call) => call.method,
+            Asked::Initialize { .. } => Method::Initialize,
+        }
     }
 
-    /// The validated call: the request (its params), its `_meta`, what it names.
-    pub fn call(&self) -> &Call {
-        &self.call
+    /// The validated call: the request (its params), its `_meta`, what it names; `None` for `initialize`.
+    pub fn call(&self) -> Option<&Call> {
+        match &self.asked {
+            Asked::Call(call) => Some(call),
+            Asked::Initialize { .. } => None,
+        }
+    }
+
+    /// A legacy `initialize`'s params (the client's info and capabilities); `None` for any other request.
+    pub fn initialize_params(&self) -> Option<&InitializeRequestParams> {
+        match &self.asked {
+            Asked::Initialize { params, .. } => Some(params),
+            Asked::Call(_) => None,
+        }
     }
 
     /// The generation the client speaks.
@@ -131,8 +173,12 @@ impl MwContext {
         self.started
     }
 
-    pub(crate) fn into_call(self) -> Call {
-        self.call
+    /// The call, for the dispatch at the end of the chain (`None` for `initialize`).
+    pub(crate) fn into_call(self) -> Option<Call> {
+        match self.asked {
+            Asked::Call(call) => Some(call),
+            Asked::Initialize { .. } => None,
+        }
     }
 }
 

@@ -156,7 +156,10 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
                 auth,
                 backend: std::cell::OnceCell::new(),
             };
-            let outcome = rounds(&base, ctx.into_call(), &tx, wants).await;
+            let Some(call) = ctx.into_call() else {
+                return crate::pipeline::answer::not_a_call();
+            };
+            let outcome = rounds(&base, call, &tx, wants).await;
             Response::dispatched(outcome, base.backend.get().cloned())
         })
     };

@@ -556,9 +556,17 @@ fn transport_refusals_have_their_status_and_an_error_body() {
     // (rejection, status, JSON-RPC code)
     let table = [
         (Rejection::body_too_large(1024), 413, -32600),
-        (Rejection::body_timeout("request timeout".into()), 408, -32600),
+        (
+            Rejection::body_timeout("request timeout".into()),
+            408,
+            -32600,
+        ),
         (Rejection::bad_body("eof"), 400, -32600),
-        (Rejection::bad_framing("content-length with transfer-encoding"), 400, -32600),
+        (
+            Rejection::bad_framing("content-length with transfer-encoding"),
+            400,
+            -32600,
+        ),
         (Rejection::bad_host("two Host headers"), 400, -32600),
         (Rejection::forbidden_origin("origin"), 403, -32600),
         (Rejection::unknown_session("initialize first"), 404, -32600),

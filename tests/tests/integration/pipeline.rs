@@ -25,7 +25,7 @@ fn slow_backend(middlewares: &str) -> String {
 }
 
 const LOG_THEN_ALLOW: &str = "[[middleware]]\nkind = \"access_log\"\n\n[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"initialize\", \"tools/list\"]\n";
-const ALLOW_THEN_LOG: &str = "[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"initialize\", \"tools/list\"]\n\n[[middleware]]\nkind = \"access_log\"\n";
+const ALLOW_THEN_LOG: &str = "[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"tools/list\"]\n\n[[middleware]]\nkind = \"access_log\"\n";
 
 fn echo_args() -> Value {
     json!({"name": "m__echo", "arguments": {"text": SECRET}})
@@ -129,6 +129,21 @@ fn middlewares_run_in_the_configured_order() {
     assert_unknown_method(&refused.json(), 1, "refused");
     let listed = modern_request(&gw.url, "tools/list", json!({}), &[]);
     assert_eq!(listed.status, 200, "{listed:?}");
+    // `initialize` goes through the chain too: refused, it creates no session.
+    let init = json!({"jsonrpc": "2.0", "id": 5, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}});
+    let refused_init = post_raw(&gw.url, &JSON_HEADERS, init.to_string());
+    assert_eq!(refused_init.status, 200, "{refused_init:?}");
+    assert_eq!(
+        refused_init.json()["error"]["code"],
+        -32601,
+        "{refused_init:?}"
+    );
+    assert_eq!(
+        refused_init.header("mcp-session-id"),
+        None,
+        "{refused_init:?}"
+    );
     std::thread::sleep(Duration::from_millis(200));
     let lines = access_lines(&gw);
     assert!(

@@ -223,7 +223,7 @@ pub fn into_reply(resp: reqwest::blocking::Response) -> Reply {
     }
 }
 
-const JSON_HEADERS: [(&str, &str); 2] = [
+pub const JSON_HEADERS: [(&str, &str); 2] = [
     ("Content-Type", "application/json"),
     ("Accept", "application/json, text/event-stream"),
 ];

@@ -22,9 +22,9 @@ use actix_web::{HttpResponse, web};
 use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 
+use crate::pipeline::Chain;
 use crate::pipeline::response::ResponseHandle;
 pub use crate::pipeline::routing::HeaderSource;
-use crate::pipeline::Chain;
 use crate::pipeline::routing::RoutingHandle;
 use crate::session::sse_event;
 use crate::state::Gateway;
@@ -53,11 +53,8 @@ impl Worker {
 
     /// Starts this worker's actors on its arbiter, with this middleware chain.
     pub fn start_with(gw: Arc<Gateway>, chain: Chain) -> Worker {
-        let routing = RoutingHandle::start_with(
-            gw.clone(),
-            gw.config.server.max_in_flight_per_worker,
-            chain,
-        );
+        let routing =
+            RoutingHandle::start_with(gw.clone(), gw.config.server.max_in_flight_per_worker, chain);
         let response = ResponseHandle::start(gw.clone());
         let origin = OriginPolicy::from_config(&gw.config.server);
         let cors = CorsPolicy::from_config(&gw.config.server);
