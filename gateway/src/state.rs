@@ -45,7 +45,7 @@ pub struct Gateway {
     /// Seals and opens the `requestState` of `input_required` results.
     pub sealer: Arc<StateSealer>,
     /// Resource subscriptions and listen streams.
-    pub subscriptions: Subscriptions,
+    pub subscriptions: Arc<Subscriptions>,
     /// Shared `resources/read` results.
     pub resource_cache: ResourceCache,
     /// Legacy backends' requests held open for a 2026-07-28 client's answer.
@@ -68,7 +68,8 @@ impl Gateway {
             },
             max_body_bytes: config.server.max_body_bytes,
         };
-        let sessions = SessionStore::new(config.server.max_sessions);
+        let subscriptions = Arc::new(Subscriptions::default());
+        let sessions = SessionStore::new(config.server.max_sessions, subscriptions.clone());
         let sse_connections = PendingStreams::new(config.server.max_sessions);
         let ledger = Ledger::new(
             config.backends.iter().map(|b| b.name.as_str()),
@@ -84,7 +85,7 @@ impl Gateway {
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
             server_info,
             sealer: StateSealer::random(),
-            subscriptions: Subscriptions::default(),
+            subscriptions,
             resource_cache: ResourceCache::new(
                 crate::cache::MAX_ENTRIES,
                 config.server.cache_max_bytes,

@@ -259,7 +259,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn a_backend_request_is_asked_on_the_stream_and_the_answer_relayed() {
-        let store = SessionStore::new(4);
+        let store = SessionStore::new(4, Default::default());
         let s = session(&store, json!({"sampling": {}}));
         let (tx, mut stream) = mpsc::channel(4);
         let (reply, replied) = oneshot::channel();
@@ -287,7 +287,7 @@ mod tests {
 
     #[actix_rt::test]
     async fn undeclared_capabilities_and_modern_clients_get_an_error_at_once() {
-        let store = SessionStore::new(4);
+        let store = SessionStore::new(4, Default::default());
         let s = session(&store, json!({"roots": {}}));
         let (tx, mut stream) = mpsc::channel(4);
         // (session, method, code, what the message says)

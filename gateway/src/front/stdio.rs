@@ -16,7 +16,7 @@ use crate::front::http::Worker;
 use crate::pipeline::Transport;
 use crate::pipeline::answer::{Answer, Answering};
 use crate::pipeline::routing::Origin;
-use crate::session::{Session, SessionTransport};
+use crate::session::{Ending, Session, SessionTransport};
 use crate::state::Gateway;
 
 /// Requests answered at once; the next line waits for a slot (stdin is read no faster than answered).
@@ -102,7 +102,7 @@ where
                 ) {
                     Ok(s) => {
                         if let Some(old) = session.replace(s) {
-                            gw.sessions.end(&old.id);
+                            gw.sessions.end(&old.id, Ending::StdioClosed);
                         }
                     }
                     Err(e) => tracing::error!(error = %e, "stdio session not created"),
@@ -153,7 +153,7 @@ where
     drop(out_tx);
     let _ = writer.await;
     if let Some(s) = session {
-        gw.sessions.end(&s.id);
+        gw.sessions.end(&s.id, Ending::StdioClosed);
     }
     Ok(())
 }

@@ -63,6 +63,10 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
         let event = match wake_at {
             Some(at) => tokio::select! {
                 event = events.recv() => event,
+                () = gw.subscriptions.shrunk() => {
+                    sync_all(&gw);
+                    continue;
+                }
                 () = tokio::time::sleep_until(at) => {
                     let now = Instant::now();
                     let mut scope = None;
@@ -95,7 +99,13 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                     continue;
                 }
             },
-            None => events.recv().await,
+            None => tokio::select! {
+                event = events.recv() => event,
+                () = gw.subscriptions.shrunk() => {
+                    sync_all(&gw);
+                    continue;
+                }
+            },
         };
         let Some(event) = event else { break };
         match event {
@@ -202,6 +212,13 @@ fn deliver_log(gw: &Gateway, backend: &str, n: &Notification) {
         }
     }
     tracing::debug!(%backend, sent, "relayed a backend's log message sent outside a request");
+}
+
+/// Brings every backend's own subscription in line (a session ended: what it wanted is no longer wanted).
+fn sync_all(gw: &Gateway) {
+    for name in gw.backends.keys() {
+        sync_backend(gw, name);
+    }
 }
 
 /// Makes `backend`'s own subscription cover what clients want from it now: every list change (the gateway

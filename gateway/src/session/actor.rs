@@ -9,10 +9,12 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{Sessions, ShortId};
+use super::{Ending, Sessions, ShortId};
 
 /// How often the actor looks at the idle clock, as a fraction of the timeout.
 const CHECKS_PER_TIMEOUT: u32 = 4;
+/// How often an HTTP+SSE session looks whether its client closed its stream.
+const STREAM_CHECK: Duration = Duration::from_secs(1);
 
 /// The session's stream is gone or full; the message was not delivered.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +24,8 @@ pub struct StreamClosed;
 pub(super) struct SessionActor {
     id: String,
     store: Weak<Sessions>,
+    /// 2024-11-05 HTTP+SSE: the session is its stream, and ends when the client closes it.
+    ends_with_stream: bool,
     idle_timeout: Duration,
     stream: Option<mpsc::Sender<Bytes>>,
 }
@@ -41,8 +45,7 @@ impl Actor for SessionActor {
                 None => true,
             };
             if expired {
-                store.remove(&act.id);
-                tracing::info!(session = %ShortId(&act.id), "session expired after being idle");
+                store.end(&act.id, Ending::Idle);
                 ctx.stop();
             }
         });
@@ -56,7 +59,18 @@ struct AttachStream(mpsc::Sender<Bytes>);
 impl Handler<AttachStream> for SessionActor {
     // A plain state write: nothing to await.
     type Result = ();
-    fn handle(&mut self, msg: AttachStream, _: &mut Self::Context) {
+    fn handle(&mut self, msg: AttachStream, ctx: &mut Self::Context) {
+        if self.ends_with_stream && self.stream.is_none() {
+            // Looked at every second (holding a sender clone to await `closed` would keep the stream open).
+            ctx.run_interval(STREAM_CHECK, |act, ctx| {
+                if act.stream.as_ref().is_none_or(mpsc::Sender::is_closed) {
+                    if let Some(store) = act.store.upgrade() {
+                        store.end(&act.id, Ending::StreamClosed);
+                    }
+                    ctx.stop();
+                }
+            });
+        }
         self.stream = Some(msg.0);
     }
 }
@@ -106,10 +120,12 @@ impl SessionHandle {
         id: String,
         store: Weak<Sessions>,
         idle_timeout: Duration,
+        ends_with_stream: bool,
     ) -> SessionHandle {
         let addr = SessionActor {
             id,
             store,
+            ends_with_stream,
             idle_timeout,
             stream: None,
         }

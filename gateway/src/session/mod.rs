@@ -8,6 +8,8 @@ mod in_flight;
 mod sse;
 pub mod subscriptions;
 
+use subscriptions::Subscriptions;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -144,14 +146,48 @@ pub struct SessionStore {
 struct Sessions {
     map: DashMap<String, Arc<Session>>,
     slots: Slots,
+    subscriptions: Arc<Subscriptions>,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The client sent DELETE.
+    Deleted,
+    /// No request for `session_idle_secs`.
+    Idle,
+    /// `mcpgw serve --stdio`: standard input ended (or a new `initialize` replaced it).
+    StdioClosed,
+    /// 2024-11-05 HTTP+SSE: the client closed the session's stream.
+    StreamClosed,
+}
+
+impl Ending {
+    fn as_str(self) -> &'static str {
+        match self {
+            Ending::Deleted => "deleted by the client",
+            Ending::Idle => "expired after being idle",
+            Ending::StdioClosed => "standard input closed",
+            Ending::StreamClosed => "its HTTP+SSE stream closed",
+        }
+    }
 }
 
 impl Sessions {
-    /// Removes a session (ended or expired) and gives its slot back.
-    fn remove(&self, id: &str) -> Option<Arc<Session>> {
-        let (_, session) = self.map.remove(id)?;
+    /// The one way a session ends, whatever ends it: removed from the store (its slot given back), its
+    /// actor stopped (its stream closes), its subscriptions dropped (the backends' own shrink when the
+    /// change watcher wakes on `Subscriptions::shrunk`). Requests of it still in flight finish; answers to
+    /// its open questions can no longer arrive (no session to send them on), so those questions end at
+    /// their deadline.
+    fn end(&self, id: &str, why: Ending) -> bool {
+        let Some((_, session)) = self.map.remove(id) else {
+            return false;
+        };
         self.slots.give_back();
-        Some(session)
+        self.subscriptions.end_session(id);
+        session.handle.end();
+        tracing::info!(session = %ShortId(id), why = why.as_str(), "session ended");
+        true
     }
 }
 
@@ -204,12 +240,13 @@ impl Drop for Slot<'_> {
 }
 
 impl SessionStore {
-    /// An empty store holding at most `max` sessions.
-    pub fn new(max: usize) -> SessionStore {
+    /// An empty store holding at most `max` sessions, whose subscriptions are kept in `subscriptions`.
+    pub fn new(max: usize, subscriptions: Arc<Subscriptions>) -> SessionStore {
         SessionStore {
             sessions: Arc::new(Sessions {
                 map: DashMap::new(),
                 slots: Slots::new(max),
+                subscriptions,
             }),
         }
     }
@@ -227,7 +264,12 @@ impl SessionStore {
         let slots = &self.sessions.slots;
         let slot = slots.take().ok_or(StoreFull(slots.max))?;
         let id = id.unwrap_or_else(new_session_id);
-        let handle = SessionHandle::start(id.clone(), Arc::downgrade(&self.sessions), idle_timeout);
+        let handle = SessionHandle::start(
+            id.clone(),
+            Arc::downgrade(&self.sessions),
+            idle_timeout,
+            transport == SessionTransport::HttpSse,
+        );
         let session = Arc::new(Session {
             id: id.clone(),
             generation,
@@ -264,15 +306,9 @@ impl SessionStore {
         self.sessions.map.get(id).map(|r| r.value().clone())
     }
 
-    /// Ends a session (DELETE, or expiry): removed from the store, its actor stopped, its stream closed.
-    pub fn end(&self, id: &str) -> bool {
-        match self.sessions.remove(id) {
-            Some(session) => {
-                session.handle.end();
-                true
-            }
-            None => false,
-        }
+    /// Ends a session and releases everything it holds (see [`Ending`]); `false` when no such session.
+    pub fn end(&self, id: &str, why: Ending) -> bool {
+        self.sessions.end(id, why)
     }
 
     /// Every live session (cloned out: no map guard is held by the caller).

@@ -68,6 +68,8 @@ struct State {
 pub struct Subscriptions {
     state: Mutex<State>,
     next: AtomicU64,
+    /// Woken when a session's subscriptions went: the backends' own subscriptions may shrink.
+    shrunk: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Subscriptions {
@@ -132,12 +134,31 @@ impl Subscriptions {
         remove_subscriber(&mut state, uri, session);
     }
 
-    /// A legacy session ended: all its subscriptions go.
+    /// A legacy session ended: all its subscriptions go (and [`Subscriptions::shrunk`] wakes when it had
+    /// any).
     pub fn end_session(&self, session: &str) {
-        let mut state = self.lock();
-        for uri in state.sessions.remove(session).unwrap_or_default() {
-            remove_subscriber(&mut state, &uri, session);
+        let removed = {
+            let mut state = self.lock();
+            let uris = state.sessions.remove(session).unwrap_or_default();
+            for uri in &uris {
+                remove_subscriber(&mut state, uri, session);
+            }
+            !uris.is_empty()
+        };
+        if removed {
+            self.shrunk.notify_one();
         }
+    }
+
+    /// Whether a session holds any subscription.
+    pub fn has_session(&self, session: &str) -> bool {
+        self.lock().sessions.contains_key(session)
+    }
+
+    /// Resolves once some session's subscriptions went since the last call (the wake-ups coalesce: never a
+    /// queue).
+    pub async fn shrunk(&self) {
+        self.shrunk.notified().await;
     }
 
     /// A listen stream opens; it is removed when the guard drops.

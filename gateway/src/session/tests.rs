@@ -18,7 +18,7 @@ fn max_sessions_is_exact_under_concurrent_initializes() {
     .unwrap();
     let params = Arc::new(params);
     for round in 0..ROUNDS {
-        let store = Arc::new(SessionStore::new(MAX));
+        let store = Arc::new(SessionStore::new(MAX, Default::default()));
         let start = Arc::new(Barrier::new(THREADS));
         let most = Arc::new(AtomicUsize::new(0));
         let threads: Vec<_> = (0..THREADS)
@@ -61,7 +61,7 @@ async fn a_session_gone_gives_its_slot_back() {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "t", "version": "1"}}))
     .unwrap();
-    let store = SessionStore::new(1);
+    let store = SessionStore::new(1, Default::default());
     let create = |idle| {
         store.create(
             None,
@@ -73,8 +73,8 @@ async fn a_session_gone_gives_its_slot_back() {
     };
     let ended = create(Duration::from_secs(60)).unwrap();
     assert!(create(Duration::from_secs(60)).is_err(), "full");
-    assert!(store.end(&ended.id));
-    assert!(!store.end(&ended.id), "ended once");
+    assert!(store.end(&ended.id, Ending::Deleted));
+    assert!(!store.end(&ended.id, Ending::Deleted), "ended once");
     let idle = create(Duration::from_millis(50)).expect("the ended session's slot");
     assert!(create(Duration::from_secs(60)).is_err(), "full again");
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -148,4 +148,103 @@ fn session_ids_are_long_unique_hex() {
     assert_eq!(a.len(), 64);
     assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
     assert_ne!(a, b);
+}
+
+/// One session of `transport` holding a subscription, in a store of one slot.
+fn subscribed_session(
+    transport: SessionTransport,
+    idle: Duration,
+) -> (SessionStore, Arc<Subscriptions>, Arc<Session>) {
+    let params: InitializeRequestParams = serde_json::from_value(serde_json::json!({
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}))
+    .unwrap();
+    let subscriptions = Arc::new(Subscriptions::default());
+    let store = SessionStore::new(1, subscriptions.clone());
+    let session = store
+        .create(None, Generation::V2024_11_05, &params, transport, idle)
+        .unwrap();
+    subscriptions
+        .subscribe(&session.id, "file:///a", "b")
+        .unwrap();
+    assert!(subscriptions.has_session(&session.id));
+    (store, subscriptions, session)
+}
+
+/// Everything the session held is released: the store, its slot, its subscriptions (and the change
+/// watcher is woken to shrink the backends' own).
+async fn assert_released(
+    store: &SessionStore,
+    subscriptions: &Subscriptions,
+    session: &Session,
+    how: &str,
+) {
+    let woken = tokio::time::timeout(Duration::from_secs(5), subscriptions.shrunk()).await;
+    assert!(woken.is_ok(), "{how}: the change watcher was not woken");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while store.peek(&session.id).is_some() && Instant::now() < deadline {
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        store.peek(&session.id).is_none(),
+        "{how}: still in the store"
+    );
+    assert!(
+        !subscriptions.has_session(&session.id),
+        "{how}: its subscriptions stayed"
+    );
+    assert_eq!(store.len(), 0, "{how}");
+}
+
+#[actix_rt::test]
+async fn a_deleted_session_releases_its_subscriptions() {
+    let (store, subs, session) =
+        subscribed_session(SessionTransport::StreamableHttp, Duration::from_secs(60));
+    assert!(store.end(&session.id, Ending::Deleted));
+    assert_released(&store, &subs, &session, "DELETE").await;
+}
+
+#[actix_rt::test]
+async fn a_session_that_idles_out_releases_its_subscriptions() {
+    // Before, expiry only took the session out of the store: its subscriptions stayed.
+    let (store, subs, session) =
+        subscribed_session(SessionTransport::StreamableHttp, Duration::from_millis(60));
+    assert_released(&store, &subs, &session, "idle expiry").await;
+}
+
+#[actix_rt::test]
+async fn a_stdio_session_closed_releases_its_subscriptions() {
+    let (store, subs, session) =
+        subscribed_session(SessionTransport::Stdio, Duration::from_secs(60));
+    assert!(store.end(&session.id, Ending::StdioClosed));
+    assert_released(&store, &subs, &session, "stdio close").await;
+}
+
+#[actix_rt::test]
+async fn an_http_sse_session_ends_when_its_stream_closes() {
+    // Before, a closed HTTP+SSE stream left its session (and subscriptions) until idle expiry.
+    let (store, subs, session) =
+        subscribed_session(SessionTransport::HttpSse, Duration::from_secs(600));
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    session.handle.attach_stream(tx).unwrap();
+    actix_rt::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        store.peek(&session.id).is_some(),
+        "ended while its stream is open"
+    );
+    drop(rx);
+    assert_released(&store, &subs, &session, "HTTP+SSE close").await;
+}
+
+#[actix_rt::test]
+async fn a_streamable_http_session_outlives_its_get_stream() {
+    // The GET stream of a Streamable HTTP session is optional: closing it ends nothing.
+    let (store, subs, session) =
+        subscribed_session(SessionTransport::StreamableHttp, Duration::from_secs(600));
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    session.handle.attach_stream(tx).unwrap();
+    drop(rx);
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    assert!(store.peek(&session.id).is_some());
+    assert!(subs.has_session(&session.id));
 }

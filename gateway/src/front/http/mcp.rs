@@ -16,7 +16,7 @@ use crate::auth_context::AuthContext;
 use crate::pipeline::Transport;
 use crate::pipeline::answer::{Answer, Answering};
 use crate::pipeline::routing::Origin;
-use crate::session::{Session, SessionTransport, ShortId};
+use crate::session::{Ending, Session, SessionTransport, ShortId};
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -126,12 +126,7 @@ async fn handle(
         },
         Answer::EndSession => match session {
             Some(s) => {
-                worker.gw.sessions.end(&s.id);
-                worker.gw.subscriptions.end_session(&s.id);
-                for name in worker.gw.backends.keys() {
-                    crate::notify::changes::sync_backend(&worker.gw, name);
-                }
-                tracing::info!(session = %ShortId(&s.id), "session ended by the client");
+                worker.gw.sessions.end(&s.id, Ending::Deleted);
                 HttpResponse::NoContent().finish()
             }
             None => rejection_response(&Rejection::unknown_session(
