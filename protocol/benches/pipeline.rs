@@ -12,7 +12,7 @@ use protocol::headers::{ParamHeader, ParamKind};
 use protocol::payload::Implementation;
 use protocol::shape::{CachePolicy, Stamp, shape};
 use protocol::validate::{
-    Catalog, Config, HttpMethod, HttpRequest, ToolRoute, ValidKind, validate,
+    Catalog, Config, HttpMethod, HttpRequest, RouteKey, ToolRoute, ValidKind, validate,
 };
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -25,15 +25,16 @@ struct OneTool(Vec<ParamHeader>);
 impl Catalog for OneTool {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
         (name == "weather__get_weather").then_some(ToolRoute {
+            key: RouteKey(0),
             header_params: &self.0,
             required_capabilities: None,
         })
     }
-    fn has_resource(&self, _: &str) -> bool {
-        false
+    fn resource(&self, _: &str) -> Option<RouteKey> {
+        (false).then_some(RouteKey(0))
     }
-    fn has_prompt(&self, _: &str) -> bool {
-        false
+    fn prompt(&self, _: &str) -> Option<RouteKey> {
+        (false).then_some(RouteKey(0))
     }
 }
 
@@ -89,7 +90,13 @@ fn bench(c: &mut Criterion) {
             };
             // The result arrives from the backend as bytes, as it would off the wire.
             let raw: Box<RawValue> = serde_json::from_slice(black_box(RESULT.as_bytes())).unwrap();
-            shape(&call.request.id, call.method, generation, Ok(&raw), &stamp)
+            shape(
+                &call.request().id,
+                call.method(),
+                generation,
+                Ok(&raw),
+                &stamp,
+            )
         })
     });
     g.bench_function("validate_only", |b| {

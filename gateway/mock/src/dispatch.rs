@@ -10,7 +10,7 @@ use protocol::payload::{
     Implementation, PaginatedRequestParams, ReadResourceRequestParams, SetLevelRequestParams,
 };
 use protocol::shape::{CachePolicy, CacheScope, Stamp, response_bytes, shape};
-use protocol::validate::{Catalog, ToolRoute};
+use protocol::validate::{Catalog, RouteKey, ToolRoute};
 use protocol::{Error, ErrorCode, Generation, GenerationSet, Request, RequestId, Response};
 use serde_json::json;
 use serde_json::value::RawValue;
@@ -242,17 +242,18 @@ fn method_not_found(method: &str) -> Error {
 impl Catalog for Mock {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
         self.tools.get(name).map(|e| ToolRoute {
+            key: RouteKey(0),
             header_params: e.headers(),
             required_capabilities: None,
         })
     }
 
-    fn has_resource(&self, uri: &str) -> bool {
-        self.resources.has(uri)
+    fn resource(&self, uri: &str) -> Option<RouteKey> {
+        (self.resources.has(uri)).then_some(RouteKey(0))
     }
 
-    fn has_prompt(&self, name: &str) -> bool {
-        self.prompts.has(name)
+    fn prompt(&self, name: &str) -> Option<RouteKey> {
+        (self.prompts.has(name)).then_some(RouteKey(0))
     }
 }
 

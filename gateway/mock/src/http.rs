@@ -182,7 +182,7 @@ async fn mcp(req: actix_web::HttpRequest, body: Bytes, state: web::Data<State>) 
         ValidKind::Call(call) => {
             let reply = state
                 .mock
-                .answer_method(g, call.method, &call.request)
+                .answer_method(g, call.method(), call.request())
                 .await;
             state.respond(reply, accepts, None).await
         }
@@ -278,9 +278,12 @@ impl State {
     ) -> HttpResponse {
         let answers = items.into_iter().map(|item| async move {
             match item {
-                Ok(ValidKind::Call(c)) => {
-                    Some(self.mock.answer_method(g, c.method, &c.request).await.body)
-                }
+                Ok(ValidKind::Call(c)) => Some(
+                    self.mock
+                        .answer_method(g, c.method(), c.request())
+                        .await
+                        .body,
+                ),
                 Err(r) => Some(r.body()),
                 Ok(_) => None,
             }

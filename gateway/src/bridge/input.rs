@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use futures_util::future::join_all;
-use protocol::raw::RawObject;
 use protocol::validate::Call;
 use protocol::{Error, ErrorCode, Generation, Message, Method, Request};
 use serde::Deserialize;
@@ -201,32 +200,7 @@ pub fn retry(
     responses: BTreeMap<String, Box<RawValue>>,
     state: Option<Box<RawValue>>,
 ) -> Call {
-    let params = {
-        let mut object =
-            RawObject::parse_or_empty(call.request.params.as_deref()).unwrap_or_default();
-        let mut answers = RawObject::default();
-        for (key, result) in responses {
-            answers.set(&key, result);
-        }
-        object.set("inputResponses", answers.to_raw());
-        match state {
-            Some(state) => object.set("requestState", state),
-            None => {
-                object.remove("requestState");
-            }
-        }
-        object.to_raw()
-    };
-    Call {
-        request: Request {
-            id: call.request.id.clone(),
-            method: call.request.method.clone(),
-            params: Some(params),
-        },
-        method: call.method,
-        meta: call.meta.clone(),
-        target: call.target.clone(),
-    }
+    call.retry(responses, state)
 }
 
 #[cfg(test)]

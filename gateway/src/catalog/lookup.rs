@@ -1,7 +1,7 @@
 //! Routing lookups on a snapshot: tools and prompts by exposed name, resources by URI (exact first, then
 //! templates), completion references, and the [`protocol::validate::Catalog`] facts validation needs.
 
-use protocol::validate::{Catalog, ToolRoute};
+use protocol::validate::{Catalog, RouteKey, ToolRoute};
 use serde_json::Value;
 
 use super::snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
@@ -9,38 +9,19 @@ use super::snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute
 impl CatalogSnapshot {
     /// The tool clients know as `exposed`.
     pub fn tool(&self, exposed: &str) -> Option<&ToolEntry> {
-        self.tools
-            .binary_search_by(|t| t.exposed_name.as_str().cmp(exposed))
-            .ok()
-            .and_then(|i| self.tools.get(i))
+        self.tool_index(exposed).and_then(|i| self.tools.get(i))
     }
 
     /// The prompt clients know as `exposed`.
     pub fn prompt(&self, exposed: &str) -> Option<&PromptEntry> {
-        self.prompts
-            .binary_search_by(|p| p.exposed_name.as_str().cmp(exposed))
-            .ok()
-            .and_then(|i| self.prompts.get(i))
+        self.prompt_index(exposed).and_then(|i| self.prompts.get(i))
     }
 
     /// The backend serving a resource URI: a listed resource with exactly this URI first, then the first
     /// template that matches, templates taken longest literal prefix first, then by `uriTemplate` (so
     /// `file:///logs/{name}` is tried before `file:///{+path}`).
     pub fn resource(&self, uri: &str) -> Option<ResourceRoute<'_>> {
-        if let Ok(i) = self.resources.binary_search_by(|r| r.uri.as_str().cmp(uri)) {
-            return self.resources.get(i).map(|r| ResourceRoute {
-                backend: &r.backend,
-                matched: ResourceMatch::Exact,
-            });
-        }
-        self.template_order
-            .iter()
-            .filter_map(|&i| self.templates.get(i))
-            .find(|t| t.parsed.as_ref().is_some_and(|p| p.is_match(uri)))
-            .map(|t| ResourceRoute {
-                backend: &t.backend,
-                matched: ResourceMatch::Template(&t.uri_template),
-            })
+        self.resource_key(uri).and_then(|k| self.resource_at(k))
     }
 
     /// The backend of a template whose `uriTemplate` is exactly `template`.
@@ -83,19 +64,84 @@ impl CatalogSnapshot {
     }
 }
 
+/// A resource key with this bit set names a template (its index below it), else a listed resource.
+const TEMPLATE_KEY: u32 = 1 << 31;
+
+impl CatalogSnapshot {
+    fn tool_index(&self, exposed: &str) -> Option<usize> {
+        self.tools
+            .binary_search_by(|t| t.exposed_name.as_str().cmp(exposed))
+            .ok()
+    }
+
+    fn prompt_index(&self, exposed: &str) -> Option<usize> {
+        self.prompts
+            .binary_search_by(|p| p.exposed_name.as_str().cmp(exposed))
+            .ok()
+    }
+
+    /// Where a URI routes, as a key: an exact resource first, then the first matching template.
+    fn resource_key(&self, uri: &str) -> Option<RouteKey> {
+        if let Ok(i) = self.resources.binary_search_by(|r| r.uri.as_str().cmp(uri)) {
+            return u32::try_from(i).ok().map(RouteKey);
+        }
+        self.template_order
+            .iter()
+            .copied()
+            .find(|&i| {
+                self.templates
+                    .get(i)
+                    .and_then(|t| t.parsed.as_ref())
+                    .is_some_and(|p| p.is_match(uri))
+            })
+            .and_then(|i| u32::try_from(i).ok())
+            .filter(|i| i & TEMPLATE_KEY == 0)
+            .map(|i| RouteKey(i | TEMPLATE_KEY))
+    }
+
+    /// The tool validation resolved (`None` only for a key of another snapshot).
+    pub fn tool_at(&self, key: RouteKey) -> Option<&ToolEntry> {
+        self.tools.get(key.0 as usize)
+    }
+
+    /// The prompt validation resolved.
+    pub fn prompt_at(&self, key: RouteKey) -> Option<&PromptEntry> {
+        self.prompts.get(key.0 as usize)
+    }
+
+    /// The resource route validation resolved.
+    pub fn resource_at(&self, key: RouteKey) -> Option<ResourceRoute<'_>> {
+        if key.0 & TEMPLATE_KEY == 0 {
+            return self.resources.get(key.0 as usize).map(|r| ResourceRoute {
+                backend: &r.backend,
+                matched: ResourceMatch::Exact,
+            });
+        }
+        self.templates
+            .get((key.0 & !TEMPLATE_KEY) as usize)
+            .map(|t| ResourceRoute {
+                backend: &t.backend,
+                matched: ResourceMatch::Template(&t.uri_template),
+            })
+    }
+}
+
 impl Catalog for CatalogSnapshot {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
-        CatalogSnapshot::tool(self, name).map(|entry| ToolRoute {
+        let i = self.tool_index(name)?;
+        let entry = self.tools.get(i)?;
+        Some(ToolRoute {
+            key: RouteKey(u32::try_from(i).ok()?),
             header_params: &entry.client_headers,
             required_capabilities: None,
         })
     }
 
-    fn has_resource(&self, uri: &str) -> bool {
-        self.resource(uri).is_some()
+    fn resource(&self, uri: &str) -> Option<RouteKey> {
+        self.resource_key(uri)
     }
 
-    fn has_prompt(&self, name: &str) -> bool {
-        self.prompt(name).is_some()
+    fn prompt(&self, name: &str) -> Option<RouteKey> {
+        u32::try_from(self.prompt_index(name)?).ok().map(RouteKey)
     }
 }

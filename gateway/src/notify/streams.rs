@@ -22,7 +22,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Opens a listen stream; its messages arrive on the returned channel until the client goes away.
 pub fn open(gw: &Arc<Gateway>, call: &Call) -> Result<mpsc::Receiver<Vec<u8>>, Error> {
-    let params: SubscriptionsListenRequestParams = call.request.params_as()?;
+    let params: SubscriptionsListenRequestParams = call.request().params_as()?;
     let asked = params.notifications;
     let snapshot = gw.catalog.snapshot();
     let uris: Vec<String> = asked
@@ -50,7 +50,7 @@ pub fn open(gw: &Arc<Gateway>, call: &Call) -> Result<mpsc::Receiver<Vec<u8>>, E
         Some(&serde_json::json!({ "notifications": honoured })),
     );
     let (tx, rx) = mpsc::channel(BUFFER);
-    let id = call.request.id.clone();
+    let id = call.request().id.clone();
     tx.try_send(tagged(&ack, &id)).map_err(|_| {
         Error::new(
             ErrorCode::InternalError,

@@ -121,17 +121,17 @@ impl Answering<'_> {
                 Answer::Accepted
             }
 
-            ValidKind::Call(call) if call.method == Method::SubscriptionsListen => {
+            ValidKind::Call(call) if call.method() == Method::SubscriptionsListen => {
                 if !self.can_stream {
                     return Answer::Message(stream_required(
-                        &call.request.id,
-                        call.method,
+                        &call.request().id,
+                        call.method(),
                         generation,
                     ));
                 }
                 match streams::open(self.gw, &call) {
                     Ok(rx) => Answer::Stream(rx),
-                    Err(e) => Answer::Message(request_error(&call.request.id, e, generation)),
+                    Err(e) => Answer::Message(request_error(&call.request().id, e, generation)),
                 }
             }
             ValidKind::Call(call) => {
@@ -223,8 +223,8 @@ impl Answering<'_> {
         tracing::info_span!(
             "request",
             session = self.session.map(|s| tracing::field::display(ShortId(&s.id))),
-            id = %call.request.id,
-            method = %call.method,
+            id = %call.request().id,
+            method = %call.method(),
             backend = tracing::field::Empty,
             generation = %generation,
         )
@@ -242,8 +242,8 @@ impl Answering<'_> {
         // the backend call, and no response is sent (the spec's SHOULD NOT respond).
         let registered = self
             .session
-            .and_then(|s| s.in_flight().register(&call.request.id));
-        let (id, method) = (call.request.id.clone(), call.method);
+            .and_then(|s| s.in_flight().register(&call.request().id));
+        let (id, method) = (call.request().id.clone(), call.method());
         let ctx = MwContext::new(call, generation, self.transport);
         let (gw, snapshot, session, auth) = (
             self.gw.clone(),

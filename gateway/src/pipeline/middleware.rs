@@ -119,7 +119,7 @@ impl MwContext {
     /// The request id.
     pub fn id(&self) -> &RequestId {
         match &self.asked {
-            Asked::Call(call) => &call.request.id,
+            Asked::Call(call) => &call.request().id,
             Asked::Initialize { id, .. } => id,
         }
     }
@@ -127,7 +127,7 @@ impl MwContext {
     /// The method.
     pub fn method(&self) -> Method {
         match &self.asked {
-            Asked::Call(call) => call.method,
+            Asked::Call(call) => call.method(),
             Asked::Initialize { .. } => Method::Initialize,
         }
     }

@@ -58,18 +58,18 @@ pub fn wants(
         return None;
     }
     let log_level = if generation.is_modern() {
-        call.meta.log_level
+        call.meta().log_level
     } else {
         session.and_then(Session::log_level)
     };
     let may_ask = !generation.is_modern()
-        && call.method.may_require_input()
+        && call.method().may_require_input()
         && session.is_some_and(|s| {
             ["sampling", "elicitation", "roots"]
                 .iter()
                 .any(|c| s.client_capabilities.get(c).is_some())
         });
-    (call.meta.progress_token.is_some() || log_level.is_some() || may_ask)
+    (call.meta().progress_token.is_some() || log_level.is_some() || may_ask)
         .then_some(Wants { log_level })
 }
 
@@ -115,7 +115,7 @@ async fn run(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let session = s.session.clone();
     let registered = session
         .as_ref()
-        .and_then(|sess| sess.in_flight().register(&s.call.request.id));
+        .and_then(|sess| sess.in_flight().register(&s.call.request().id));
     let work = run_rounds(s, tx);
     match &registered {
         // A legacy client's notifications/cancelled ends the stream without a response.
@@ -142,7 +142,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         permit,
         span: _,
     } = s;
-    let (id, method) = (call.request.id.clone(), call.method);
+    let (id, method) = (call.request().id.clone(), call.method());
     let ctx = MwContext::new(call, generation, transport);
     let dispatched = {
         let tx = tx.clone();

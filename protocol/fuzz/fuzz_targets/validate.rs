@@ -8,7 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use protocol::headers::{ParamHeader, ParamKind};
 use protocol::payload::Implementation;
 use protocol::shape::{CachePolicy, Stamp, shape};
-use protocol::validate::{Catalog, Config, HttpMethod, HttpRequest, Session, ToolRoute, validate};
+use protocol::validate::{Catalog, Config, HttpMethod, HttpRequest, Session, RouteKey, ToolRoute, validate};
 use protocol::{Generation, Method, RequestId};
 
 struct Fixed(Vec<ParamHeader>);
@@ -16,15 +16,16 @@ struct Fixed(Vec<ParamHeader>);
 impl Catalog for Fixed {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
         (name.len() % 3 != 0).then_some(ToolRoute {
+            key: RouteKey(0),
             header_params: &self.0,
             required_capabilities: None,
         })
     }
-    fn has_resource(&self, uri: &str) -> bool {
-        uri.len() % 2 == 0
+    fn resource(&self, uri: &str) -> Option<RouteKey> {
+        (uri.len() % 2 == 0).then_some(RouteKey(0))
     }
-    fn has_prompt(&self, name: &str) -> bool {
-        !name.is_empty()
+    fn prompt(&self, name: &str) -> Option<RouteKey> {
+        (!name.is_empty()).then_some(RouteKey(0))
     }
 }
 

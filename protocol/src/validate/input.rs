@@ -37,9 +37,17 @@ impl Default for Config {
     }
 }
 
+/// Where the catalog routes a tool, resource or prompt, in the catalog's own terms (an index into its
+/// snapshot): opaque to validation, which hands it on in the [`Target`](super::Target) so that nothing
+/// after validation looks the name up again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct RouteKey(pub u32);
+
 /// What routing knows of a tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ToolRoute<'a> {
+    /// Where the catalog routes it.
+    pub key: RouteKey,
     /// The tool's `x-mcp-header` annotations, as the gateway advertises them.
     pub header_params: &'a [ParamHeader],
     /// Client capabilities the tool needs (a capabilities object), if any.
@@ -51,10 +59,11 @@ pub struct ToolRoute<'a> {
 pub trait Catalog {
     /// The tool by its exposed name, or `None` when no backend owns it.
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>>;
-    /// Whether some backend serves this URI (exactly or through a template).
-    fn has_resource(&self, uri: &str) -> bool;
-    /// Whether some backend serves this prompt.
-    fn has_prompt(&self, name: &str) -> bool;
+    /// Where a resource URI is routed (a listed resource or a template), or `None` when no backend
+    /// serves it.
+    fn resource(&self, uri: &str) -> Option<RouteKey>;
+    /// Where a prompt is routed, or `None` when no backend serves it.
+    fn prompt(&self, name: &str) -> Option<RouteKey>;
 }
 
 /// What a legacy session established at `initialize`, as the caller's session store holds it.

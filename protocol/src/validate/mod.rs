@@ -23,7 +23,7 @@ mod outcome;
 mod routing;
 
 pub use http::{Accepts, Headers, HttpMethod};
-pub use input::{Catalog, Config, HttpRequest, Session, ToolRoute, UnknownToolCode};
+pub use input::{Catalog, Config, HttpRequest, RouteKey, Session, ToolRoute, UnknownToolCode};
 pub use outcome::{Call, Rejection, Target, ValidKind, ValidRequest};
 
 use crate::error::{Error, ErrorCode};

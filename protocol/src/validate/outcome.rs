@@ -1,6 +1,6 @@
 //! What validation gives back: a [`ValidRequest`] (with its [`ValidKind`]) or a [`Rejection`].
 
-use super::Accepts;
+use super::{Accepts, RouteKey};
 use crate::error::{Error, ErrorCode};
 use crate::generation::Generation;
 use crate::id::RequestId;
@@ -8,6 +8,8 @@ use crate::message::{MessageError, Notification, Request, Response};
 use crate::meta::RequestMeta;
 use crate::method::Method;
 use crate::payload::InitializeRequestParams;
+use crate::raw::RawObject;
+use serde_json::value::RawValue;
 
 /// A request that passed validation. Only [`validate`](super::validate) makes one.
 #[derive(Debug)]
@@ -41,28 +43,105 @@ pub enum ValidKind {
     EndSession,
 }
 
-/// What a request is about, for routing.
+/// What a request is about, resolved: the name or URI as the client sent it and where the catalog it was
+/// validated against routes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// `tools/call` of this exposed tool name.
-    Tool(String),
+    Tool {
+        /// The exposed name.
+        name: String,
+        /// Its route in the catalog.
+        route: RouteKey,
+    },
     /// `resources/read` (and subscribe) of this URI.
-    Resource(String),
+    Resource {
+        /// The URI.
+        uri: String,
+        /// Its route in the catalog (a resource or a template).
+        route: RouteKey,
+    },
     /// `prompts/get` of this prompt name.
-    Prompt(String),
+    Prompt {
+        /// The exposed name.
+        name: String,
+        /// Its route in the catalog.
+        route: RouteKey,
+    },
 }
 
-/// A request to answer, with everything routing needs.
+impl Target {
+    /// The name or URI the client sent.
+    pub fn name(&self) -> &str {
+        match self {
+            Target::Tool { name, .. } | Target::Prompt { name, .. } => name,
+            Target::Resource { uri, .. } => uri,
+        }
+    }
+}
+
+/// A request to answer, with everything routing needs. Only validation makes one (and
+/// [`Call::retry`] from one), so a call that reaches a backend was validated.
 #[derive(Debug)]
 pub struct Call {
+    pub(crate) request: Request,
+    pub(crate) method: Method,
+    pub(crate) meta: RequestMeta,
+    pub(crate) target: Option<Target>,
+}
+
+impl Call {
     /// The request as received.
-    pub request: Request,
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
     /// Its method.
-    pub method: Method,
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
     /// Its per-request metadata (`_meta`).
-    pub meta: RequestMeta,
-    /// What it is about, for the methods that name something.
-    pub target: Option<Target>,
+    pub fn meta(&self) -> &RequestMeta {
+        &self.meta
+    }
+
+    /// What it is about, resolved in the catalog it was validated against.
+    pub fn target(&self) -> Option<&Target> {
+        self.target.as_ref()
+    }
+
+    /// The same call retried with the client's `inputResponses` (keyed as the backend asked) and the
+    /// backend's `requestState` (or none): everything validation established stays as it was.
+    pub fn retry(
+        &self,
+        input_responses: impl IntoIterator<Item = (String, Box<RawValue>)>,
+        request_state: Option<Box<RawValue>>,
+    ) -> Call {
+        let mut object =
+            RawObject::parse_or_empty(self.request.params.as_deref()).unwrap_or_default();
+        let mut answers = RawObject::default();
+        for (key, result) in input_responses {
+            answers.set(&key, result);
+        }
+        object.set("inputResponses", answers.to_raw());
+        match request_state {
+            Some(state) => object.set("requestState", state),
+            None => {
+                object.remove("requestState");
+            }
+        }
+        Call {
+            request: Request {
+                id: self.request.id.clone(),
+                method: self.request.method.clone(),
+                params: Some(object.to_raw()),
+            },
+            method: self.method,
+            meta: self.meta.clone(),
+            target: self.target.clone(),
+        }
+    }
 }
 
 impl ValidKind {

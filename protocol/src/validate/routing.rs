@@ -56,7 +56,8 @@ pub(super) fn target(
                     return reject(malformed, missing_capability(&name, missing));
                 }
             }
-            Ok(Some(Target::Tool(name)))
+            let route = route.key;
+            Ok(Some(Target::Tool { name, route }))
         }
         Method::ResourcesRead | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
             let Some(uri) = uri else {
@@ -65,10 +66,10 @@ pub(super) fn target(
                     invalid(format!("invalid params: {method} needs a string \"uri\"")),
                 );
             };
-            if !ctx.catalog.has_resource(&uri) {
+            let Some(route) = ctx.catalog.resource(&uri) else {
                 return reject(200, Error::resource_not_found(&uri));
-            }
-            Ok(Some(Target::Resource(uri)))
+            };
+            Ok(Some(Target::Resource { uri, route }))
         }
         Method::PromptsGet => {
             let Some(name) = name else {
@@ -77,13 +78,13 @@ pub(super) fn target(
                     invalid("invalid params: prompts/get needs a string \"name\""),
                 );
             };
-            if !ctx.catalog.has_prompt(&name) {
+            let Some(route) = ctx.catalog.prompt(&name) else {
                 return reject(
                     200,
                     invalid(format!("unknown prompt: {name}")).with_data(json!({ "name": name })),
                 );
-            }
-            Ok(Some(Target::Prompt(name)))
+            };
+            Ok(Some(Target::Prompt { name, route }))
         }
         _ => Ok(None),
     }

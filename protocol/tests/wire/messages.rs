@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use protocol::Message;
 use protocol::headers::encode_value;
 use protocol::validate::{
-    Catalog, Config, HttpMethod, HttpRequest, ToolRoute, ValidKind, validate,
+    Catalog, Config, HttpMethod, HttpRequest, RouteKey, ToolRoute, ValidKind, validate,
 };
 use serde_json::{Value, json};
 
@@ -46,11 +46,11 @@ impl Catalog for Everything {
     fn tool(&self, _: &str) -> Option<ToolRoute<'_>> {
         Some(ToolRoute::default())
     }
-    fn has_resource(&self, _: &str) -> bool {
-        true
+    fn resource(&self, _: &str) -> Option<RouteKey> {
+        Some(RouteKey(0))
     }
-    fn has_prompt(&self, _: &str) -> bool {
-        true
+    fn prompt(&self, _: &str) -> Option<RouteKey> {
+        Some(RouteKey(0))
     }
 }
 

@@ -11,7 +11,7 @@ use protocol::message::{Parsed, parse};
 use protocol::payload::Implementation;
 use protocol::shape::{CachePolicy, Stamp, shape};
 use protocol::validate::{
-    Catalog, Config, HttpMethod, HttpRequest, Session, ToolRoute, ValidKind, validate,
+    Catalog, Config, HttpMethod, HttpRequest, RouteKey, Session, ToolRoute, ValidKind, validate,
 };
 use protocol::{Generation, Method, RequestId};
 use serde_json::Value;
@@ -25,15 +25,16 @@ struct Fixed {
 impl Catalog for Fixed {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
         (!name.starts_with('x')).then_some(ToolRoute {
+            key: RouteKey(0),
             header_params: &self.headers,
             required_capabilities: Some(&self.caps),
         })
     }
-    fn has_resource(&self, uri: &str) -> bool {
-        uri.len() % 2 == 0
+    fn resource(&self, uri: &str) -> Option<RouteKey> {
+        (uri.len() % 2 == 0).then_some(RouteKey(0))
     }
-    fn has_prompt(&self, name: &str) -> bool {
-        !name.is_empty()
+    fn prompt(&self, name: &str) -> Option<RouteKey> {
+        (!name.is_empty()).then_some(RouteKey(0))
     }
 }
 

@@ -348,9 +348,9 @@ fn the_mock_is_its_own_validation_catalog() {
     assert!(regional.required_capabilities.is_none());
     assert!(m.tool("tool_1").is_some() && m.tool("tool_2").is_none());
     assert!(
-        m.has_resource("mock://mock-backend/config.json")
-            && m.has_resource("mock://mock-backend/items/x")
+        m.resource("mock://mock-backend/config.json").is_some()
+            && m.resource("mock://mock-backend/items/x").is_some()
     );
-    assert!(!m.has_resource("mock://other"));
-    assert!(m.has_prompt("greet") && !m.has_prompt("bye"));
+    assert!(m.resource("mock://other").is_none());
+    assert!(m.prompt("greet").is_some() && m.prompt("bye").is_none());
 }

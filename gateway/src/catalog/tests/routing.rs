@@ -153,13 +153,32 @@ fn validation_catalog_facts() {
         ("weather://x", true),
         ("nope://x", false),
     ] {
-        assert_eq!(catalog.has_resource(uri), served, "{uri}");
+        let key = catalog.resource(uri);
+        assert_eq!(key.is_some(), served, "{uri}");
+        // The key validation hands on routes where the lookup by URI does.
+        if let Some(key) = key {
+            let by_key = snap.resource_at(key).map(|r| r.backend.to_owned());
+            let by_uri = snap.resource(uri).map(|r| r.backend.to_owned());
+            assert_eq!(by_key, by_uri, "{uri}");
+        }
     }
     for (name, served) in [
         ("weather__brief", true),
         ("brief", false),
         ("weather__get", false),
     ] {
-        assert_eq!(catalog.has_prompt(name), served, "{name}");
+        let key = catalog.prompt(name);
+        assert_eq!(key.is_some(), served, "{name}");
+        if let Some(key) = key {
+            assert_eq!(
+                snap.prompt_at(key).map(|p| p.exposed_name.as_str()),
+                Some(name)
+            );
+        }
     }
+    let key = catalog.tool("a__h").expect("routed").key;
+    assert_eq!(
+        snap.tool_at(key).map(|t| t.exposed_name.as_str()),
+        Some("a__h")
+    );
 }

@@ -52,7 +52,7 @@ pub struct Dispatch<'a> {
 impl Dispatch<'_> {
     /// Runs one call to its outcome; records the backend on the current span.
     pub async fn run(&self, call: &Call) -> Outcome {
-        if call.method == Method::ResourcesRead {
+        if call.method() == Method::ResourcesRead {
             return self.read_resource(call).await;
         }
         self.run_uncached(call).await
@@ -62,12 +62,12 @@ impl Dispatch<'_> {
     /// authorization context, is answered from it; a result the backend says may be reused is kept (never
     /// the result of an `input_required` retry).
     async fn read_resource(&self, call: &Call) -> Outcome {
-        let uri = match &call.target {
-            Some(Target::Resource(uri)) => uri.clone(),
+        let uri = match call.target() {
+            Some(Target::Resource { uri, .. }) => uri.clone(),
             _ => return self.run_uncached(call).await,
         };
         let retry = call
-            .request
+            .request()
             .params
             .as_deref()
             .and_then(RawObject::parse)
@@ -86,7 +86,7 @@ impl Dispatch<'_> {
     }
 
     async fn run_uncached(&self, call: &Call) -> Outcome {
-        match call.method {
+        match call.method() {
             Method::Ping => raw(&json!({})),
             Method::ServerDiscover => self.discover(),
             Method::ToolsList => self.page(call, ListKind::Tools, "tools"),
@@ -148,7 +148,7 @@ impl Dispatch<'_> {
         struct Cursor {
             cursor: Option<String>,
         }
-        let cursor = match call.request.params_as::<Cursor>() {
+        let cursor = match call.request().params_as::<Cursor>() {
             Ok(c) => c.cursor,
             Err(e) => return Outcome::Error(e),
         };
@@ -178,14 +178,15 @@ impl Dispatch<'_> {
     /// A legacy session's `resources/subscribe` (or `unsubscribe`): recorded for the session, and the
     /// owning backend's subscription brought in line.
     fn subscribe(&self, call: &Call, on: bool) -> Outcome {
-        let (Some(session), Some(Target::Resource(uri))) = (self.session, &call.target) else {
+        let (Some(session), Some(Target::Resource { uri, route })) = (self.session, call.target())
+        else {
             return Outcome::Error(Error::new(
                 ErrorCode::InvalidParams,
                 "invalid params: resources/subscribe needs a session and a uri",
             ));
         };
-        let Some(route) = self.snapshot.resource(uri) else {
-            return Outcome::Error(Error::resource_not_found(uri));
+        let Some(route) = self.snapshot.resource_at(*route) else {
+            return Outcome::Error(stale_route());
         };
         let backend = route.backend.to_owned();
         self.routed_to(&backend);
@@ -208,7 +209,7 @@ impl Dispatch<'_> {
         struct Level {
             level: LoggingLevel,
         }
-        match (call.request.params_as::<Level>(), self.session) {
+        match (call.request().params_as::<Level>(), self.session) {
             (Ok(l), Some(s)) => {
                 s.set_log_level(l.level);
                 raw(&json!({}))
@@ -223,14 +224,14 @@ impl Dispatch<'_> {
         &self,
         call: &Call,
     ) -> Result<(String, BackendRequest, Option<Replay>), Error> {
-        let params = call.request.params.as_deref();
+        let params = call.request().params.as_deref();
         let mut obj = RawObject::parse_or_empty(params).ok_or_else(|| {
             Error::new(
                 ErrorCode::InvalidParams,
                 "invalid params: params must be an object",
             )
         })?;
-        let capabilities = self.client_capabilities(&call.meta);
+        let capabilities = self.client_capabilities(call.meta());
         if let (Some(level), Some(_)) = (self.session.and_then(Session::log_level), &self.related) {
             // A legacy client chose its level with logging/setLevel; a 2026-07-28 backend learns it per request.
             let mut meta = obj
@@ -241,12 +242,9 @@ impl Dispatch<'_> {
             let meta = meta.to_raw();
             obj.set("_meta", meta);
         }
-        let (backend, name, param_headers) = match (&call.target, call.method) {
-            (Some(Target::Tool(exposed)), _) => {
-                let entry = self
-                    .snapshot
-                    .tool(exposed)
-                    .ok_or_else(|| unknown("tool", exposed))?;
+        let (backend, name, param_headers) = match (call.target(), call.method()) {
+            (Some(Target::Tool { route, .. }), _) => {
+                let entry = self.snapshot.tool_at(*route).ok_or_else(stale_route)?;
                 obj.set_value("name", &entry.original_name);
                 let headers = if entry.backend_headers.is_empty() {
                     Vec::new()
@@ -269,11 +267,8 @@ impl Dispatch<'_> {
                     headers,
                 )
             }
-            (Some(Target::Prompt(exposed)), _) => {
-                let entry = self
-                    .snapshot
-                    .prompt(exposed)
-                    .ok_or_else(|| unknown("prompt", exposed))?;
+            (Some(Target::Prompt { route, .. }), _) => {
+                let entry = self.snapshot.prompt_at(*route).ok_or_else(stale_route)?;
                 obj.set_value("name", &entry.original_name);
                 (
                     entry.backend.clone(),
@@ -281,11 +276,8 @@ impl Dispatch<'_> {
                     Vec::new(),
                 )
             }
-            (Some(Target::Resource(uri)), _) => {
-                let route = self
-                    .snapshot
-                    .resource(uri)
-                    .ok_or_else(|| Error::resource_not_found(uri))?;
+            (Some(Target::Resource { uri, route }), _) => {
+                let route = self.snapshot.resource_at(*route).ok_or_else(stale_route)?;
                 (route.backend.to_owned(), Some(uri.clone()), Vec::new())
             }
             (None, Method::CompletionComplete) => {
@@ -326,7 +318,7 @@ impl Dispatch<'_> {
             None
         };
         let request = BackendRequest {
-            method: call.method,
+            method: call.method(),
             params: Some(obj.to_raw()),
             client_capabilities: Some(capabilities),
             name,
@@ -362,8 +354,8 @@ impl Dispatch<'_> {
             .sealer
             .open(
                 &self.auth,
-                call.method.as_str(),
-                call.request.params.as_deref(),
+                call.method().as_str(),
+                call.request().params.as_deref(),
                 &sealed,
             )
             .map_err(|e| match e {
@@ -389,7 +381,7 @@ impl Dispatch<'_> {
     /// backends do, and so do 2026-07-28 SDK servers in their stateless mode, on the response stream.
     fn replays(&self, call: &Call, backend: &str) -> bool {
         self.generation.is_modern()
-            && call.method.may_require_input()
+            && call.method().may_require_input()
             && self
                 .gw
                 .backends
@@ -404,7 +396,7 @@ impl Dispatch<'_> {
         let Outcome::Result(raw) = &outcome else {
             return outcome;
         };
-        if !self.generation.is_modern() || !call.method.may_require_input() {
+        if !self.generation.is_modern() || !call.method().may_require_input() {
             return outcome;
         }
         let Some(mut result) = RawObject::parse(raw) else {
@@ -419,8 +411,8 @@ impl Dispatch<'_> {
         let sealed = self.gw.sealer.seal(
             &self.auth,
             backend,
-            call.method.as_str(),
-            call.request.params.as_deref(),
+            call.method().as_str(),
+            call.request().params.as_deref(),
             &state,
         );
         result.set_value("requestState", &sealed);
@@ -451,8 +443,13 @@ impl Dispatch<'_> {
     }
 }
 
-fn unknown(kind: &str, name: &str) -> Error {
-    Error::new(ErrorCode::InvalidParams, format!("unknown {kind}: {name}"))
+/// A route validation resolved that is not in the snapshot it was resolved in: cannot happen (a request
+/// carries the snapshot it was validated against), answered as an internal error rather than a panic.
+fn stale_route() -> Error {
+    Error::new(
+        ErrorCode::InternalError,
+        "internal error: the route validation resolved is not in its catalog",
+    )
 }
 
 fn raw(v: &Value) -> Outcome {

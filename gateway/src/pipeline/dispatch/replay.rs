@@ -213,7 +213,7 @@ fn askable(call: &Call, method: &str, k: usize) -> Result<(), Outcome> {
         }));
     };
     let declared = call
-        .meta
+        .meta()
         .client_capabilities
         .as_ref()
         .and_then(|c| c.get(capability))
@@ -256,8 +256,8 @@ fn question(
     let sealed = d.gw.sealer.seal(
         &d.auth,
         backend,
-        call.method.as_str(),
-        call.request.params.as_deref(),
+        call.method().as_str(),
+        call.request().params.as_deref(),
         &state,
     );
     // The backend's params go to the client as they came (byte for byte, keys in their order).

@@ -4,21 +4,51 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use protocol::meta::RequestMeta;
-use protocol::validate::Call;
-use protocol::{Error, ErrorCode, Generation, Method, Request, RequestId};
+use protocol::validate::{Catalog, Config, RouteKey, ToolRoute, ValidKind, validate_stdio};
+use protocol::{Error, ErrorCode, Method, RequestId};
 use serde_json::value::RawValue;
 
 use super::*;
 
+/// A catalog with one tool, `t`.
+struct OneTool;
+
+impl Catalog for OneTool {
+    fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
+        (name == "t").then(ToolRoute::default)
+    }
+    fn resource(&self, _: &str) -> Option<RouteKey> {
+        None
+    }
+    fn prompt(&self, _: &str) -> Option<RouteKey> {
+        None
+    }
+}
+
+/// The context of a 2026-07-28 request of `method` (a call of tool `t`), validated as the routing actor
+/// validates one.
 fn ctx(method: Method) -> MwContext {
-    let call = Call {
-        request: Request::new(RequestId::number(9), method.as_str(), None),
-        method,
-        meta: RequestMeta::default(),
-        target: None,
+    let mut params = serde_json::json!({"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}});
+    if method == Method::ToolsCall {
+        params["name"] = "t".into();
+        params["arguments"] = serde_json::json!({});
+    }
+    let line =
+        serde_json::json!({"jsonrpc": "2.0", "id": 9, "method": method.as_str(), "params": params});
+    let valid = validate_stdio(
+        line.to_string().as_bytes(),
+        &Config::default(),
+        &OneTool,
+        None,
+    )
+    .expect("a valid request");
+    let generation = valid.generation();
+    let ValidKind::Call(call) = valid.into_kind() else {
+        panic!("a call")
     };
-    MwContext::new(call, Generation::V2025_06_18, Transport::StreamableHttp)
+    MwContext::new(call, generation, Transport::StreamableHttp)
 }
 
 fn ok() -> Response {

@@ -41,21 +41,23 @@ impl Catalog for TestCatalog {
         match name {
             "get_weather" => Some(ToolRoute::default()),
             "regional" => Some(ToolRoute {
+                key: RouteKey(0),
                 header_params: &self.region_headers,
                 required_capabilities: None,
             }),
             "summarize" => Some(ToolRoute {
+                key: RouteKey(0),
                 header_params: &[],
                 required_capabilities: Some(&self.sampling),
             }),
             _ => None,
         }
     }
-    fn has_resource(&self, uri: &str) -> bool {
-        uri == "file:///known.txt"
+    fn resource(&self, uri: &str) -> Option<RouteKey> {
+        (uri == "file:///known.txt").then_some(RouteKey(0))
     }
-    fn has_prompt(&self, name: &str) -> bool {
-        name == "greet"
+    fn prompt(&self, name: &str) -> Option<RouteKey> {
+        (name == "greet").then_some(RouteKey(0))
     }
 }
 

@@ -17,7 +17,13 @@ fn valid_requests_per_era() {
         panic!("not a call")
     };
     assert_eq!(call.method, Method::ToolsCall);
-    assert_eq!(call.target, Some(Target::Tool("get_weather".into())));
+    assert_eq!(
+        call.target,
+        Some(Target::Tool {
+            name: "get_weather".into(),
+            route: RouteKey(0)
+        })
+    );
     assert_eq!(call.meta.client_info.map(|c| c.name), Some("t".into()));
 
     let regional = Req::modern(
