@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use handlers::BackendHandle;
@@ -137,7 +137,9 @@ pub fn server_info() -> Implementation {
 /// ([`CatalogStore::first`]).
 #[derive(Debug)]
 pub struct CatalogStore {
-    current: RwLock<Arc<CatalogSnapshot>>,
+    /// The current snapshot, and its way to the routing actors: each holds a receiver and takes every new
+    /// snapshot as it is published (a watch: the newest wins, nothing queues).
+    current: tokio::sync::watch::Sender<Arc<CatalogSnapshot>>,
     /// Set once the first catalog is in (the fast path of [`CatalogStore::first`]).
     built: AtomicBool,
     first: tokio::sync::watch::Sender<bool>,
@@ -146,7 +148,7 @@ pub struct CatalogStore {
 impl Default for CatalogStore {
     fn default() -> Self {
         CatalogStore {
-            current: RwLock::new(Arc::new(CatalogSnapshot::empty())),
+            current: tokio::sync::watch::Sender::new(Arc::new(CatalogSnapshot::empty())),
             built: AtomicBool::new(false),
             first: tokio::sync::watch::Sender::new(false),
         }
@@ -156,18 +158,18 @@ impl Default for CatalogStore {
 impl CatalogStore {
     /// The current snapshot.
     pub fn snapshot(&self) -> Arc<CatalogSnapshot> {
-        match self.current.read() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.current.borrow().clone()
     }
 
-    /// Replaces the snapshot (the first one also lets waiting requests through).
+    /// Every snapshot from now on, as it is published (what a routing actor holds).
+    pub fn updates(&self) -> tokio::sync::watch::Receiver<Arc<CatalogSnapshot>> {
+        self.current.subscribe()
+    }
+
+    /// Replaces the snapshot and pushes it to every routing actor (the first one also lets waiting
+    /// requests through).
     pub fn replace(&self, next: Arc<CatalogSnapshot>) {
-        match self.current.write() {
-            Ok(mut g) => *g = next,
-            Err(poisoned) => *poisoned.into_inner() = next,
-        }
+        self.current.send_replace(next);
         if !self.built.swap(true, Ordering::AcqRel) {
             self.first.send_replace(true);
         }

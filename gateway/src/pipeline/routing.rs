@@ -10,7 +10,7 @@ use actix::prelude::*;
 use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate_stdio};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::catalog::CatalogSnapshot;
 use crate::pipeline::Chain;
@@ -55,12 +55,27 @@ pub enum Origin {
     Stdio,
 }
 
+/// The routing actor of one worker: it owns the worker's catalog snapshot, which the catalog store pushes
+/// to it (a watch channel: the newest wins, nothing queues) and which it takes up before the next
+/// validation, so a request never meets an older catalog than the one published before it arrived.
 struct RoutingActor {
     gw: Arc<Gateway>,
+    snapshot: Arc<CatalogSnapshot>,
+    updates: watch::Receiver<Arc<CatalogSnapshot>>,
 }
 
 impl Actor for RoutingActor {
     type Context = Context<Self>;
+}
+
+impl RoutingActor {
+    /// The worker's snapshot, the newest pushed one taken up first (one atomic read when none is new).
+    fn current(&mut self) -> Arc<CatalogSnapshot> {
+        if self.updates.has_changed().unwrap_or(false) {
+            self.snapshot = self.updates.borrow_and_update().clone();
+        }
+        self.snapshot.clone()
+    }
 }
 
 #[derive(Message)]
@@ -83,7 +98,7 @@ impl Handler<Route> for RoutingActor {
     type Result = Result<Validated, Rejection>;
 
     fn handle(&mut self, msg: Route, _: &mut Self::Context) -> Self::Result {
-        let snapshot = self.gw.catalog.snapshot();
+        let snapshot = self.current();
         let session = msg.session.as_deref().map(Session::validation_view);
         let valid = match &msg.origin {
             Origin::Http(method, headers) => {
@@ -148,7 +163,16 @@ impl RoutingHandle {
         let starting =
             Duration::from_millis(gw.config.server.list_timeout_ms) + Duration::from_secs(1);
         RoutingHandle {
-            addr: RoutingActor { gw: gw.clone() }.start(),
+            addr: {
+                let mut updates = gw.catalog.updates();
+                let snapshot = updates.borrow_and_update().clone();
+                RoutingActor {
+                    gw: gw.clone(),
+                    snapshot,
+                    updates,
+                }
+                .start()
+            },
             chain,
             gw,
             permits: Arc::new(Semaphore::new(max_queued)),
