@@ -2,8 +2,8 @@
 //! store, and what the gateway says about itself. One `Arc<Gateway>` is shared by every worker.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use handlers::BackendHandle;

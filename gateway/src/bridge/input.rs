@@ -206,7 +206,7 @@ pub fn retry(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::{SessionStore, SessionTransport};
+    use crate::session::{SessionStore, Transport};
     use protocol::Response;
     use serde_json::json;
     use std::sync::Arc;
@@ -220,7 +220,7 @@ mod tests {
                 None,
                 Generation::V2025_06_18,
                 &params,
-                SessionTransport::StreamableHttp,
+                Transport::StreamableHttp,
                 Duration::from_secs(60),
             )
             .unwrap()

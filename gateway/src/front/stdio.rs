@@ -3,7 +3,6 @@
 //! validated in order; requests are answered concurrently (bounded), responses written one per line.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -13,18 +12,15 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::auth_context::AuthContext;
 use crate::front::http::Worker;
-use crate::pipeline::Transport;
-use crate::pipeline::answer::{Answer, Answering};
+use crate::pipeline::answer::{Answer, Answering, pump, start_session};
 use crate::pipeline::routing::Origin;
-use crate::session::{Ending, Session, SessionTransport};
+use crate::session::{Ending, Session, Transport};
 use crate::state::Gateway;
 
 /// Requests answered at once; the next line waits for a slot (stdin is read no faster than answered).
 const IN_FLIGHT: usize = 256;
 /// Responses waiting to be written.
 const OUT_BUFFER: usize = 1024;
-/// A stdio session does not expire while the process lives.
-const NO_EXPIRY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Serves standard input and output until standard input ends.
 pub async fn run(gw: Arc<Gateway>) -> std::io::Result<()> {
@@ -93,21 +89,16 @@ where
                 shaped,
             } = answering.answer(routed).await
             {
-                match gw.sessions.create(
-                    None,
-                    generation,
-                    &params,
-                    SessionTransport::Stdio,
-                    NO_EXPIRY,
-                ) {
+                let answer = match start_session(&gw, None, generation, &params, Transport::Stdio) {
                     Ok(s) => {
                         if let Some(old) = session.replace(s) {
                             gw.sessions.end(&old.id, Ending::StdioClosed);
                         }
+                        shaped.body
                     }
-                    Err(e) => tracing::error!(error = %e, "stdio session not created"),
-                }
-                let _ = out_tx.send(shaped.body).await;
+                    Err(refused) => refused.body(),
+                };
+                let _ = out_tx.send(answer).await;
             }
             continue;
         }
@@ -130,15 +121,8 @@ where
                 Answer::Message(shaped) => {
                     let _ = out_tx.send(shaped.body).await;
                 }
-                Answer::Stream(mut rx) => {
-                    while let Some(message) = rx.recv().await {
-                        if message.is_empty() {
-                            continue;
-                        }
-                        if out_tx.send(message).await.is_err() {
-                            break;
-                        }
-                    }
+                Answer::Stream(rx) => {
+                    pump(rx, async |message| out_tx.send(message).await.is_ok()).await;
                 }
                 Answer::Batch(bodies) => {
                     let _ = out_tx.send(protocol::shape::batch(&bodies).body).await;

@@ -304,3 +304,50 @@ pub(crate) fn not_a_call() -> Response {
         None,
     )
 }
+
+/// A stdio session does not expire while the process lives.
+const NO_EXPIRY: std::time::Duration = std::time::Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Starts the legacy session an accepted `initialize` asked for: the one way every transport does it (the
+/// idle bound of its transport, one log line naming it); a full store is the overload answer.
+pub fn start_session(
+    gw: &Gateway,
+    id: Option<String>,
+    generation: Generation,
+    params: &InitializeRequestParams,
+    transport: Transport,
+) -> Result<Arc<Session>, protocol::Rejection> {
+    let idle = match transport {
+        Transport::Stdio => NO_EXPIRY,
+        Transport::StreamableHttp | Transport::HttpSse => {
+            std::time::Duration::from_secs(gw.config.server.session_idle_secs)
+        }
+    };
+    match gw.sessions.create(id, generation, params, transport, idle) {
+        Ok(session) => {
+            tracing::info!(session = %ShortId(&session.id), %generation,
+                client = %params.client_info.name, transport = transport.as_str(), "session started");
+            Ok(session)
+        }
+        Err(full) => Err(protocol::Rejection::overloaded(
+            &full.to_string(),
+            Some(generation),
+        )),
+    }
+}
+
+/// Passes a streamed answer's messages on, in order, until it ends or `deliver` refuses one (the client
+/// went away); empty messages are keep-alives, which only an HTTP response stream carries.
+pub async fn pump(
+    mut rx: tokio::sync::mpsc::Receiver<Vec<u8>>,
+    mut deliver: impl AsyncFnMut(Vec<u8>) -> bool,
+) {
+    while let Some(message) = rx.recv().await {
+        if message.is_empty() {
+            continue;
+        }
+        if !deliver(message).await {
+            break;
+        }
+    }
+}

@@ -38,27 +38,7 @@ use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
 use crate::pipeline::response::Outcome;
 
-/// How the request reached the gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transport {
-    /// Streamable HTTP (`/mcp`), either era.
-    StreamableHttp,
-    /// 2024-11-05 HTTP+SSE (`GET /sse` + `POST /messages`).
-    HttpSse,
-    /// `mcpgw serve --stdio`.
-    Stdio,
-}
-
-impl Transport {
-    /// Its name in logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transport::StreamableHttp => "streamable_http",
-            Transport::HttpSse => "http_sse",
-            Transport::Stdio => "stdio",
-        }
-    }
-}
+pub use crate::session::Transport;
 
 /// Who is asking, once authentication has said so (no middleware sets it yet: the slot is for the
 /// authentication middlewares).

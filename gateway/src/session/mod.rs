@@ -26,15 +26,26 @@ pub use in_flight::{InFlight, Registered};
 pub use protocol::session_id::ShortId;
 pub use sse::sse_event;
 
-/// How a legacy session reaches its client.
+/// How a client reaches the gateway (and a legacy session its client).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionTransport {
-    /// Streamable HTTP (`/mcp` with `Mcp-Session-Id`).
+pub enum Transport {
+    /// Streamable HTTP (`/mcp`, with `Mcp-Session-Id` for a legacy session), either era.
     StreamableHttp,
     /// 2024-11-05 HTTP+SSE (`GET /sse` + `POST /messages`): every response travels on the session's stream.
     HttpSse,
     /// `mcpgw serve --stdio`: the process is the session.
     Stdio,
+}
+
+impl Transport {
+    /// Its name in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transport::StreamableHttp => "streamable_http",
+            Transport::HttpSse => "http_sse",
+            Transport::Stdio => "stdio",
+        }
+    }
 }
 
 /// One legacy session, as every request of it sees it.
@@ -49,7 +60,7 @@ pub struct Session {
     /// The client's `clientInfo`.
     pub client_info: Implementation,
     /// How the session reaches its client.
-    pub transport: SessionTransport,
+    pub transport: Transport,
     /// The actor behind it.
     pub handle: SessionHandle,
     last_seen_ms: AtomicU64,
@@ -258,7 +269,7 @@ impl SessionStore {
         id: Option<String>,
         generation: Generation,
         params: &InitializeRequestParams,
-        transport: SessionTransport,
+        transport: Transport,
         idle_timeout: Duration,
     ) -> Result<Arc<Session>, StoreFull> {
         let slots = &self.sessions.slots;
@@ -268,7 +279,7 @@ impl SessionStore {
             id.clone(),
             Arc::downgrade(&self.sessions),
             idle_timeout,
-            transport == SessionTransport::HttpSse,
+            transport == Transport::HttpSse,
         );
         let session = Arc::new(Session {
             id: id.clone(),

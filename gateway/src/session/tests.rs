@@ -34,7 +34,7 @@ fn max_sessions_is_exact_under_concurrent_initializes() {
                                 None,
                                 Generation::V2025_06_18,
                                 &params,
-                                SessionTransport::StreamableHttp,
+                                Transport::StreamableHttp,
                                 Duration::from_secs(60),
                             );
                             created += usize::from(made.is_ok());
@@ -67,7 +67,7 @@ async fn a_session_gone_gives_its_slot_back() {
             None,
             Generation::V2025_06_18,
             &params,
-            SessionTransport::StreamableHttp,
+            Transport::StreamableHttp,
             idle,
         )
     };
@@ -152,7 +152,7 @@ fn session_ids_are_long_unique_hex() {
 
 /// One session of `transport` holding a subscription, in a store of one slot.
 fn subscribed_session(
-    transport: SessionTransport,
+    transport: Transport,
     idle: Duration,
 ) -> (SessionStore, Arc<Subscriptions>, Arc<Session>) {
     let params: InitializeRequestParams = serde_json::from_value(serde_json::json!({
@@ -199,7 +199,7 @@ async fn assert_released(
 #[actix_rt::test]
 async fn a_deleted_session_releases_its_subscriptions() {
     let (store, subs, session) =
-        subscribed_session(SessionTransport::StreamableHttp, Duration::from_secs(60));
+        subscribed_session(Transport::StreamableHttp, Duration::from_secs(60));
     assert!(store.end(&session.id, Ending::Deleted));
     assert_released(&store, &subs, &session, "DELETE").await;
 }
@@ -208,14 +208,13 @@ async fn a_deleted_session_releases_its_subscriptions() {
 async fn a_session_that_idles_out_releases_its_subscriptions() {
     // Before, expiry only took the session out of the store: its subscriptions stayed.
     let (store, subs, session) =
-        subscribed_session(SessionTransport::StreamableHttp, Duration::from_millis(60));
+        subscribed_session(Transport::StreamableHttp, Duration::from_millis(60));
     assert_released(&store, &subs, &session, "idle expiry").await;
 }
 
 #[actix_rt::test]
 async fn a_stdio_session_closed_releases_its_subscriptions() {
-    let (store, subs, session) =
-        subscribed_session(SessionTransport::Stdio, Duration::from_secs(60));
+    let (store, subs, session) = subscribed_session(Transport::Stdio, Duration::from_secs(60));
     assert!(store.end(&session.id, Ending::StdioClosed));
     assert_released(&store, &subs, &session, "stdio close").await;
 }
@@ -223,8 +222,7 @@ async fn a_stdio_session_closed_releases_its_subscriptions() {
 #[actix_rt::test]
 async fn an_http_sse_session_ends_when_its_stream_closes() {
     // Before, a closed HTTP+SSE stream left its session (and subscriptions) until idle expiry.
-    let (store, subs, session) =
-        subscribed_session(SessionTransport::HttpSse, Duration::from_secs(600));
+    let (store, subs, session) = subscribed_session(Transport::HttpSse, Duration::from_secs(600));
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     session.handle.attach_stream(tx).unwrap();
     actix_rt::time::sleep(Duration::from_millis(50)).await;
@@ -240,7 +238,7 @@ async fn an_http_sse_session_ends_when_its_stream_closes() {
 async fn a_streamable_http_session_outlives_its_get_stream() {
     // The GET stream of a Streamable HTTP session is optional: closing it ends nothing.
     let (store, subs, session) =
-        subscribed_session(SessionTransport::StreamableHttp, Duration::from_secs(600));
+        subscribed_session(Transport::StreamableHttp, Duration::from_secs(600));
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     session.handle.attach_stream(tx).unwrap();
     drop(rx);

@@ -410,7 +410,7 @@ fn a_session_id_never_appears_whole_in_the_info_logs() {
     let deadline = Instant::now() + BOUND;
     while !lines
         .iter()
-        .any(|l: &String| l.contains("HTTP+SSE session started"))
+        .any(|l: &String| l.contains("session started") && l.contains("http_sse"))
         && Instant::now() < deadline
     {
         lines.extend(gw.log.recv_timeout(Duration::from_millis(200)).ok());
@@ -430,7 +430,7 @@ fn a_session_id_never_appears_whole_in_the_info_logs() {
     for said in [
         "session started",
         "session ended",
-        "HTTP+SSE session started",
+        "transport=\"http_sse\"",
     ] {
         assert!(
             lines.iter().any(|l| l.contains(said)),

@@ -2,8 +2,6 @@
 //! the client POSTs every message to `/messages?sessionId=…` (answered 202) and reads every response as a
 //! `message` event on the stream.
 
-use std::time::Duration;
-
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
@@ -15,11 +13,10 @@ use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, sse_body};
 use super::{Worker, rejection_response};
 use crate::auth_context::AuthContext;
-use crate::pipeline::Transport;
-use crate::pipeline::answer::{Answer, Answering};
+use crate::pipeline::answer::{Answer, Answering, pump, start_session};
 use crate::pipeline::routing::Origin;
+use crate::session::Transport;
 use crate::session::sse_event;
-use crate::session::{SessionTransport, ShortId};
 
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -70,7 +67,7 @@ pub(super) async fn post(
     let session = gw
         .sessions
         .get(id)
-        .filter(|s| s.transport == SessionTransport::HttpSse);
+        .filter(|s| s.transport == Transport::HttpSse);
     let pending = if session.is_none() {
         gw.sse_connections.take(id)
     } else {
@@ -133,50 +130,37 @@ pub(super) async fn post(
             let Some(tx) = pending else {
                 return rejection_response(&Rejection::already_initialized());
             };
-            let idle = Duration::from_secs(gw.config.server.session_idle_secs);
-            match gw.sessions.create(
+            match start_session(
+                gw,
                 Some(id.clone()),
                 generation,
                 &params,
-                SessionTransport::HttpSse,
-                idle,
+                Transport::HttpSse,
             ) {
                 Ok(s) => {
                     if s.handle.attach_stream(tx).is_ok() {
                         let _ = s.handle.push(sse_event(&shaped.body));
                     }
-                    tracing::info!(session = %ShortId(&s.id), %generation, "HTTP+SSE session started");
                     HttpResponse::Accepted().finish()
                 }
-                Err(full) => {
-                    rejection_response(&Rejection::overloaded(&full.to_string(), Some(generation)))
-                }
+                Err(refused) => rejection_response(&refused),
             }
         }
         Answer::Message(shaped) => {
             deliver(shaped.body);
             HttpResponse::Accepted().finish()
         }
-        Answer::Stream(mut rx) => {
+        Answer::Stream(rx) => {
             // Every message of the request travels on the session's stream, in order.
             if let Some(s) = session.clone() {
-                actix_rt::spawn(async move {
-                    while let Some(message) = rx.recv().await {
-                        if message.is_empty() {
-                            continue;
-                        }
-                        if s.handle.push(sse_event(&message)).is_err() {
-                            break;
-                        }
-                    }
-                });
+                actix_rt::spawn(pump(rx, async move |message| {
+                    s.handle.push(sse_event(&message)).is_ok()
+                }));
             }
             HttpResponse::Accepted().finish()
         }
         Answer::Batch(bodies) => {
-            for b in bodies {
-                deliver(b);
-            }
+            deliver(protocol::shape::batch(&bodies).body);
             HttpResponse::Accepted().finish()
         }
         Answer::Accepted | Answer::Cancelled | Answer::OpenStream | Answer::EndSession => {

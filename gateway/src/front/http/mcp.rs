@@ -2,7 +2,6 @@
 //! from the body by `protocol::validate`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
@@ -13,10 +12,9 @@ use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, messages_body, sse_body};
 use super::{Worker, message_response, rejection_response};
 use crate::auth_context::AuthContext;
-use crate::pipeline::Transport;
-use crate::pipeline::answer::{Answer, Answering};
+use crate::pipeline::answer::{Answer, Answering, start_session};
 use crate::pipeline::routing::Origin;
-use crate::session::{Ending, Session, SessionTransport, ShortId};
+use crate::session::{Ending, Session, Transport};
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -94,16 +92,14 @@ async fn handle(
             params,
             shaped,
         } => {
-            let idle = Duration::from_secs(worker.gw.config.server.session_idle_secs);
-            match worker.gw.sessions.create(
+            match start_session(
+                &worker.gw,
                 None,
                 generation,
                 &params,
-                SessionTransport::StreamableHttp,
-                idle,
+                Transport::StreamableHttp,
             ) {
                 Ok(session) => {
-                    tracing::info!(session = %ShortId(&session.id), %generation, client = %params.client_info.name, "session started");
                     let mut resp = message_response(shaped, accepts);
                     if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&session.id) {
                         resp.headers_mut().insert(
@@ -113,9 +109,7 @@ async fn handle(
                     }
                     resp
                 }
-                Err(full) => {
-                    rejection_response(&Rejection::overloaded(&full.to_string(), Some(generation)))
-                }
+                Err(refused) => rejection_response(&refused),
             }
         }
         Answer::OpenStream => match session {
