@@ -14,6 +14,8 @@ use crate::catalog::CatalogError;
 use crate::config::{BackendTransport, Config};
 use crate::state::{Gateway, server_info};
 
+pub mod in_process;
+
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
 

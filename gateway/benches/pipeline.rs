@@ -1,0 +1,160 @@
+//! One 2026-07-28 `tools/call` of `m__echo` through the gateway's pipeline in-process
+//! (`serve::in_process::InProcessGateway`: the routing actor's validation → the `[[middleware]]` chain →
+//! the dispatch to the builtin mock, `builtin = ["mock-backend"]`, zero latency → the response actor's
+//! shaping), with no socket, against the baseline of `serde_json::from_slice` into a `Value` of the same
+//! request bytes, measured in the same run. Two pipelines: with no middleware, and with the two built-ins
+//! (`access_log`, then `allow_methods` allowing `tools/call`), so the chain's cost shows. Prints the
+//! ratios at the end. Run: `cargo bench -p gateway --bench pipeline`.
+//!
+//! `access_log` runs with logging not initialised (no tracing subscriber is installed), so its
+//! `tracing::info!` line is built as far as the disabled-callsite check and dropped: the middleware's own
+//! work (the summary, the timer, the future around the rest of the chain) is measured, not a log writer.
+//!
+//! One actix `System` is created once, and each gateway is started on it (its actors on the system's
+//! arbiter, as on one HTTP worker). Each sample runs its iterations inside one `block_on`
+//! (`iter_custom`): a request awaits the routing actor, the backend's worker actor and the response actor
+//! in turn, all on this thread; entering the runtime per request, which production never does (its
+//! workers' runtimes are already running), is left out. The global allocator is the `mcpgw` binary's
+//! (mimalloc), for the baseline too.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use actix_web::http::header::HeaderMap;
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group};
+use gateway::config::Config;
+use gateway::serve::in_process::{InProcessGateway, header_map};
+use serde_json::Value;
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const REQUEST: &str = r#"{"jsonrpc":"2.0","id":"call-tool-example-41","method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ExampleClient","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}},"name":"m__echo","arguments":{"text":"Current weather in New York: temperature 22°C, partly cloudy, humidity 65%, wind 10 km/h NW."}}}"#;
+
+const MOCK: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
+const TWO_MIDDLEWARES: &str = "[[middleware]]\nkind = \"access_log\"\n\n[[middleware]]\nkind = \"allow_methods\"\nmethods = [\"tools/call\"]\n";
+
+const GROUP: &str = "inproc_tools_call";
+
+fn headers() -> HeaderMap {
+    header_map(&[
+        ("host", "127.0.0.1:7800"),
+        ("user-agent", "bench/1"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("content-length", &REQUEST.len().to_string()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "m__echo"),
+    ])
+    .unwrap()
+}
+
+fn start(system: &actix_rt::SystemRunner, middlewares: &str) -> InProcessGateway {
+    let config =
+        Config::from_toml_str(&format!("{middlewares}\n{MOCK}"), Path::new("bench.toml")).unwrap();
+    let gw = system.block_on(InProcessGateway::start(config)).unwrap();
+    // The answer is the echo, complete: the bench measures a request that succeeds.
+    let answer = system.block_on(gw.post(headers(), Bytes::from_static(REQUEST.as_bytes())));
+    let v: Value = serde_json::from_slice(&answer.body).unwrap();
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(v["result"]["resultType"], "complete", "{v}");
+    assert!(v["result"]["content"][0]["text"].is_string(), "{v}");
+    gw
+}
+
+/// `iters` requests through `gw`, inside one `block_on`.
+fn run(
+    system: &actix_rt::SystemRunner,
+    gw: &InProcessGateway,
+    headers: &HeaderMap,
+    iters: u64,
+) -> Duration {
+    system.block_on(async {
+        let started = Instant::now();
+        for _ in 0..iters {
+            // The HTTP front clones the request's headers into `Origin::Http` too.
+            let answer = gw
+                .post(
+                    headers.clone(),
+                    Bytes::from_static(black_box(REQUEST.as_bytes())),
+                )
+                .await;
+            black_box(answer);
+        }
+        started.elapsed()
+    })
+}
+
+fn bench(c: &mut Criterion) {
+    let system = actix_rt::System::new();
+    let bare = start(&system, "");
+    let chained = start(&system, TWO_MIDDLEWARES);
+    let headers = headers();
+
+    let mut g = c.benchmark_group(GROUP);
+    g.bench_function("baseline_from_slice", |b| {
+        b.iter(|| serde_json::from_slice::<Value>(black_box(REQUEST.as_bytes())).unwrap())
+    });
+    g.bench_function("pipeline_no_middleware", |b| {
+        b.iter_custom(|iters| run(&system, &bare, &headers, iters))
+    });
+    g.bench_function("pipeline_two_middlewares", |b| {
+        b.iter_custom(|iters| run(&system, &chained, &headers, iters))
+    });
+    g.finish();
+    bare.shutdown();
+    chained.shutdown();
+}
+
+criterion_group!(benches, bench);
+
+/// Reads criterion's point estimate (mean, ns) for one benchmark of this run.
+fn mean_ns(name: &str) -> Option<f64> {
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let path = dir
+        .join("criterion")
+        .join(GROUP)
+        .join(name)
+        .join("new/estimates.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    v["mean"]["point_estimate"].as_f64()
+}
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+    let (Some(base), Some(bare), Some(chained)) = (
+        mean_ns("baseline_from_slice"),
+        mean_ns("pipeline_no_middleware"),
+        mean_ns("pipeline_two_middlewares"),
+    ) else {
+        return;
+    };
+    println!();
+    println!(
+        "baseline serde_json::from_slice (the request into Value): {:.2} µs",
+        base / 1000.0
+    );
+    for (what, ns) in [
+        ("no middleware", bare),
+        ("access_log + allow_methods", chained),
+    ] {
+        let ratio = ns / base;
+        println!(
+            "tools/call in-process, {what}: {:.2} µs per request, {ratio:.2}x the bare parse (goal <= 3x: {})",
+            ns / 1000.0,
+            if ratio <= 3.0 { "met" } else { "MISSED" }
+        );
+    }
+    println!(
+        "the chain of two: {:.2} µs per request",
+        (chained - bare) / 1000.0
+    );
+}

@@ -1,0 +1,230 @@
+//! The gateway's pipeline in-process, with no socket: [`InProcessGateway::start`] starts the configured
+//! backends as `serve` does (`start_backends`: a `builtin = ["mock-backend", …]` backend runs in this
+//! process), builds the [`Gateway`] and its first catalog (serve's own `first_catalog`, which also starts the
+//! event watcher), and starts one worker's actors (`front::http::Worker::start`: the routing actor with the
+//! `[[middleware]]` chain, the response actor). [`InProcessGateway::post`] then pushes one POST's headers
+//! and body through the production path — `RoutingHandle::route` (validation), `Answering::answer` (the
+//! worker's `Chain`, the dispatch, shaping) — and hands back what the HTTP front would write: status,
+//! headers, body. The pipeline's tests and `benches/pipeline.rs` drive it.
+//!
+//! It must run inside an actix `System` (the actors start on the current arbiter). It must not re-implement
+//! any step of the pipeline: it only does what `front::http::mcp` does around `route` and `answer` (the
+//! session lookup by `Mcp-Session-Id`, the session created on `initialize`), minus what belongs to the
+//! HTTP front door alone: the socket, the guard, the Host/Origin and CORS checks, the body reading and the
+//! SSE framing.
+
+use std::sync::Arc;
+
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
+use bytes::Bytes;
+use handlers::{BackendEvent, BackendHandle};
+use protocol::shape::Shaped;
+use protocol::validate::{HttpMethod, Rejection};
+use tokio::sync::mpsc;
+
+use super::{EVENTS, ServeError, first_catalog, start_backends};
+use crate::auth_context::AuthContext;
+use crate::config::Config;
+use crate::front::http::Worker;
+use crate::pipeline::Transport;
+use crate::pipeline::answer::{Answer, Answering, start_session};
+use crate::pipeline::routing::Origin;
+use crate::session::Ending;
+use crate::state::Gateway;
+
+/// A started gateway driven in-process: the shared state and one worker's actors.
+#[derive(Debug)]
+pub struct InProcessGateway {
+    gw: Arc<Gateway>,
+    worker: Worker,
+}
+
+/// What the HTTP front would write for one POST: the status, the headers shaping chose (and
+/// `mcp-session-id` after a successful `initialize`), and the JSON-RPC body (a batch's array; empty for
+/// 202). A request answered as a stream has its messages in order in `streamed`, the last one (its
+/// response) also in `body`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Exchange {
+    /// The HTTP status.
+    pub status: u16,
+    /// Headers besides the content type, as the front would add them.
+    pub headers: Vec<(String, String)>,
+    /// The JSON-RPC message (or batch array) of the answer.
+    pub body: Vec<u8>,
+    /// Every message of a streamed answer (its notifications, then its response); empty otherwise.
+    pub streamed: Vec<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Exchange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exchange")
+            .field("status", &self.status)
+            .field("headers", &self.headers)
+            .field("body", &String::from_utf8_lossy(&self.body))
+            .field("streamed", &self.streamed.len())
+            .finish()
+    }
+}
+
+impl Exchange {
+    fn shaped(shaped: Shaped) -> Exchange {
+        Exchange {
+            status: shaped.status,
+            headers: shaped
+                .headers
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+            body: shaped.body,
+            streamed: Vec::new(),
+        }
+    }
+
+    fn rejection(r: &Rejection) -> Exchange {
+        Exchange::shaped(r.shaped())
+    }
+
+    fn status(status: u16) -> Exchange {
+        Exchange {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            streamed: Vec::new(),
+        }
+    }
+
+    /// The value of a header (names compared case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A header pair that is not a valid HTTP header.
+#[derive(Debug, thiserror::Error)]
+#[error("not a valid HTTP header: {0}")]
+pub struct InvalidHeader(String);
+
+/// Request headers from name/value pairs, as a client would send them.
+pub fn header_map(pairs: &[(&str, &str)]) -> Result<HeaderMap, InvalidHeader> {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        let name =
+            HeaderName::from_bytes(name.as_bytes()).map_err(|_| InvalidHeader((*name).into()))?;
+        let value = HeaderValue::from_str(value).map_err(|_| InvalidHeader(name.to_string()))?;
+        map.append(name, value);
+    }
+    Ok(map)
+}
+
+impl InProcessGateway {
+    /// Starts the configured backends, the gateway and its first catalog, and one worker's actors, on the
+    /// current actix arbiter. Fails as `serve` does when the first catalog cannot be built (a collision).
+    pub async fn start(config: Config) -> Result<InProcessGateway, ServeError> {
+        let (events_tx, events_rx) = mpsc::channel(EVENTS);
+        let backends = start_backends(&config, events_tx);
+        InProcessGateway::start_with_backends(config, backends, events_rx).await
+    }
+
+    /// As [`InProcessGateway::start`], with backends already started (their events on `events`); the
+    /// config must still name each of them (`[[backend]]`).
+    pub async fn start_with_backends(
+        config: Config,
+        backends: std::collections::BTreeMap<String, BackendHandle>,
+        events: mpsc::Receiver<BackendEvent>,
+    ) -> Result<InProcessGateway, ServeError> {
+        let gw = Arc::new(Gateway::new(config, backends));
+        first_catalog(gw.clone(), events).await?;
+        let worker = Worker::start(gw.clone());
+        Ok(InProcessGateway { gw, worker })
+    }
+
+    /// The shared state.
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gw
+    }
+
+    /// One POST to `/mcp` through the pipeline: validation, the middleware chain, the dispatch, shaping.
+    pub async fn post(&self, headers: HeaderMap, body: Bytes) -> Exchange {
+        let worker = &self.worker;
+        let session = headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|id| worker.gw.sessions.get(id));
+        let auth = AuthContext::of_headers(&headers);
+        let origin = Origin::Http(HttpMethod::Post, headers);
+        let routed = match worker.routing.route(origin, body, session.clone()).await {
+            Ok(r) => r,
+            Err(r) => return Exchange::rejection(&r),
+        };
+        let accepts = routed.valid.accepts();
+        let answering = Answering {
+            gw: &worker.gw,
+            response: &worker.response,
+            chain: worker.routing.chain(),
+            session: session.as_ref(),
+            can_stream: accepts.sse,
+            auth,
+            transport: Transport::StreamableHttp,
+        };
+        match answering.answer(routed).await {
+            Answer::Accepted | Answer::Cancelled => Exchange::status(202),
+            Answer::Message(shaped) => Exchange::shaped(shaped),
+            Answer::Batch(bodies) => Exchange::shaped(protocol::shape::batch(&bodies)),
+            Answer::Stream(mut rx) => {
+                let mut streamed = Vec::new();
+                while let Some(message) = rx.recv().await {
+                    if !message.is_empty() {
+                        streamed.push(message);
+                    }
+                }
+                Exchange {
+                    body: streamed.last().cloned().unwrap_or_default(),
+                    streamed,
+                    ..Exchange::status(200)
+                }
+            }
+            Answer::Initialize {
+                generation,
+                params,
+                shaped,
+            } => {
+                match start_session(
+                    &worker.gw,
+                    None,
+                    generation,
+                    &params,
+                    Transport::StreamableHttp,
+                ) {
+                    Ok(session) => {
+                        let mut exchange = Exchange::shaped(shaped);
+                        exchange
+                            .headers
+                            .push(("mcp-session-id".into(), session.id.clone()));
+                        exchange
+                    }
+                    Err(refused) => Exchange::rejection(&refused),
+                }
+            }
+            // A GET opens a stream and a DELETE ends a session: never the kind of a POST.
+            Answer::OpenStream | Answer::EndSession => Exchange::status(405),
+        }
+    }
+
+    /// Ends a legacy session, as a DELETE with its `Mcp-Session-Id` would.
+    pub fn end_session(&self, id: &str) {
+        self.gw.sessions.end(id, Ending::Deleted);
+    }
+
+    /// Stops the backends.
+    pub fn shutdown(&self) {
+        for b in self.gw.backends.values() {
+            b.shutdown();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
