@@ -100,16 +100,7 @@ pub fn shape(
         let body = tool_error(id, &failure, generation, stamp);
         return Shaped::new(200, body);
     }
-    let err = failure.to_error();
-    let status = if generation.is_modern() && err.code().is_modern_http_400() {
-        400
-    } else {
-        200
-    };
-    Shaped::new(
-        status,
-        response_bytes(&Response::error(id, err), generation),
-    )
+    gateway_error(id, failure.to_error(), generation)
 }
 
 /// A gateway error raised while dispatching (an invalid cursor, an unsupported method): a JSON-RPC error,

@@ -255,15 +255,8 @@ impl Answering<'_> {
             let answered = self
                 .chain
                 .run(ctx, move |ctx| async move {
-                    let dispatch = Dispatch {
-                        gw: &gw,
-                        snapshot: &snapshot,
-                        generation,
-                        session: session.as_deref(),
-                        related: None,
-                        auth,
-                        backend: std::cell::OnceCell::new(),
-                    };
+                    let dispatch =
+                        Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth);
                     let Some(call) = ctx.into_call() else {
                         return not_a_call();
                     };

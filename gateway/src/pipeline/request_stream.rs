@@ -147,15 +147,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let dispatched = {
         let tx = tx.clone();
         chain.run(ctx, move |ctx| async move {
-            let base = Dispatch {
-                gw: &gw,
-                snapshot: &snapshot,
-                generation,
-                session: session.as_deref(),
-                related: None,
-                auth,
-                backend: std::cell::OnceCell::new(),
-            };
+            let base = Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth);
             let Some(call) = ctx.into_call() else {
                 return crate::pipeline::answer::not_a_call();
             };

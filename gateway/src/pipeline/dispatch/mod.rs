@@ -49,6 +49,28 @@ pub struct Dispatch<'a> {
     pub backend: std::cell::OnceCell<String>,
 }
 
+impl<'a> Dispatch<'a> {
+    /// The dispatch of one request in the context it was validated in (no sink for its own
+    /// notifications: see `request_stream` for a request answered as a stream).
+    pub fn new(
+        gw: &'a Arc<Gateway>,
+        snapshot: &'a CatalogSnapshot,
+        generation: Generation,
+        session: Option<&'a Session>,
+        auth: AuthContext,
+    ) -> Dispatch<'a> {
+        Dispatch {
+            gw,
+            snapshot,
+            generation,
+            session,
+            related: None,
+            auth,
+            backend: std::cell::OnceCell::new(),
+        }
+    }
+}
+
 impl Dispatch<'_> {
     /// Runs one call to its outcome; records the backend on the current span.
     pub async fn run(&self, call: &Call) -> Outcome {
