@@ -42,6 +42,10 @@ impl Middleware for AccessLog {
     }
 
     fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
+        // Nothing to write (the log filter drops the line): nothing to measure or summarise either.
+        if !tracing::enabled!(target: "mcpgw::access", tracing::Level::INFO) {
+            return next(ctx);
+        }
         let method = ctx.method();
         let generation = ctx.generation();
         let transport = ctx.transport();
