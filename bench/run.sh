@@ -209,9 +209,18 @@ order() { if [ $(( $1 % 2 )) = 1 ]; then echo "$2 $3"; else echo "$3 $2"; fi; }
 # --- (a) and (b), (e): one mock per latency, one gateway in front of each --------------------------
 # FILE URL [EXTRA SERVER LINES]: one HTTP backend. Its max_in_flight (the bulkhead, 64 by default) is raised
 # so that open-loop bursts measure the gateway rather than "overloaded" answers.
+# The two built-in middlewares are on (issue 12 §4 measures the forwarded call with them): an access log line
+# per request (at info, into the gateway's log file) and a method allow-list that lets the load's methods pass.
+MIDDLEWARES='[[middleware]]
+kind = "access_log"
+
+[[middleware]]
+kind = "allow_methods"
+methods = ["initialize", "server/discover", "tools/list", "tools/call", "ping"]
+'
 gw_config() {
-  printf '[server]\nlisten = "127.0.0.1:0"\n%s\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n' \
-    "${3:-}" "$2" >"$1"
+  printf '[server]\nlisten = "127.0.0.1:0"\n%s\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n\n%s' \
+    "${3:-}" "$2" "$MIDDLEWARES" >"$1"
 }
 
 step "(a1) tools/call, mock latency 1 ms, $A1_SESSIONS sessions: direct vs through mcpgw (closed loop, then ${A1_RATE}/s)"

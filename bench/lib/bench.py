@@ -827,7 +827,9 @@ class Report:
                  f"from /proc over each run, in cores (1.00 = one core busy for the whole run; `other` = everything "
                  f"else the machine ran meanwhile, from /proc/stat: other work on this shared machine). mcpgw runs "
                  f"with its defaults (2 workers here) except `max_in_flight = 4096` on its HTTP mock backend "
-                 f"(the per-backend bulkhead, 64 by default, would answer open-loop bursts \"overloaded\").")
+                 f"(the per-backend bulkhead, 64 by default, would answer open-loop bursts \"overloaded\"); "
+                 f"in (a) and (b)'s HTTP-mock figure its two built-in middlewares are on (`access_log`, one line "
+                 f"per request into its log file, and `allow_methods`).")
         self.out()
         self.out("SUMMARY_PLACEHOLDER")
         self.section_a()
