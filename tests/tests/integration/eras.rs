@@ -244,32 +244,8 @@ fn http_sse_transport_of_2024_11_05() {
 fn stdio_mode_serves_both_eras() {
     let dir = TempDir::new("eras-stdio");
     let config = dir.file("mcpgw.toml", &one_stdio_mock(&[]));
-    let mut child = Command::new(mcpgw())
-        .args(["serve", "--stdio", "--config"])
-        .arg(config)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut ask = |v: Value| -> Value {
-        write_line(&mut stdin, &v);
-        serde_json::from_str(
-            &rx.recv_timeout(Duration::from_secs(30))
-                .expect("an answer in time"),
-        )
-        .unwrap()
-    };
+    let mut gw = StdioGateway::start(&config);
+    let mut ask = |v: Value| gw.ask(&v);
     let modern = ask(
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}},
@@ -292,24 +268,8 @@ fn stdio_mode_serves_both_eras() {
     assert!(legacy["result"].get("resultType").is_none());
     let garbage = ask(json!("not a request"));
     assert_eq!(garbage["error"]["code"], -32600);
-    drop(stdin);
-    let status = wait_bounded(&mut child, Duration::from_secs(20));
+    let status = gw.close_and_wait(Duration::from_secs(20));
     assert!(status.is_some(), "mcpgw --stdio exits when stdin closes");
-}
-
-fn wait_bounded(
-    child: &mut std::process::Child,
-    within: Duration,
-) -> Option<std::process::ExitStatus> {
-    let deadline = std::time::Instant::now() + within;
-    while std::time::Instant::now() < deadline {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    None
 }
 
 #[test]

@@ -4,7 +4,6 @@
 //! request with 503 and `Retry-After` instead of letting it through.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -160,28 +159,8 @@ fn middlewares_run_in_the_configured_order() {
 fn a_refusing_middleware_answers_stdio_clients_of_both_eras() {
     let dir = TempDir::new("pipeline-stdio");
     let config = dir.file("mcpgw.toml", &slow_backend(LOG_THEN_ALLOW));
-    let mut child = Command::new(mcpgw())
-        .args(["serve", "--stdio", "--config"])
-        .arg(config)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut ask = |v: Value| -> Value {
-        write_line(&mut stdin, &v);
-        serde_json::from_str(&rx.recv_timeout(BOUND).expect("an answer in time")).unwrap()
-    };
+    let mut gw = StdioGateway::start(&config);
+    let mut ask = |v: Value| gw.ask(&v);
     let mut modern_params = echo_args();
     modern_params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}});
@@ -196,9 +175,6 @@ fn a_refusing_middleware_answers_stdio_clients_of_both_eras() {
     let legacy =
         ask(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": echo_args()}));
     assert_unknown_method(&legacy, 3, "stdio 2025-06-18");
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]

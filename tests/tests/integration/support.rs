@@ -390,3 +390,69 @@ pub fn listed_tools(url: &str) -> (Vec<String>, Value) {
         .unwrap_or_default();
     (names, list)
 }
+
+/// `mcpgw serve --stdio --config FILE`: one JSON-RPC line in, the next line out (each wait bounded);
+/// killed on drop.
+pub struct StdioGateway {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: mpsc::Receiver<String>,
+}
+
+impl StdioGateway {
+    pub fn start(config: &Path) -> StdioGateway {
+        let mut child = Command::new(mcpgw())
+            .args(["serve", "--stdio", "--config"])
+            .arg(config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StdioGateway {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    /// Writes `v` as one line and reads the next line of output as JSON (within 30 s).
+    pub fn ask(&mut self, v: &Value) -> Value {
+        write_line(self.stdin.as_mut().expect("stdin is open"), v);
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("an answer in time");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Closes standard input and waits (bounded) for the process to exit: its status, if it did.
+    pub fn close_and_wait(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + within;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for StdioGateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
