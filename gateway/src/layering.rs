@@ -147,3 +147,22 @@ fn a_circle_is_found() {
         Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
     );
 }
+
+#[test]
+fn no_front_matches_on_an_answer() {
+    // The one transport adapter is `pipeline::deliver`: a front that matched on `Answer` would decide for
+    // itself what a session, a batch or a stream becomes.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&root.join("front"), &mut files);
+    sources(&root.join("serve"), &mut files);
+    assert!(files.len() > 5, "the fronts' sources were found");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        assert!(
+            !text.contains("Answer::"),
+            "{} matches on an Answer: write an Output for pipeline::deliver instead",
+            file.display()
+        );
+    }
+}

@@ -6,13 +6,17 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use protocol::Rejection;
+use protocol::shape::Shaped;
+use protocol::validate::Accepts;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::auth_context::AuthContext;
 use crate::front::http::Worker;
-use crate::pipeline::answer::{Answer, Answering, pump, start_session};
+use crate::pipeline::answer::{Answering, pump};
+use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Ending, Session, Transport};
 use crate::state::Gateway;
@@ -83,23 +87,12 @@ where
                 auth: AuthContext::ANONYMOUS,
                 transport: Transport::Stdio,
             };
-            if let Answer::Initialize {
-                generation,
-                params,
-                shaped,
-            } = answering.answer(routed).await
-            {
-                let answer = match start_session(&gw, None, generation, &params, Transport::Stdio) {
-                    Ok(s) => {
-                        if let Some(old) = session.replace(s) {
-                            gw.sessions.end(&old.id, Ending::StdioClosed);
-                        }
-                        shaped.body
-                    }
-                    Err(refused) => refused.body(),
-                };
-                let _ = out_tx.send(answer).await;
-            }
+            let mut out = StdioOutput {
+                out_tx: &out_tx,
+                session: Some(&mut session),
+                gw: &gw,
+            };
+            answering.settle(routed, &mut out).await;
             continue;
         }
         let Ok(slot) = slots.clone().acquire_owned().await else {
@@ -117,18 +110,12 @@ where
                 auth: AuthContext::ANONYMOUS,
                 transport: Transport::Stdio,
             };
-            match answering.answer(routed).await {
-                Answer::Message(shaped) => {
-                    let _ = out_tx.send(shaped.body).await;
-                }
-                Answer::Stream(rx) => {
-                    pump(rx, async |message| out_tx.send(message).await.is_ok()).await;
-                }
-                Answer::Batch(bodies) => {
-                    let _ = out_tx.send(protocol::shape::batch(&bodies).body).await;
-                }
-                _ => {}
-            }
+            let mut out = StdioOutput {
+                out_tx: &out_tx,
+                session: None,
+                gw: &gw,
+            };
+            answering.settle(routed, &mut out).await;
             drop(slot);
         });
     }
@@ -140,4 +127,53 @@ where
         gw.sessions.end(&s.id, Ending::StdioClosed);
     }
     Ok(())
+}
+
+/// Stdio's output: one line per message, in the order they are ready.
+struct StdioOutput<'a> {
+    out_tx: &'a mpsc::Sender<Vec<u8>>,
+    /// The connection's session, replaced by an `initialize` answered in order (`None`: this request
+    /// cannot start one).
+    session: Option<&'a mut Option<Arc<Session>>>,
+    gw: &'a Gateway,
+}
+
+impl Output for StdioOutput<'_> {
+    type Reply = ();
+
+    fn can_stream(&self, _: Accepts) -> bool {
+        true
+    }
+
+    async fn message(&mut self, shaped: Shaped, _: Accepts) {
+        let _ = self.out_tx.send(shaped.body).await;
+    }
+
+    async fn stream(&mut self, rx: mpsc::Receiver<Vec<u8>>) {
+        let out_tx = self.out_tx;
+        pump(rx, async |message| out_tx.send(message).await.is_ok()).await;
+    }
+
+    async fn accepted(&mut self) {}
+
+    fn new_session(&self) -> Result<Option<String>, Rejection> {
+        match self.session {
+            Some(_) => Ok(None),
+            None => Err(Rejection::already_initialized()),
+        }
+    }
+
+    async fn started(&mut self, session: Arc<Session>, shaped: Shaped, _: Accepts) {
+        if let Some(slot) = self.session.as_mut() {
+            if let Some(old) = slot.replace(session) {
+                self.gw.sessions.end(&old.id, Ending::StdioClosed);
+            }
+        }
+        let _ = self.out_tx.send(shaped.body).await;
+    }
+
+    /// Stdio has no GET or DELETE: validation never yields them here.
+    async fn open_stream(&mut self, _: &Arc<Session>) {}
+
+    async fn ended(&mut self) {}
 }

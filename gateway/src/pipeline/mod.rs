@@ -7,6 +7,7 @@
 
 pub mod answer;
 pub mod builtin;
+pub(crate) mod deliver;
 pub mod dispatch;
 mod middleware;
 pub mod request_stream;

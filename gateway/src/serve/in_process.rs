@@ -19,7 +19,7 @@ use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use bytes::Bytes;
 use handlers::{BackendEvent, BackendHandle};
 use protocol::shape::Shaped;
-use protocol::validate::{HttpMethod, Rejection};
+use protocol::validate::{Accepts, HttpMethod};
 use tokio::sync::mpsc;
 
 use super::{EVENTS, ServeError, first_catalog, start_backends};
@@ -27,9 +27,10 @@ use crate::auth_context::AuthContext;
 use crate::config::Config;
 use crate::front::http::Worker;
 use crate::pipeline::Transport;
-use crate::pipeline::answer::{Answer, Answering, start_session};
+use crate::pipeline::answer::Answering;
+use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
-use crate::session::Ending;
+use crate::session::{Ending, Session};
 use crate::state::Gateway;
 
 /// A started gateway driven in-process: the shared state and one worker's actors.
@@ -78,10 +79,6 @@ impl Exchange {
             body: shaped.body,
             streamed: Vec::new(),
         }
-    }
-
-    fn rejection(r: &Rejection) -> Exchange {
-        Exchange::shaped(r.shaped())
     }
 
     fn status(status: u16) -> Exchange {
@@ -153,64 +150,19 @@ impl InProcessGateway {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .and_then(|id| worker.gw.sessions.get(id));
-        let auth = AuthContext::of_headers(&headers);
-        let origin = Origin::Http(HttpMethod::Post, headers);
-        let routed = match worker.routing.route(origin, body, session.clone()).await {
-            Ok(r) => r,
-            Err(r) => return Exchange::rejection(&r),
-        };
-        let accepts = routed.valid.accepts();
         let answering = Answering {
             gw: &worker.gw,
             response: &worker.response,
             chain: worker.routing.chain(),
             session: session.as_ref(),
-            can_stream: accepts.sse,
-            auth,
+            can_stream: false,
+            auth: AuthContext::of_headers(&headers),
             transport: Transport::StreamableHttp,
         };
-        match answering.answer(routed).await {
-            Answer::Accepted | Answer::Cancelled => Exchange::status(202),
-            Answer::Message(shaped) => Exchange::shaped(shaped),
-            Answer::Batch(bodies) => Exchange::shaped(protocol::shape::batch(&bodies)),
-            Answer::Stream(mut rx) => {
-                let mut streamed = Vec::new();
-                while let Some(message) = rx.recv().await {
-                    if !message.is_empty() {
-                        streamed.push(message);
-                    }
-                }
-                Exchange {
-                    body: streamed.last().cloned().unwrap_or_default(),
-                    streamed,
-                    ..Exchange::status(200)
-                }
-            }
-            Answer::Initialize {
-                generation,
-                params,
-                shaped,
-            } => {
-                match start_session(
-                    &worker.gw,
-                    None,
-                    generation,
-                    &params,
-                    Transport::StreamableHttp,
-                ) {
-                    Ok(session) => {
-                        let mut exchange = Exchange::shaped(shaped);
-                        exchange
-                            .headers
-                            .push(("mcp-session-id".into(), session.id.clone()));
-                        exchange
-                    }
-                    Err(refused) => Exchange::rejection(&refused),
-                }
-            }
-            // A GET opens a stream and a DELETE ends a session: never the kind of a POST.
-            Answer::OpenStream | Answer::EndSession => Exchange::status(405),
-        }
+        let origin = Origin::Http(HttpMethod::Post, headers);
+        answering
+            .deliver(&worker.routing, origin, body, &mut ExchangeOutput)
+            .await
     }
 
     /// Ends a legacy session, as a DELETE with its `Mcp-Session-Id` would.
@@ -223,6 +175,56 @@ impl InProcessGateway {
         for b in self.gw.backends.values() {
             b.shutdown();
         }
+    }
+}
+
+/// The harness's output: what the HTTP front would send, collected.
+struct ExchangeOutput;
+
+impl Output for ExchangeOutput {
+    type Reply = Exchange;
+
+    fn can_stream(&self, accepts: Accepts) -> bool {
+        accepts.sse
+    }
+
+    async fn message(&mut self, shaped: Shaped, _: Accepts) -> Exchange {
+        Exchange::shaped(shaped)
+    }
+
+    async fn stream(&mut self, mut rx: mpsc::Receiver<Vec<u8>>) -> Exchange {
+        let mut streamed = Vec::new();
+        while let Some(message) = rx.recv().await {
+            if !message.is_empty() {
+                streamed.push(message);
+            }
+        }
+        Exchange {
+            body: streamed.last().cloned().unwrap_or_default(),
+            streamed,
+            ..Exchange::status(200)
+        }
+    }
+
+    async fn accepted(&mut self) -> Exchange {
+        Exchange::status(202)
+    }
+
+    async fn started(&mut self, session: Arc<Session>, shaped: Shaped, _: Accepts) -> Exchange {
+        let mut exchange = Exchange::shaped(shaped);
+        exchange
+            .headers
+            .push(("mcp-session-id".into(), session.id.clone()));
+        exchange
+    }
+
+    /// A GET opens a stream and a DELETE ends a session: never the kind of a POST.
+    async fn open_stream(&mut self, _: &Arc<Session>) -> Exchange {
+        Exchange::status(405)
+    }
+
+    async fn ended(&mut self) -> Exchange {
+        Exchange::status(405)
     }
 }
 

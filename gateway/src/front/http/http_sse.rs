@@ -2,21 +2,25 @@
 //! the client POSTs every message to `/messages?sessionId=…` (answered 202) and reads every response as a
 //! `message` event on the stream.
 
+use std::sync::Arc;
+
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
-use protocol::validate::{HttpMethod, Rejection};
+use protocol::shape::Shaped;
+use protocol::validate::{Accepts, HttpMethod, Rejection};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, sse_body};
-use super::{Worker, rejection_response};
+use super::{Worker, event_stream, rejection_response};
 use crate::auth_context::AuthContext;
-use crate::pipeline::answer::{Answer, Answering, pump, start_session};
+use crate::pipeline::answer::{Answering, pump};
+use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
-use crate::session::Transport;
-use crate::session::sse_event;
+use crate::session::{Session, Transport, sse_event};
+use crate::state::Gateway;
 
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -35,11 +39,7 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
     let endpoint = Bytes::from(format!(
         "event: endpoint\ndata: /messages?sessionId={id}\n\n"
     ));
-    HttpResponse::Ok()
-        .content_type("text/event-stream")
-        .insert_header(("Cache-Control", "no-cache"))
-        .insert_header(("X-Accel-Buffering", "no"))
-        .streaming(sse_body(Some(endpoint), rx, KEEP_ALIVE))
+    event_stream().streaming(sse_body(Some(endpoint), rx, KEEP_ALIVE))
 }
 
 #[derive(Deserialize)]
@@ -89,29 +89,6 @@ pub(super) async fn post(
             headers.insert(HeaderName::from_static("mcp-session-id"), v);
         }
     }
-    let deliver = |bytes: Vec<u8>| match (&session, &pending) {
-        (Some(s), _) => s.handle.push(sse_event(&bytes)).is_ok(),
-        (None, Some(tx)) => tx.try_send(sse_event(&bytes)).is_ok(),
-        (None, None) => false,
-    };
-    let routed = match worker
-        .routing
-        .route(
-            Origin::Http(HttpMethod::Post, headers),
-            body,
-            session.clone(),
-        )
-        .await
-    {
-        Ok(r) => r,
-        Err(r) => {
-            deliver(r.body());
-            if let (Some(tx), None) = (pending, &session) {
-                gw.sse_connections.put_back(id, tx);
-            }
-            return HttpResponse::Accepted().finish();
-        }
-    };
     let answering = Answering {
         gw,
         response: &worker.response,
@@ -121,53 +98,96 @@ pub(super) async fn post(
         auth: AuthContext::of_headers(req.headers()),
         transport: Transport::HttpSse,
     };
-    match answering.answer(routed).await {
-        Answer::Initialize {
-            generation,
-            params,
-            shaped,
-        } => {
-            let Some(tx) = pending else {
-                return rejection_response(&Rejection::already_initialized());
-            };
-            match start_session(
-                gw,
-                Some(id.clone()),
-                generation,
-                &params,
-                Transport::HttpSse,
-            ) {
-                Ok(s) => {
-                    if s.handle.attach_stream(tx).is_ok() {
-                        let _ = s.handle.push(sse_event(&shaped.body));
-                    }
-                    HttpResponse::Accepted().finish()
-                }
-                Err(refused) => rejection_response(&refused),
+    let mut out = SseOutput {
+        gw,
+        id,
+        session: session.clone(),
+        pending,
+    };
+    let origin = Origin::Http(HttpMethod::Post, headers);
+    answering
+        .deliver(&worker.routing, origin, body, &mut out)
+        .await
+}
+
+/// HTTP+SSE's output: every message is an event on the session's stream (or, before `initialize`, on the
+/// stream the client opened), and the POST itself is answered 202.
+struct SseOutput<'a> {
+    gw: &'a Gateway,
+    /// The stream's id, which a session started on it takes.
+    id: &'a str,
+    session: Option<Arc<Session>>,
+    /// The stream opened by `GET /sse` and not yet initialized.
+    pending: Option<mpsc::Sender<Bytes>>,
+}
+
+impl SseOutput<'_> {
+    /// Sends one message as an event; `false` when the stream is gone or too slow.
+    fn push(&self, message: &[u8]) -> bool {
+        match (&self.session, &self.pending) {
+            (Some(s), _) => s.handle.push(sse_event(message)).is_ok(),
+            (None, Some(tx)) => tx.try_send(sse_event(message)).is_ok(),
+            (None, None) => false,
+        }
+    }
+
+    /// 202, the stream not initialized yet handed back for the `initialize` still to come.
+    fn done(&mut self) -> HttpResponse {
+        if let (Some(tx), None) = (self.pending.take(), &self.session) {
+            self.gw.sse_connections.put_back(self.id, tx);
+        }
+        HttpResponse::Accepted().finish()
+    }
+}
+
+impl Output for SseOutput<'_> {
+    type Reply = HttpResponse;
+
+    fn can_stream(&self, _: Accepts) -> bool {
+        true
+    }
+
+    async fn message(&mut self, shaped: Shaped, _: Accepts) -> HttpResponse {
+        self.push(&shaped.body);
+        self.done()
+    }
+
+    async fn stream(&mut self, rx: mpsc::Receiver<Vec<u8>>) -> HttpResponse {
+        // Every message of the request travels on the session's stream, in order.
+        if let Some(s) = self.session.clone() {
+            actix_rt::spawn(pump(rx, async move |message| {
+                s.handle.push(sse_event(&message)).is_ok()
+            }));
+        }
+        self.done()
+    }
+
+    async fn accepted(&mut self) -> HttpResponse {
+        self.done()
+    }
+
+    fn new_session(&self) -> Result<Option<String>, Rejection> {
+        match self.pending {
+            Some(_) => Ok(Some(self.id.to_owned())),
+            None => Err(Rejection::already_initialized()),
+        }
+    }
+
+    async fn started(&mut self, session: Arc<Session>, shaped: Shaped, _: Accepts) -> HttpResponse {
+        if let Some(tx) = self.pending.take() {
+            if session.handle.attach_stream(tx).is_ok() {
+                let _ = session.handle.push(sse_event(&shaped.body));
             }
         }
-        Answer::Message(shaped) => {
-            deliver(shaped.body);
-            HttpResponse::Accepted().finish()
-        }
-        Answer::Stream(rx) => {
-            // Every message of the request travels on the session's stream, in order.
-            if let Some(s) = session.clone() {
-                actix_rt::spawn(pump(rx, async move |message| {
-                    s.handle.push(sse_event(&message)).is_ok()
-                }));
-            }
-            HttpResponse::Accepted().finish()
-        }
-        Answer::Batch(bodies) => {
-            deliver(protocol::shape::batch(&bodies).body);
-            HttpResponse::Accepted().finish()
-        }
-        Answer::Accepted | Answer::Cancelled | Answer::OpenStream | Answer::EndSession => {
-            if let (Some(tx), None) = (pending, &session) {
-                gw.sse_connections.put_back(id, tx);
-            }
-            HttpResponse::Accepted().finish()
-        }
+        HttpResponse::Accepted().finish()
+    }
+
+    /// A GET is not a message of this transport (its stream is `GET /sse`).
+    async fn open_stream(&mut self, _: &Arc<Session>) -> HttpResponse {
+        self.done()
+    }
+
+    async fn ended(&mut self) -> HttpResponse {
+        self.done()
     }
 }

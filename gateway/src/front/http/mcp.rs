@@ -3,18 +3,21 @@
 
 use std::sync::Arc;
 
+use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
-use protocol::validate::{HttpMethod, Rejection};
+use protocol::shape::Shaped;
+use protocol::validate::{Accepts, HttpMethod, Rejection};
 use tokio::sync::mpsc;
 
 use super::body::{BodyLimits, read_body};
 use super::stream::{KEEP_ALIVE, messages_body, sse_body};
-use super::{Worker, message_response, rejection_response};
+use super::{Worker, event_stream, message_response, rejection_response};
 use crate::auth_context::AuthContext;
-use crate::pipeline::answer::{Answer, Answering, start_session};
+use crate::pipeline::answer::Answering;
+use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
-use crate::session::{Ending, Session, Transport};
+use crate::session::{Session, Transport};
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -63,70 +66,63 @@ async fn handle(
         return rejection_response(&r);
     }
     let session = session_of(req, worker);
-    let origin = Origin::Http(method, req.headers().clone());
-    let routed = match worker.routing.route(origin, body, session.clone()).await {
-        Ok(r) => r,
-        Err(r) => return rejection_response(&r),
-    };
-    let accepts = routed.valid.accepts();
     let answering = Answering {
         gw: &worker.gw,
         response: &worker.response,
         chain: worker.routing.chain(),
         session: session.as_ref(),
-        can_stream: accepts.sse,
+        can_stream: false,
         auth: AuthContext::of_headers(req.headers()),
         transport: Transport::StreamableHttp,
     };
-    match answering.answer(routed).await {
-        Answer::Accepted | Answer::Cancelled => HttpResponse::Accepted().finish(),
-        Answer::Message(shaped) => message_response(shaped, accepts),
-        Answer::Batch(bodies) => message_response(protocol::shape::batch(&bodies), accepts),
-        Answer::Stream(rx) => HttpResponse::Ok()
-            .content_type("text/event-stream")
-            .insert_header(("Cache-Control", "no-cache"))
-            .insert_header(("X-Accel-Buffering", "no"))
-            .streaming(messages_body(rx)),
-        Answer::Initialize {
-            generation,
-            params,
-            shaped,
-        } => {
-            match start_session(
-                &worker.gw,
-                None,
-                generation,
-                &params,
-                Transport::StreamableHttp,
-            ) {
-                Ok(session) => {
-                    let mut resp = message_response(shaped, accepts);
-                    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&session.id) {
-                        resp.headers_mut().insert(
-                            actix_web::http::header::HeaderName::from_static("mcp-session-id"),
-                            value,
-                        );
-                    }
-                    resp
-                }
-                Err(refused) => rejection_response(&refused),
-            }
+    let origin = Origin::Http(method, req.headers().clone());
+    answering
+        .deliver(&worker.routing, origin, body, &mut HttpOutput)
+        .await
+}
+
+/// Streamable HTTP's output: the response to the POST (JSON, or an SSE stream), 202, 204.
+struct HttpOutput;
+
+impl Output for HttpOutput {
+    type Reply = HttpResponse;
+
+    fn can_stream(&self, accepts: Accepts) -> bool {
+        accepts.sse
+    }
+
+    async fn message(&mut self, shaped: Shaped, accepts: Accepts) -> HttpResponse {
+        message_response(shaped, accepts)
+    }
+
+    async fn stream(&mut self, rx: mpsc::Receiver<Vec<u8>>) -> HttpResponse {
+        event_stream().streaming(messages_body(rx))
+    }
+
+    async fn accepted(&mut self) -> HttpResponse {
+        HttpResponse::Accepted().finish()
+    }
+
+    async fn started(
+        &mut self,
+        session: Arc<Session>,
+        shaped: Shaped,
+        accepts: Accepts,
+    ) -> HttpResponse {
+        let mut resp = message_response(shaped, accepts);
+        if let Ok(value) = HeaderValue::from_str(&session.id) {
+            resp.headers_mut()
+                .insert(HeaderName::from_static("mcp-session-id"), value);
         }
-        Answer::OpenStream => match session {
-            Some(s) => open_stream(&s),
-            None => rejection_response(&Rejection::unknown_session(
-                "no live session by this Mcp-Session-Id: initialize first",
-            )),
-        },
-        Answer::EndSession => match session {
-            Some(s) => {
-                worker.gw.sessions.end(&s.id, Ending::Deleted);
-                HttpResponse::NoContent().finish()
-            }
-            None => rejection_response(&Rejection::unknown_session(
-                "no live session by this Mcp-Session-Id: initialize first",
-            )),
-        },
+        resp
+    }
+
+    async fn open_stream(&mut self, session: &Arc<Session>) -> HttpResponse {
+        open_stream(session)
+    }
+
+    async fn ended(&mut self) -> HttpResponse {
+        HttpResponse::NoContent().finish()
     }
 }
 
@@ -139,9 +135,5 @@ fn open_stream(session: &Session) -> HttpResponse {
             Some(session.generation),
         ));
     }
-    HttpResponse::Ok()
-        .content_type("text/event-stream")
-        .insert_header(("Cache-Control", "no-cache"))
-        .insert_header(("X-Accel-Buffering", "no"))
-        .streaming(sse_body(None, rx, KEEP_ALIVE))
+    event_stream().streaming(sse_body(None, rx, KEEP_ALIVE))
 }

@@ -121,11 +121,22 @@ pub(crate) fn message_response(shaped: Shaped, accepts: Accepts) -> HttpResponse
     if accepts.json {
         resp.content_type("application/json").body(body)
     } else {
-        resp.content_type("text/event-stream")
-            .insert_header(("Cache-Control", "no-cache"))
-            .insert_header(("X-Accel-Buffering", "no"))
-            .body(sse_event(&body))
+        sse_headers(&mut resp).body(sse_event(&body))
     }
+}
+
+/// A 200 response whose body is an SSE stream.
+pub(crate) fn event_stream() -> actix_web::HttpResponseBuilder {
+    let mut resp = HttpResponse::Ok();
+    sse_headers(&mut resp);
+    resp
+}
+
+/// What every SSE response says: its type, no caching, no buffering by a proxy (nginx).
+fn sse_headers(resp: &mut actix_web::HttpResponseBuilder) -> &mut actix_web::HttpResponseBuilder {
+    resp.content_type("text/event-stream")
+        .insert_header(("Cache-Control", "no-cache"))
+        .insert_header(("X-Accel-Buffering", "no"))
 }
 
 fn status(code: u16) -> actix_web::http::StatusCode {

@@ -1,0 +1,127 @@
+//! The one transport adapter: from a routed request to what its transport sends back. Everything but the
+//! writing is done here, the same way for every transport (Streamable HTTP, HTTP+SSE, stdio, and the
+//! in-process harness): a refusal before any handler runs, the answer, a batch's framing, the session an
+//! accepted `initialize` starts, a DELETE's end of a session, a GET's stream. A transport only implements
+//! [`Output`]: how one message, a stream of messages, or nothing at all reach its client.
+//!
+//! It must not shape anything (statuses and bodies come from `protocol::shape` through the response actor
+//! and the [`protocol::Rejection`]s), and no transport decides any of the above for itself.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use protocol::shape::Shaped;
+use protocol::validate::{Accepts, Rejection};
+use tokio::sync::mpsc::Receiver;
+
+use crate::pipeline::answer::{Answer, Answering, start_session};
+use crate::pipeline::routing::{Origin, Routed, RoutingHandle};
+use crate::session::{Ending, Session};
+
+/// How a transport writes what the pipeline decided. `Reply` is what its handler returns (an HTTP
+/// response, nothing for a stdio line).
+pub(crate) trait Output {
+    /// What the transport's handler returns for one request.
+    type Reply;
+
+    /// Whether a request's own messages can travel before its response: an HTTP response stream only when
+    /// the client accepts `text/event-stream`; HTTP+SSE and stdio always.
+    fn can_stream(&self, accepts: Accepts) -> bool;
+
+    /// One complete message (a response, a refusal, a batch's array) with the status and headers shaping
+    /// chose, for a client that accepts `accepts`.
+    async fn message(&mut self, shaped: Shaped, accepts: Accepts) -> Self::Reply;
+
+    /// A refusal (before validation or of a session): by default one message like any other.
+    async fn refused(&mut self, rejection: Rejection) -> Self::Reply {
+        self.message(rejection.shaped(), Accepts::JSON).await
+    }
+
+    /// A request answered as a stream: its messages in order, empty ones keep-alives.
+    async fn stream(&mut self, rx: Receiver<Vec<u8>>) -> Self::Reply;
+
+    /// Nothing to send back (notifications, client responses, a cancelled request): HTTP's 202.
+    async fn accepted(&mut self) -> Self::Reply;
+
+    /// Whether `initialize` may start a session here, and the id it takes (`Some`: HTTP+SSE, whose
+    /// session is named by its stream; `None`: a new one).
+    fn new_session(&self) -> Result<Option<String>, Rejection> {
+        Ok(None)
+    }
+
+    /// `initialize` started `session`; `shaped` carries its result.
+    async fn started(
+        &mut self,
+        session: Arc<Session>,
+        shaped: Shaped,
+        accepts: Accepts,
+    ) -> Self::Reply;
+
+    /// A GET on a live session: its standalone stream. Only Streamable HTTP has one.
+    async fn open_stream(&mut self, session: &Arc<Session>) -> Self::Reply;
+
+    /// A DELETE ended the session.
+    async fn ended(&mut self) -> Self::Reply;
+}
+
+/// The answer to a GET or DELETE that names no live session.
+fn no_session() -> Rejection {
+    Rejection::unknown_session("no live session by this Mcp-Session-Id: initialize first")
+}
+
+impl Answering<'_> {
+    /// Validates a request (routing), answers it, and writes the answer through `out`.
+    pub(crate) async fn deliver<O: Output>(
+        mut self,
+        routing: &RoutingHandle,
+        origin: Origin,
+        body: Bytes,
+        out: &mut O,
+    ) -> O::Reply {
+        let routed = match routing
+            .route(origin, body, self.session.map(Arc::clone))
+            .await
+        {
+            Ok(r) => r,
+            Err(r) => return out.refused(r).await,
+        };
+        self.can_stream = out.can_stream(routed.valid.accepts());
+        self.settle(routed, out).await
+    }
+
+    /// Answers a routed request and writes the answer through `out`.
+    pub(crate) async fn settle<O: Output>(&self, routed: Routed, out: &mut O) -> O::Reply {
+        let accepts = routed.valid.accepts();
+        match self.answer(routed).await {
+            Answer::Accepted | Answer::Cancelled => out.accepted().await,
+            Answer::Message(shaped) => out.message(shaped, accepts).await,
+            Answer::Batch(bodies) => out.message(protocol::shape::batch(&bodies), accepts).await,
+            Answer::Stream(rx) => out.stream(rx).await,
+            Answer::Initialize {
+                generation,
+                params,
+                shaped,
+            } => {
+                let id = match out.new_session() {
+                    Ok(id) => id,
+                    Err(refused) => return out.refused(refused).await,
+                };
+                match start_session(self.gw, id, generation, &params, self.transport) {
+                    Ok(session) => out.started(session, shaped, accepts).await,
+                    Err(refused) => out.refused(refused).await,
+                }
+            }
+            Answer::OpenStream => match self.session {
+                Some(s) => out.open_stream(s).await,
+                None => out.refused(no_session()).await,
+            },
+            Answer::EndSession => match self.session {
+                Some(s) => {
+                    self.gw.sessions.end(&s.id, Ending::Deleted);
+                    out.ended().await
+                }
+                None => out.refused(no_session()).await,
+            },
+        }
+    }
+}
