@@ -347,11 +347,19 @@ fn unrelayed(request: &Request, why: Unattributed) -> Result<Box<RawValue>, Erro
 
 /// Hands a backend's request to its caller and answers the backend, in a task of its own, with what the
 /// caller replies, or an error when it does not reply in time or goes away.
-pub(crate) fn relay(outbox: Arc<dyn Outbox>, backend: &str, caller: Caller, request: Request) {
+pub(crate) fn relay_input_request(
+    outbox: Arc<dyn Outbox>,
+    backend: &str,
+    caller: Caller,
+    request: Request,
+) {
     let id = request.id.clone();
     let method = request.method.clone();
     let (reply, replied) = oneshot::channel();
-    if let Err(e) = caller.sink.try_send(Related::Request { request, reply }) {
+    if let Err(e) = caller
+        .sink
+        .try_send(Related::InputRequest { request, reply })
+    {
         let why = match e {
             tokio::sync::mpsc::error::TrySendError::Full(_) => "the client's stream is full",
             tokio::sync::mpsc::error::TrySendError::Closed(_) => "the client request ended",

@@ -53,7 +53,7 @@ pub struct BackendRequest {
     pub param_headers: Vec<(String, String)>,
     /// Where this request's own messages go: its progress, on HTTP the notifications the backend sends on
     /// the request's response stream, and the requests the backend asks while serving it
-    /// ([`crate::Related::Request`]: sampling, elicitation, roots), which must be answered through their
+    /// ([`crate::Related::InputRequest`]: sampling, elicitation, roots), which must be answered through their
     /// `reply`. `None`: notifications are not wanted (a client progress token is removed) and the backend's
     /// requests are refused: -32021 naming a capability `client_capabilities` lacks, else -32601.
     pub related: Option<RelatedSink>,
@@ -267,7 +267,7 @@ impl BackendHandle {
     /// (`notifications/cancelled`, or the response stream is dropped).
     ///
     /// While it is in flight, the backend's requests (sampling, elicitation, roots) that belong to it go to
-    /// `request.related` as [`crate::Related::Request`]: those on its own response stream (Streamable HTTP,
+    /// `request.related` as [`crate::Related::InputRequest`]: those on its own response stream (Streamable HTTP,
     /// either era), and on a multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only
     /// request in flight.
     pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {

@@ -199,7 +199,9 @@ impl Inbound {
             None => self.notifier.callers().sole(),
         };
         match caller {
-            Ok(caller) => callers::relay(Arc::clone(outbox), backend, caller, request),
+            Ok(caller) => {
+                callers::relay_input_request(Arc::clone(outbox), backend, caller, request)
+            }
             Err(why) => callers::refuse(&**outbox, backend, &request, why),
         }
     }

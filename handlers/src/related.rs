@@ -22,11 +22,11 @@ use tracing::debug;
 pub enum Related {
     /// A notification (progress with the client's token restored, log messages, ...).
     Notification(Notification),
-    /// A request the backend asks while serving the caller's request (`sampling/createMessage`,
+    /// An input request: a request the backend asks while serving the caller's request (`sampling/createMessage`,
     /// `elicitation/create`, `roots/list`), with the backend's own id. The caller answers through `reply`
     /// (the id is restored here); nobody answering (`reply` dropped) or a late answer makes the backend
     /// get an error.
-    Request {
+    InputRequest {
         /// The backend's request, as received.
         request: Request,
         /// Where the answer goes: the result, or the JSON-RPC error to answer with.

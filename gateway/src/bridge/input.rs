@@ -61,14 +61,14 @@ impl Question {
 }
 
 /// Asks the client every request of one round on its stream and waits (bounded) for all answers.
-pub async fn ask(
+pub async fn request_input(
     session: &Session,
     stream: &mpsc::Sender<Vec<u8>>,
     requests: BTreeMap<String, AskedRequest>,
 ) -> Result<BTreeMap<String, Box<RawValue>>, String> {
     let mut waiting = Vec::with_capacity(requests.len());
     for (key, asked) in requests {
-        let ask = session.asks().open().map_err(|e| e.to_string())?;
+        let ask = session.input_requests().open().map_err(|e| e.to_string())?;
         let request = Request::new(ask.id.clone(), asked.method.clone(), asked.params.as_ref());
         stream
             .send(Message::Request(request).to_bytes())
@@ -102,14 +102,14 @@ pub async fn ask(
     }
 }
 
-/// Where the answer to a backend's request goes (see [`handlers::Related::Request`]).
+/// Where the answer to a backend's request goes (see [`handlers::Related::InputRequest`]).
 pub type Reply = oneshot::Sender<Result<Box<RawValue>, Error>>;
 
 /// Relays a legacy backend's request to the client of the request it belongs to: on a legacy session that
 /// declared the capability the method needs, it is sent on the request's `stream` with an id the gateway
 /// minted, and the client's answer (result or error) goes to `reply`; otherwise `reply` gets an error at
 /// once. Bounded by [`ROUND_TIMEOUT`]; ends early when the backend side stops waiting.
-pub async fn relay(
+pub async fn relay_input_request(
     session: Option<&Session>,
     stream: &mpsc::Sender<Vec<u8>>,
     request: Request,
@@ -128,7 +128,8 @@ pub async fn relay(
         Some(session) => match undeclared(session, &request) {
             Some(error) => Err(error),
             None => {
-                let asked = tokio::time::timeout(ROUND_TIMEOUT, ask_one(session, stream, request));
+                let asked =
+                    tokio::time::timeout(ROUND_TIMEOUT, request_one(session, stream, request));
                 tokio::select! {
                     answer = asked => answer.unwrap_or_else(|_| Err(Error::new(
                         ErrorCode::InternalError,
@@ -170,7 +171,7 @@ fn undeclared(session: &Session, request: &Request) -> Option<Error> {
 }
 
 /// Asks the client one request on its stream under a fresh id and waits for its answer (unbounded here).
-async fn ask_one(
+async fn request_one(
     session: &Session,
     stream: &mpsc::Sender<Vec<u8>>,
     mut request: Request,
@@ -178,7 +179,7 @@ async fn ask_one(
     let internal = |why: String| Error::new(ErrorCode::InternalError, why);
     let method = request.method.clone();
     let mut ask = session
-        .asks()
+        .input_requests()
         .open()
         .map_err(|e| internal(format!("cannot ask the client {method}: {e}")))?;
     request.id = ask.id.clone();
@@ -237,7 +238,7 @@ mod tests {
         let s = session(&store, json!({"sampling": {}}));
         let (tx, mut stream) = mpsc::channel(4);
         let (reply, replied) = oneshot::channel();
-        let relaying = relay(
+        let relaying = relay_input_request(
             Some(&s),
             &tx,
             backend_request("sampling/createMessage"),
@@ -251,7 +252,7 @@ mod tests {
             assert!(id.starts_with("mcpgw-ask-"), "the gateway's own id: {id}");
             let result = RawValue::from_string(r#"{"model":"m"}"#.into()).unwrap();
             assert!(
-                s.asks()
+                s.input_requests()
                     .answer(Response::result(protocol::RequestId::string(&id), result))
             );
         };
@@ -293,7 +294,7 @@ mod tests {
         ];
         for (session, method, code, says) in cases {
             let (reply, replied) = oneshot::channel();
-            relay(session, &tx, backend_request(method), reply).await;
+            relay_input_request(session, &tx, backend_request(method), reply).await;
             let error = replied.await.unwrap().unwrap_err();
             assert_eq!(error.code(), code, "{method}");
             if code == ErrorCode::MissingRequiredClientCapability {

@@ -114,7 +114,9 @@ impl Answering<'_> {
                 Answer::Accepted
             }
             ValidKind::ClientResponse(r) => {
-                let routed = self.session.is_some_and(|s| s.asks().answer(r.clone()));
+                let routed = self
+                    .session
+                    .is_some_and(|s| s.input_requests().answer(r.clone()));
                 if !routed {
                     tracing::debug!(id = ?r.id, "client response dropped: no question with that id is open");
                 }

@@ -10,7 +10,7 @@
 //! the session), and retries the backend request with `inputResponses` and the backend's `requestState` —
 //! bounded in rounds and time. The same client is asked a legacy backend's own requests (sampling,
 //! elicitation, roots) that it sends while serving this request: they go out on this stream with the
-//! gateway's id and the client's answer goes back to the backend (see [`input::relay`]).
+//! gateway's id and the client's answer goes back to the backend (see [`input::relay_input_request`]).
 
 use std::sync::Arc;
 
@@ -191,7 +191,7 @@ async fn rounds(
                 ),
             });
         }
-        match input::ask(session, tx, question.requests).await {
+        match input::request_input(session, tx, question.requests).await {
             Ok(responses) => call = input::retry(&call, responses, question.request_state),
             Err(reason) => return Outcome::Failed(Failure::Internal { reason }),
         }
@@ -227,8 +227,8 @@ async fn dispatch_once(
             outcome = &mut run => break outcome,
             Some(r) = related.recv() => match r {
                 Related::Notification(n) => forward(tx, n, wants),
-                Related::Request { request, reply } => {
-                    asking.push(input::relay(session, tx, request, reply));
+                Related::InputRequest { request, reply } => {
+                    asking.push(input::relay_input_request(session, tx, request, reply));
                 }
             },
             Some(()) = asking.next(), if !asking.is_empty() => {}

@@ -3,8 +3,8 @@
 //! the idle timer and the session's server-to-client stream.
 
 mod actor;
-mod asks;
 mod in_flight;
+mod input_requests;
 mod sse;
 pub mod subscriptions;
 
@@ -20,8 +20,8 @@ use protocol::payload::{Implementation, InitializeRequestParams, LoggingLevel};
 use serde_json::Value;
 
 pub use actor::{SessionHandle, StreamClosed};
-pub use asks::{AskError, ClientAsks};
 pub use in_flight::{InFlight, Registered};
+pub use input_requests::{InputRequestError, InputRequests};
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;
 pub use sse::sse_event;
@@ -66,7 +66,7 @@ pub struct Session {
     last_seen_ms: AtomicU64,
     initialized: AtomicBool,
     /// Requests the gateway sent to the client (sampling, elicitation, roots) awaiting its answer.
-    asks: ClientAsks,
+    input_requests: InputRequests,
     /// The client's requests in flight, cancellable by `notifications/cancelled`.
     in_flight: InFlight,
     log_level: AtomicU8,
@@ -121,8 +121,8 @@ impl Session {
     }
 
     /// The requests this session's client has been asked and not answered yet.
-    pub fn asks(&self) -> &ClientAsks {
-        &self.asks
+    pub fn input_requests(&self) -> &InputRequests {
+        &self.input_requests
     }
 
     /// The client's requests in flight.
@@ -291,7 +291,7 @@ impl SessionStore {
             handle,
             last_seen_ms: AtomicU64::new(0),
             initialized: AtomicBool::new(false),
-            asks: ClientAsks::default(),
+            input_requests: InputRequests::default(),
             in_flight: InFlight::default(),
             log_level: AtomicU8::new(NO_LEVEL),
             epoch: Instant::now(),

@@ -31,7 +31,7 @@ async fn next_request(rx: &mut mpsc::Receiver<Related>) -> (Request, Reply) {
     let deadline = tokio::time::Instant::now() + WAIT;
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(Related::Request { request, reply })) => return (request, reply),
+            Ok(Some(Related::InputRequest { request, reply })) => return (request, reply),
             Ok(Some(Related::Notification(_))) => {}
             other => panic!("no backend request on the sink: {other:?}"),
         }

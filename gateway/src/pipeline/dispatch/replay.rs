@@ -149,7 +149,7 @@ pub async fn forward(
                     let _ = outer.try_send(Related::Notification(n));
                 }
             }
-            Step::Related(Some(Related::Request { request, reply })) => {
+            Step::Related(Some(Related::InputRequest { request, reply })) => {
                 if let Some(answer) = answers.get_mut(asked) {
                     if answer.m.is_empty() {
                         answer.m.clone_from(&request.method);

@@ -1,4 +1,5 @@
-//! Requests the gateway sends a legacy client (sampling, elicitation, roots) on behalf of a backend, and the
+//! Input requests (sampling, elicitation, roots: a backend's requests to a client) the gateway sends a legacy
+//! client on behalf of a backend, and the
 //! client's answers, which arrive as separate POSTs: the session matches them by the id the gateway minted.
 //! Bounded: a session has at most [`MAX_OUTSTANDING`] questions open; waiting is bounded by the caller.
 
@@ -18,7 +19,7 @@ pub const MAX_OUTSTANDING: usize = 64;
 
 /// Why a question cannot be asked.
 #[derive(Debug, thiserror::Error)]
-pub enum AskError {
+pub enum InputRequestError {
     /// Too many questions are open.
     #[error("the client has {MAX_OUTSTANDING} questions open already")]
     TooMany,
@@ -26,7 +27,7 @@ pub enum AskError {
 
 /// The open questions of one session.
 #[derive(Debug, Default)]
-pub struct ClientAsks {
+pub struct InputRequests {
     next: AtomicU64,
     open: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
 }
@@ -34,16 +35,16 @@ pub struct ClientAsks {
 /// One open question: its id (to put in the request) and where the answer arrives. Dropping it withdraws
 /// the question.
 #[derive(Debug)]
-pub struct Ask<'a> {
+pub struct OpenInputRequest<'a> {
     /// The id minted for the request to the client.
     pub id: RequestId,
     /// The client's answer.
     pub answer: oneshot::Receiver<Answer>,
-    asks: &'a ClientAsks,
+    asks: &'a InputRequests,
     key: String,
 }
 
-impl Drop for Ask<'_> {
+impl Drop for OpenInputRequest<'_> {
     fn drop(&mut self) {
         if let Ok(mut open) = self.asks.open.lock() {
             open.remove(&self.key);
@@ -51,17 +52,17 @@ impl Drop for Ask<'_> {
     }
 }
 
-impl ClientAsks {
+impl InputRequests {
     /// Opens a question.
-    pub fn open(&self) -> Result<Ask<'_>, AskError> {
+    pub fn open(&self) -> Result<OpenInputRequest<'_>, InputRequestError> {
         let key = format!("mcpgw-ask-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        let mut open = self.open.lock().map_err(|_| AskError::TooMany)?;
+        let mut open = self.open.lock().map_err(|_| InputRequestError::TooMany)?;
         if open.len() >= MAX_OUTSTANDING {
-            return Err(AskError::TooMany);
+            return Err(InputRequestError::TooMany);
         }
         open.insert(key.clone(), tx);
-        Ok(Ask {
+        Ok(OpenInputRequest {
             id: RequestId::string(&key),
             answer: rx,
             asks: self,
@@ -91,7 +92,7 @@ mod tests {
 
     #[test]
     fn answers_reach_their_question_once() {
-        let asks = ClientAsks::default();
+        let asks = InputRequests::default();
         let mut ask = asks.open().unwrap();
         let result = RawValue::from_string("{\"ok\":true}".into()).unwrap();
         assert!(asks.answer(Response::result(ask.id.clone(), result)));
@@ -109,9 +110,9 @@ mod tests {
 
     #[test]
     fn questions_are_bounded_and_withdrawn_on_drop() {
-        let asks = ClientAsks::default();
+        let asks = InputRequests::default();
         let held: Vec<_> = (0..MAX_OUTSTANDING).map(|_| asks.open().unwrap()).collect();
-        assert!(matches!(asks.open(), Err(AskError::TooMany)));
+        assert!(matches!(asks.open(), Err(InputRequestError::TooMany)));
         drop(held);
         assert!(asks.open().is_ok());
     }
