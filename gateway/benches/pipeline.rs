@@ -100,6 +100,19 @@ fn bench(c: &mut Criterion) {
     g.bench_function("baseline_from_slice", |b| {
         b.iter(|| serde_json::from_slice::<Value>(black_box(REQUEST.as_bytes())).unwrap())
     });
+    let floor = system.block_on(async { floor::Floor::start() });
+    g.bench_function("floor_three_empty_actor_turns", |b| {
+        b.iter_custom(|iters| {
+            system.block_on(async {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    let request = Bytes::from_static(black_box(REQUEST.as_bytes()));
+                    black_box(floor.call(request).await);
+                }
+                started.elapsed()
+            })
+        })
+    });
     g.bench_function("pipeline_no_middleware", |b| {
         b.iter_custom(|iters| run(&system, &bare, &headers, iters))
     });
@@ -109,6 +122,87 @@ fn bench(c: &mut Criterion) {
     g.finish();
     bare.shutdown();
     chained.shutdown();
+}
+
+/// The floor under the pipeline: the design card's three actor turns a forwarded call takes on one worker
+/// (the routing actor's validation, the backend's handler actor, the response actor's shaping), each behind
+/// a handle as the gateway's are — a permit taken without waiting, `send`, a deadline on the answer — with
+/// no work in them at all: the request's bytes go in and a few bytes come out. What the actors cost before
+/// any JSON is read.
+mod floor {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use actix::prelude::*;
+    use bytes::Bytes;
+    use tokio::sync::Semaphore;
+
+    #[derive(Message)]
+    #[rtype(result = "Bytes")]
+    pub struct Turn(pub Bytes);
+
+    /// The routing and response actors: answered synchronously, as theirs are.
+    pub struct Sync;
+    impl Actor for Sync {
+        type Context = Context<Self>;
+    }
+    impl Handler<Turn> for Sync {
+        type Result = MessageResult<Turn>;
+        fn handle(&mut self, msg: Turn, _: &mut Context<Self>) -> Self::Result {
+            MessageResult(msg.0)
+        }
+    }
+
+    /// The backend's handler actor: a `ResponseFuture`, as the worker actor's is.
+    pub struct Detached;
+    impl Actor for Detached {
+        type Context = Context<Self>;
+    }
+    impl Handler<Turn> for Detached {
+        type Result = ResponseFuture<Bytes>;
+        fn handle(&mut self, msg: Turn, _: &mut Context<Self>) -> Self::Result {
+            Box::pin(async move { msg.0 })
+        }
+    }
+
+    /// The three handles.
+    pub struct Floor {
+        routing: Addr<Sync>,
+        backend: Addr<Detached>,
+        response: Addr<Sync>,
+        in_flight: Arc<Semaphore>,
+        backend_permits: Arc<Semaphore>,
+    }
+
+    impl Floor {
+        pub fn start() -> Floor {
+            Floor {
+                routing: Sync.start(),
+                backend: Detached.start(),
+                response: Sync.start(),
+                in_flight: Arc::new(Semaphore::new(1024)),
+                backend_permits: Arc::new(Semaphore::new(64)),
+            }
+        }
+
+        pub async fn call(&self, request: Bytes) -> Bytes {
+            let deadline = Duration::from_secs(5);
+            let _in_flight = self.in_flight.try_acquire().expect("a permit");
+            let routed = tokio::time::timeout(deadline, self.routing.send(Turn(request)))
+                .await
+                .expect("in time")
+                .expect("answered");
+            let _permit = self.backend_permits.try_acquire().expect("a permit");
+            let result = tokio::time::timeout(deadline, self.backend.send(Turn(routed)))
+                .await
+                .expect("in time")
+                .expect("answered");
+            tokio::time::timeout(deadline, self.response.send(Turn(result)))
+                .await
+                .expect("in time")
+                .expect("answered")
+        }
+    }
 }
 
 criterion_group!(benches, bench);
@@ -130,8 +224,9 @@ fn mean_ns(name: &str) -> Option<f64> {
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
-    let (Some(base), Some(bare), Some(chained)) = (
+    let (Some(base), Some(floor), Some(bare), Some(chained)) = (
         mean_ns("baseline_from_slice"),
+        mean_ns("floor_three_empty_actor_turns"),
         mean_ns("pipeline_no_middleware"),
         mean_ns("pipeline_two_middlewares"),
     ) else {
@@ -141,6 +236,11 @@ fn main() {
     println!(
         "baseline serde_json::from_slice (the request into Value): {:.2} µs",
         base / 1000.0
+    );
+    println!(
+        "the floor (three empty actor turns behind handles, no JSON): {:.2} µs, {:.2}x the bare parse",
+        floor / 1000.0,
+        floor / base
     );
     for (what, ns) in [
         ("no middleware", bare),

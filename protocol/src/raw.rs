@@ -50,6 +50,17 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
     }
 }
 
+impl serde::Serialize for RawObject<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.fields.len()))?;
+        for (k, v) in &self.fields {
+            map.serialize_entry(k, v.get())?;
+        }
+        map.end()
+    }
+}
+
 impl<'a> RawObject<'a> {
     /// Reads an object; `None` when `raw` is not a JSON object.
     pub fn parse(raw: &'a RawValue) -> Option<RawObject<'a>> {
@@ -120,10 +131,9 @@ impl<'a> RawObject<'a> {
 
     /// The object as an owned raw value.
     pub fn to_raw(&self) -> Box<RawValue> {
-        let mut out = Vec::with_capacity(64);
-        self.write(&mut out);
-        let text = String::from_utf8(out).expect("JSON text is UTF-8");
-        RawValue::from_string(text).expect("an object of raw values is JSON")
+        // Serialized, not re-read: `RawValue::from_string` would parse the whole text again to check it,
+        // where every part is already JSON (raw values as they were read, keys escaped by serde_json).
+        serde_json::value::to_raw_value(self).expect("an object of raw values serializes")
     }
 }
 
