@@ -15,6 +15,7 @@ pub mod cache;
 pub mod catalog;
 pub mod check;
 pub mod config;
+pub mod drain;
 pub mod front;
 #[cfg(test)]
 mod layering;

@@ -15,6 +15,7 @@ use crate::config::{BackendTransport, Config};
 use crate::state::{Gateway, server_info};
 
 pub mod in_process;
+mod stop;
 
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
@@ -82,8 +83,13 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
         },
         Some(front) => serve_http(gw.clone(), front, first).await,
     };
+    // The backends stop last, after every request is answered, each with its grace period (never
+    // restarted: a shut-down backend stays down).
     for b in gw.backends.values() {
         b.shutdown();
+    }
+    if !handlers::processes_ended(handlers::STOP_BOUND).await {
+        tracing::warn!("a backend process did not end in time: it is killed as the gateway exits");
     }
     result
 }
@@ -213,7 +219,9 @@ async fn serve_http(
         }
     })
     .max_connections(connections.per_worker())
-    .shutdown_timeout(10);
+    // Stopping is the drain's (`stop`): actix-web's own signal handling would close the listener at once.
+    .disable_signals()
+    .shutdown_timeout(stop::shutdown_timeout(&gw));
     let addr = front
         .listener
         .local_addr()
@@ -243,6 +251,14 @@ async fn serve_http(
     }
     let server = server.run();
     let handle = server.handle();
+    actix_rt::spawn({
+        let (gw, handle) = (gw.clone(), handle.clone());
+        async move {
+            if let Err(e) = stop::on_signal(gw, handle, connections).await {
+                tracing::error!(error = %e, "cannot wait for SIGTERM or SIGINT");
+            }
+        }
+    });
     let mut server = std::pin::pin!(server);
     tokio::select! {
         served = &mut server => return served.map_err(ServeError::Io),

@@ -50,6 +50,10 @@ pub struct Gateway {
     pub resource_cache: ResourceCache,
     /// Legacy backends' requests held open for a 2026-07-28 client's answer.
     pub parked: Arc<ParkedCalls>,
+    /// The shutdown's phase and the requests in flight it waits for.
+    pub drain: crate::drain::Drain,
+    /// Tools' own deadlines (`tool_timeouts_ms`), by backend and the backend's tool name; empty unless set.
+    pub tool_timeouts: BTreeMap<String, BTreeMap<String, std::time::Duration>>,
 }
 
 impl Gateway {
@@ -67,8 +71,22 @@ impl Gateway {
                 }
             },
             max_body_bytes: config.server.max_body_bytes,
+            max_batch: config.server.max_batch,
         };
         let subscriptions = Arc::new(Subscriptions::default());
+        let tool_timeouts = config
+            .backends
+            .iter()
+            .filter(|b| !b.tool_timeouts_ms.is_empty())
+            .map(|b| {
+                let tools = b
+                    .tool_timeouts_ms
+                    .keys()
+                    .filter_map(|t| Some((t.clone(), b.tool_timeout(t)?)))
+                    .collect();
+                (b.name.clone(), tools)
+            })
+            .collect();
         let sessions = SessionStore::new(config.server.max_sessions, subscriptions.clone());
         let sse_connections = PendingStreams::new(config.server.max_sessions);
         let ledger = Ledger::new(
@@ -91,6 +109,8 @@ impl Gateway {
                 config.server.cache_max_bytes,
             ),
             parked: Arc::default(),
+            drain: crate::drain::Drain::default(),
+            tool_timeouts,
             config,
         }
     }

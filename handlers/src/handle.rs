@@ -57,6 +57,9 @@ pub struct BackendRequest {
     /// `reply`. `None`: notifications are not wanted (a client progress token is removed) and the backend's
     /// requests are refused: -32021 naming a capability `client_capabilities` lacks, else -32601.
     pub related: Option<RelatedSink>,
+    /// This request's deadline instead of the backend's request timeout (a tool's own, from its backend's
+    /// `tool_timeouts_ms`).
+    pub timeout: Option<Duration>,
 }
 
 impl BackendRequest {
@@ -69,6 +72,7 @@ impl BackendRequest {
             name: None,
             param_headers: Vec::new(),
             related: None,
+            timeout: None,
         }
     }
 }
@@ -289,7 +293,8 @@ impl BackendHandle {
             .progress
             .rewrite(request.params.take(), request.related.as_ref());
         request.params = params;
-        let deadline = Instant::now() + self.shared.request_timeout;
+        let timeout = request.timeout.unwrap_or(self.shared.request_timeout);
+        let deadline = Instant::now() + timeout;
         // In flight until the call ends: the backend's requests may be attributed to it. Control traffic
         // is the gateway's own (a listing, a ping): no client stands behind it, so a backend request that
         // arrives while only it is in flight is unattributed (configured roots, or none), never refused as
@@ -311,16 +316,20 @@ impl BackendHandle {
             cancel,
             span: tracing::Span::current(),
         });
+        let after_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         match tokio::time::timeout_at(deadline + DELIVERY_SLACK, answer).await {
-            Ok(Ok(outcome)) => outcome,
+            // The link names the backend's own timeout; this request's may be a tool's.
+            Ok(Ok(outcome)) => outcome.map_err(|f| match f {
+                Failure::Timeout { backend, .. } => Failure::Timeout { backend, after_ms },
+                f => f,
+            }),
             Ok(Err(MailboxError::Closed)) => Err(Failure::Unavailable {
                 backend: self.shared.name.clone(),
                 reason: "the backend was shut down".to_owned(),
             }),
             Ok(Err(MailboxError::Timeout)) | Err(_) => Err(Failure::Timeout {
                 backend: self.shared.name.clone(),
-                after_ms: u64::try_from(self.shared.request_timeout.as_millis())
-                    .unwrap_or(u64::MAX),
+                after_ms,
             }),
         }
     }

@@ -51,3 +51,4 @@ pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;
 pub use protocol::Generation;
 pub use related::{Related, RelatedSink};
+pub use stdio::{STOP_BOUND, processes_ended};

@@ -73,6 +73,7 @@ impl State {
         let config = Config {
             served: mock.served(),
             unknown_tool: UnknownToolCode::InvalidParams,
+            max_batch: protocol::validate::Config::default().max_batch,
             max_body_bytes: MAX_BODY_BYTES,
         };
         State {

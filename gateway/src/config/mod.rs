@@ -69,8 +69,17 @@ pub struct ServerConfig {
     pub body_timeout_ms: u64,
     /// A legacy session idle for this long expires (404 afterwards).
     pub session_idle_secs: u64,
+    /// After SIGTERM or SIGINT, how long the listener keeps accepting (with `/readyz` answering 503) so that
+    /// a load balancer can move away, in seconds.
+    pub drain_grace_secs: u64,
+    /// After SIGTERM or SIGINT, how long requests in flight may take to finish before each still running is
+    /// answered "gateway shutting down", in seconds (from the signal; at least `drain_grace_secs`).
+    pub drain_timeout_secs: u64,
     /// Legacy sessions held at most; `initialize` beyond it is refused with 503.
     pub max_sessions: usize,
+    /// The most entries a JSON-RPC batch (2025-03-26 sessions) may hold; a larger one is refused with
+    /// -32600 naming the limit. At least 1.
+    pub max_batch: usize,
     /// Bytes of cached `resources/read` results held at most (their JSON text, counted exactly); a result
     /// larger than it is served and not cached. At least 1.
     pub cache_max_bytes: usize,
@@ -155,7 +164,10 @@ impl Default for ServerConfig {
             body_idle_timeout_ms: 5_000,
             body_timeout_ms: 30_000,
             session_idle_secs: 30 * 60,
+            drain_grace_secs: 5,
+            drain_timeout_secs: 30,
             max_sessions: 100_000,
+            max_batch: 100,
             cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
             request_timeout_ms: 30_000,
             list_timeout_ms: 5_000,
@@ -199,6 +211,9 @@ pub struct BackendEntry {
     pub timeout_ms: Option<u64>,
     /// Requests in flight at once (default 64); more are answered "overloaded" at once.
     pub max_in_flight: Option<usize>,
+    /// Deadlines of single tools, by the backend's own tool name, in milliseconds (instead of `timeout_ms`).
+    #[serde(default)]
+    pub tool_timeouts_ms: BTreeMap<String, u64>,
     /// https: extra roots (PEM) trusted beside the platform's.
     pub tls_ca_file: Option<PathBuf>,
     /// https: the gateway's client certificate (PEM), for backends that require one.
@@ -278,6 +293,13 @@ impl BackendEntry {
     /// The request timeout.
     pub fn timeout(&self, server: &ServerConfig) -> Duration {
         Duration::from_millis(self.timeout_ms.unwrap_or(server.request_timeout_ms))
+    }
+
+    /// The deadline of one of its tools (its own name) when `tool_timeouts_ms` sets one.
+    pub fn tool_timeout(&self, tool: &str) -> Option<Duration> {
+        self.tool_timeouts_ms
+            .get(tool)
+            .map(|ms| Duration::from_millis(*ms))
     }
 }
 
@@ -385,6 +407,15 @@ impl Config {
         if s.session_idle_secs == 0 {
             return Err(invalid("server.session_idle_secs", "must be above 0"));
         }
+        if s.max_batch == 0 {
+            return Err(invalid("server.max_batch", "must be at least 1"));
+        }
+        if s.drain_timeout_secs < s.drain_grace_secs {
+            return Err(invalid(
+                "server.drain_timeout_secs",
+                "must be at least server.drain_grace_secs (requests in flight get at least the grace)",
+            ));
+        }
         if s.max_in_flight_per_worker == 0 {
             return Err(invalid(
                 "server.max_in_flight_per_worker",
@@ -484,6 +515,12 @@ impl Config {
             }
             if b.max_in_flight == Some(0) {
                 return Err(invalid(field("max_in_flight"), "must be at least 1"));
+            }
+            if let Some((tool, _)) = b.tool_timeouts_ms.iter().find(|(_, ms)| **ms == 0) {
+                return Err(invalid(
+                    field("tool_timeouts_ms"),
+                    format!("{tool}: must be above 0"),
+                ));
             }
             if b.builtin.is_some() && !b.roots.is_empty() {
                 return Err(invalid(

@@ -76,9 +76,13 @@ pub fn open(gw: &Arc<Gateway>, call: &Call) -> Result<mpsc::Receiver<Vec<u8>>, E
         }
         let mut quiet = tokio::time::interval(KEEP_ALIVE);
         quiet.tick().await;
+        // A shutdown ends the stream when the listener closes: the client reconnects elsewhere.
+        let closing = gw.drain.reached(crate::drain::Phase::Closing);
+        tokio::pin!(closing);
         loop {
             tokio::select! {
                 () = tx.closed() => break,
+                () = &mut closing => break,
                 _ = quiet.tick() => {
                     let _ = tx.try_send(Vec::new());
                 }

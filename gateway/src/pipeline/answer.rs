@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use futures_util::future::join_all;
+use futures_util::StreamExt;
 use protocol::payload::InitializeRequestParams;
 use protocol::shape::{Shaped, request_error, stream_required};
 use protocol::validate::{Call, ValidKind};
@@ -22,6 +22,9 @@ use crate::pipeline::routing::Routed;
 use crate::pipeline::{Chain, MwContext, Response, Transport};
 use crate::session::{Session, ShortId};
 use crate::state::Gateway;
+
+/// The entries of one JSON-RPC batch in flight at once (`[server] max_batch` bounds how many it holds).
+pub const BATCH_CONCURRENCY: usize = 8;
 
 /// What goes back to the client.
 #[derive(Debug)]
@@ -177,7 +180,15 @@ impl Answering<'_> {
                         Err(rejection) => Some(rejection.body()),
                     }
                 });
-                let bodies: Vec<Vec<u8>> = join_all(futures).await.into_iter().flatten().collect();
+                // At most BATCH_CONCURRENCY entries at once, answered in order: one client's batch cannot
+                // take every permit of a backend from the others (nor from its own later entries).
+                let bodies: Vec<Vec<u8>> = futures_util::stream::iter(futures)
+                    .buffered(BATCH_CONCURRENCY)
+                    .collect::<Vec<_>>()
+                    .await
+                    .into_iter()
+                    .flatten()
+                    .collect();
                 if bodies.is_empty() {
                     Answer::Accepted
                 } else {
@@ -254,24 +265,19 @@ impl Answering<'_> {
             self.auth,
         );
         let work = async {
-            let answered = self
-                .chain
-                .run(ctx, move |ctx| async move {
-                    let dispatch =
-                        Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth);
-                    let Some(call) = ctx.into_call() else {
-                        return not_a_call();
-                    };
-                    let outcome = dispatch.run(&call).await;
-                    if let Outcome::Failed(f) = &outcome {
-                        tracing::warn!(failure = %f, "request failed at its backend");
-                    }
-                    Response::dispatched(outcome, dispatch.backend.into_inner())
-                })
-                .await;
-            self.response
-                .shape(id, method, generation, answered.outcome)
-                .await
+            let dispatched = self.chain.run(ctx, move |ctx| async move {
+                let dispatch = Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth);
+                let Some(call) = ctx.into_call() else {
+                    return not_a_call();
+                };
+                let outcome = dispatch.run(&call).await;
+                if let Outcome::Failed(f) = &outcome {
+                    tracing::warn!(failure = %f, "request failed at its backend");
+                }
+                Response::dispatched(outcome, dispatch.backend.into_inner())
+            });
+            let outcome = unless_cut_off(self.gw, dispatched).await;
+            self.response.shape(id, method, generation, outcome).await
         };
         let cancellable = async {
             match &registered {
@@ -286,6 +292,22 @@ impl Answering<'_> {
             }
         };
         cancellable.instrument(span).await
+    }
+}
+
+/// The outcome of a request's chain and dispatch — or, when the gateway's drain timeout passes first,
+/// "gateway shutting down" (a tool error for `tools/call`), so that a request still running then is answered,
+/// not dropped with its connection; the dispatch is dropped, which abandons the backend request.
+pub(crate) async fn unless_cut_off(
+    gw: &Gateway,
+    dispatched: impl std::future::Future<Output = Response>,
+) -> Outcome {
+    tokio::select! {
+        answered = dispatched => answered.outcome,
+        () = gw.drain.reached(crate::drain::Phase::CutOff) => {
+            tracing::warn!("answered \"gateway shutting down\": still running at the drain timeout");
+            Outcome::Failed(protocol::shape::Failure::ShuttingDown)
+        }
     }
 }
 

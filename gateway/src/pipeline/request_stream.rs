@@ -144,6 +144,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     } = s;
     let (id, method) = (call.request().id.clone(), call.method());
     let ctx = MwContext::new(call, generation, transport);
+    let drain_gw = gw.clone();
     let dispatched = {
         let tx = tx.clone();
         chain.run(ctx, move |ctx| async move {
@@ -155,8 +156,8 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
             Response::dispatched(outcome, base.backend.get().cloned())
         })
     };
-    let answer = dispatched.await;
-    let shaped = response.shape(id, method, generation, answer.outcome).await;
+    let outcome = crate::pipeline::answer::unless_cut_off(&drain_gw, dispatched).await;
+    let shaped = response.shape(id, method, generation, outcome).await;
     let _ = tx.send(shaped.body).await;
     drop(permit);
 }

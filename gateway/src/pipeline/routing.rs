@@ -44,7 +44,12 @@ pub struct Routed {
 /// One request's place in its worker's bound of requests in flight (`max_in_flight_per_worker`), from
 /// acceptance to its answer; released when dropped.
 #[derive(Debug)]
-pub struct InFlight(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct InFlight(
+    #[allow(dead_code)] OwnedSemaphorePermit,
+    /// Counted in the gateway's drain, which waits for it.
+    #[allow(dead_code)]
+    crate::drain::Running,
+);
 
 /// Where a request came from.
 #[derive(Debug)]
@@ -194,11 +199,15 @@ impl RoutingHandle {
         body: Bytes,
         session: Option<Arc<Session>>,
     ) -> Result<Routed, Rejection> {
+        if self.gw.drain.phase() >= crate::drain::Phase::CutOff {
+            return Err(overloaded("the gateway is shutting down"));
+        }
         let Ok(permit) = self.permits.clone().try_acquire_owned() else {
             return Err(overloaded(
                 "the gateway is at its limit of requests in flight",
             ));
         };
+        let running = self.gw.drain.track();
         if !self.gw.catalog.first(self.starting).await {
             return Err(overloaded("the gateway is starting: no catalog yet"));
         }
@@ -211,7 +220,7 @@ impl RoutingHandle {
             Ok(Ok(result)) => result.map(|v| Routed {
                 valid: v.valid,
                 snapshot: v.snapshot,
-                permit: InFlight(permit),
+                permit: InFlight(permit, running),
             }),
             Ok(Err(_)) => Err(overloaded("the routing actor stopped")),
             Err(_) => Err(overloaded("validation did not finish in time")),

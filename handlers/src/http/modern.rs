@@ -289,6 +289,7 @@ mod tests {
             name: Some("météo".into()),
             param_headers: vec![("Region".into(), "eu-west".into())],
             related: None,
+            timeout: None,
         };
         let h = routing_headers(&request).unwrap();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");

@@ -12,6 +12,8 @@
 mod lines;
 mod process;
 
+pub use process::{STOP_BOUND, processes_ended};
+
 use std::sync::Arc;
 
 use protocol::Generation;

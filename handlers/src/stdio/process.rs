@@ -39,6 +39,27 @@ const DRAIN: Duration = Duration::from_millis(200);
 /// How long a stopping child gets after stdin is closed, and again after SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// The supervisors of every child process (one each, until its child is gone): what
+/// [`processes_ended`] waits for.
+static SUPERVISORS: std::sync::LazyLock<tokio_util::task::TaskTracker> =
+    std::sync::LazyLock::new(tokio_util::task::TaskTracker::new);
+
+/// Waits until every stdio backend's child process has ended — after [`crate::BackendHandle::shutdown`], each
+/// gets stdin closed, then SIGTERM, then SIGKILL, [`SHUTDOWN_GRACE`] apart — or `within` passes; `true`
+/// when none is left. A process that exits without it (`kill_on_drop`) would skip those grace periods.
+pub async fn processes_ended(within: Duration) -> bool {
+    let supervisors = &*SUPERVISORS;
+    supervisors.close();
+    let ended = tokio::time::timeout(within, supervisors.wait())
+        .await
+        .is_ok();
+    supervisors.reopen();
+    ended
+}
+
+/// How long [`processes_ended`] needs at most for a child that ignores both stdin's end and SIGTERM.
+pub const STOP_BOUND: Duration = Duration::from_secs(SHUTDOWN_GRACE.as_secs() * 2 + 1);
+
 /// Why a child could not be started.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SpawnError {
@@ -116,7 +137,10 @@ impl StdioProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
+            .kill_on_drop(true)
+            // Its own process group: a Ctrl-C in the gateway's terminal (SIGINT to the foreground group)
+            // reaches the gateway only, which drains and then stops its backends in order.
+            .process_group(0);
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
@@ -151,14 +175,14 @@ impl StdioProcess {
         ));
         actix_rt::spawn(read_stdout(stdout, inbound, stdout_closed.clone()));
         actix_rt::spawn(log_stderr(stderr, Arc::clone(&backend)));
-        actix_rt::spawn(supervise(Supervised {
+        actix_rt::spawn(SUPERVISORS.track_future(supervise(Supervised {
             child,
             backend,
             stop: stop.clone(),
             stdout_closed,
             pending: Arc::clone(&pending),
             lifeline: lifeline.clone(),
-        }));
+        })));
         Ok(StdioProcess {
             ctx: Arc::clone(ctx),
             stdin: stdin_queue,

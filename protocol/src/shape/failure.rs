@@ -40,6 +40,8 @@ pub enum Failure {
         /// The backend's configured name.
         backend: String,
     },
+    /// The gateway is shutting down and its drain timeout passed before the request was answered.
+    ShuttingDown,
     /// A failure inside the gateway or an in-process handler.
     Internal {
         /// What failed.
@@ -56,6 +58,7 @@ impl Failure {
             Failure::Unavailable { .. } => "unavailable",
             Failure::Crashed { .. } => "crashed",
             Failure::Overloaded { .. } => "overloaded",
+            Failure::ShuttingDown => "shutting_down",
             Failure::Internal { .. } => "internal",
         }
     }
@@ -68,7 +71,7 @@ impl Failure {
             | Failure::Unavailable { backend, .. }
             | Failure::Crashed { backend, .. }
             | Failure::Overloaded { backend } => Some(backend),
-            Failure::Internal { .. } => None,
+            Failure::ShuttingDown | Failure::Internal { .. } => None,
         }
     }
 
@@ -110,6 +113,7 @@ impl fmt::Display for Failure {
                     "backend {backend} is at its concurrency limit; try again shortly"
                 )
             }
+            Failure::ShuttingDown => f.write_str("gateway shutting down"),
             Failure::Internal { reason } => write!(f, "internal error: {reason}"),
         }
     }

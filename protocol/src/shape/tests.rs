@@ -271,6 +271,7 @@ fn failures() -> Vec<Failure> {
         Failure::Internal {
             reason: "in-process tool failed".into(),
         },
+        Failure::ShuttingDown,
     ]
 }
 

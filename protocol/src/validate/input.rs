@@ -25,6 +25,8 @@ pub struct Config {
     pub unknown_tool: UnknownToolCode,
     /// The largest body accepted (413 above).
     pub max_body_bytes: usize,
+    /// The most entries a JSON-RPC batch may hold (-32600 naming the limit above).
+    pub max_batch: usize,
 }
 
 impl Default for Config {
@@ -33,6 +35,7 @@ impl Default for Config {
             served: GenerationSet::ALL,
             unknown_tool: UnknownToolCode::default(),
             max_body_bytes: 4 * 1024 * 1024,
+            max_batch: 100,
         }
     }
 }

@@ -207,6 +207,21 @@ fn judge(ctx: &Ctx<'_>, parsed: Parsed, accepts: Accepts) -> Result<ValidRequest
                 )
                 .for_generation(s.generation));
             }
+            if entries.len() > ctx.config.max_batch {
+                return Err(Rejection::new(
+                    200,
+                    None,
+                    Error::new(
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "invalid request: a batch of {} entries is over this gateway's limit of {} (server.max_batch)",
+                            entries.len(),
+                            ctx.config.max_batch
+                        ),
+                    ),
+                )
+                .for_generation(s.generation));
+            }
             let items = entries
                 .into_iter()
                 .map(|entry| batch_entry(ctx, s, entry))

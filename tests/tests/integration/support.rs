@@ -65,6 +65,35 @@ impl Running {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// Sends a signal (`TERM`, `INT`, …) to the process, with `kill`.
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill -{name} {}", self.pid());
+    }
+
+    /// Waits (bounded) for the process to exit; its status, or `None` if it still runs after `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The log lines printed so far (the rest stay to be read).
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.try_iter().collect()
+    }
 }
 
 impl Drop for Running {
@@ -119,12 +148,22 @@ pub fn start(mut cmd: Command, marker: &str) -> Running {
 
 /// Starts `mcpgw serve` on a free loopback port with a TOML config.
 pub fn gateway(config_toml: &str, dir: &TempDir) -> Running {
+    gateway_with(config_toml, dir, |_| {})
+}
+
+/// Starts `mcpgw serve` like [`gateway`], with `adjust` applied to its command first.
+pub fn gateway_with(
+    config_toml: &str,
+    dir: &TempDir,
+    adjust: impl FnOnce(&mut Command),
+) -> Running {
     let path = dir.file("mcpgw.toml", config_toml);
     let mut cmd = Command::new(mcpgw());
     cmd.args(["serve", "--config"])
         .arg(path)
         .args(["--listen", "127.0.0.1:0"]);
     cmd.env("RUST_LOG", "info");
+    adjust(&mut cmd);
     start(cmd, "mcpgw listening on ")
 }
 

@@ -23,16 +23,21 @@
 
 use std::any::Any;
 use std::cell::Cell;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use actix_web::HttpResponse;
-use actix_web::body::{EitherBody, MessageBody};
+use actix_web::body::{BodySize, EitherBody, MessageBody};
 use actix_web::dev::Extensions;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{CONTENT_LENGTH, HeaderMap, TRANSFER_ENCODING};
 use actix_web::http::{ConnectionType, Version};
 use actix_web::middleware::Next;
+use actix_web::{HttpResponse, web};
+use bytes::Bytes;
 use protocol::validate::Rejection;
 
+use super::connections::{Active, Connection};
 use super::origin::single_host_and_origin;
 use super::rejection_response;
 
@@ -49,7 +54,7 @@ pub fn on_connect(_: &dyn Any, data: &mut Extensions) {
 /// Refuses what [the module](self) describes; passes everything else on untouched.
 pub async fn middleware(
     req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
+    next: Next<impl MessageBody + Unpin + 'static>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     let mark = req.conn_data::<FramingRefused>();
     let refused = match framing(req.headers(), req.version()) {
@@ -72,9 +77,46 @@ pub async fn middleware(
         let resp: HttpResponse = rejection_response(&r);
         return Ok(req.into_response(resp).map_into_right_body());
     }
-    next.call(req)
-        .await
-        .map(ServiceResponse::map_into_left_body)
+    // Counted on its connection until the response's body has been sent: a shutdown shuts only idle
+    // connections.
+    let active = req.conn_data::<Arc<Connection>>().map(Connection::begin);
+    let worker = req.app_data::<web::Data<super::Worker>>().cloned();
+    let mut res = next.call(req).await?;
+    // Asked when the answer is ready, not when the request came: one that was in flight when the drain
+    // began closes its connection too.
+    if worker.is_some_and(|w| w.gw.drain.is_draining()) {
+        // A shutdown has begun: the connection closes after this response.
+        res.response_mut()
+            .head_mut()
+            .set_connection_type(ConnectionType::Close);
+    }
+    Ok(res
+        .map_body(|_, body| Tracked {
+            body,
+            _active: active,
+        })
+        .map_into_left_body())
+}
+
+/// A response's body, counted on its connection until it is sent (or dropped).
+struct Tracked<B> {
+    body: B,
+    _active: Option<Active>,
+}
+
+impl<B: MessageBody + Unpin> MessageBody for Tracked<B> {
+    type Error = B::Error;
+
+    fn size(&self) -> BodySize {
+        self.body.size()
+    }
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Bytes, Self::Error>>> {
+        Pin::new(&mut self.get_mut().body).poll_next(cx)
+    }
 }
 
 /// Whether the body's length is unambiguous (RFC 9112 §6.1, §6.3).

@@ -1,5 +1,5 @@
-//! `/healthz` (the process serves HTTP) and `/readyz`: 503 only while the gateway is starting (no catalog
-//! yet), otherwise 200 with each backend's standing in the body — up, stale (listed from its last good
+//! `/healthz` (the process serves HTTP) and `/readyz`: 503 while the gateway is starting (no catalog yet)
+//! and from the moment it begins to shut down (`"status": "draining"`), otherwise 200 with each backend's standing in the body — up, stale (listed from its last good
 //! catalog), down (left out) — and why. One shared backend going down must not take every replica out of a
 //! load balancer.
 
@@ -16,7 +16,8 @@ pub(super) async fn healthz() -> HttpResponse {
 
 pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
     let gw = &worker.gw;
-    let ready = gw.catalog.is_built();
+    let draining = gw.drain.is_draining();
+    let ready = gw.catalog.is_built() && !draining;
     let backends: Vec<Value> = gw
         .ledger
         .report(Instant::now())
@@ -35,7 +36,13 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
         .collect();
     let body = json!({
         "ready": ready,
-        "status": if ready { "ready" } else { "starting" },
+        "status": if draining {
+            "draining"
+        } else if ready {
+            "ready"
+        } else {
+            "starting"
+        },
         "backends": backends,
         "sessions": gw.sessions.len(),
         "catalog_version": gw.catalog.snapshot().version(),

@@ -39,7 +39,8 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
     let endpoint = Bytes::from(format!(
         "event: endpoint\ndata: /messages?sessionId={id}\n\n"
     ));
-    event_stream().streaming(sse_body(Some(endpoint), rx, KEEP_ALIVE))
+    let phase = worker.gw.drain.watch();
+    event_stream().streaming(sse_body(Some(endpoint), rx, KEEP_ALIVE, phase))
 }
 
 #[derive(Deserialize)]

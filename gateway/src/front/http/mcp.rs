@@ -18,6 +18,7 @@ use crate::pipeline::answer::Answering;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Session, Transport};
+use crate::state::Gateway;
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 256;
@@ -77,14 +78,14 @@ async fn handle(
     };
     let origin = Origin::Http(method, req.headers().clone());
     answering
-        .deliver(&worker.routing, origin, body, &mut HttpOutput)
+        .deliver(&worker.routing, origin, body, &mut HttpOutput(&worker.gw))
         .await
 }
 
 /// Streamable HTTP's output: the response to the POST (JSON, or an SSE stream), 202, 204.
-struct HttpOutput;
+struct HttpOutput<'a>(&'a Gateway);
 
-impl Output for HttpOutput {
+impl Output for HttpOutput<'_> {
     type Reply = HttpResponse;
 
     fn can_stream(&self, accepts: Accepts) -> bool {
@@ -96,7 +97,7 @@ impl Output for HttpOutput {
     }
 
     async fn stream(&mut self, rx: mpsc::Receiver<Vec<u8>>) -> HttpResponse {
-        event_stream().streaming(messages_body(rx))
+        event_stream().streaming(messages_body(rx, self.0.drain.watch()))
     }
 
     async fn accepted(&mut self) -> HttpResponse {
@@ -118,7 +119,7 @@ impl Output for HttpOutput {
     }
 
     async fn open_stream(&mut self, session: &Arc<Session>) -> HttpResponse {
-        open_stream(session)
+        open_stream(session, self.0)
     }
 
     async fn ended(&mut self) -> HttpResponse {
@@ -127,7 +128,7 @@ impl Output for HttpOutput {
 }
 
 /// The session's standalone GET stream: server-to-client messages unrelated to a request, keep-alives.
-fn open_stream(session: &Session) -> HttpResponse {
+fn open_stream(session: &Session, gw: &Gateway) -> HttpResponse {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     if session.handle.attach_stream(tx).is_err() {
         return rejection_response(&Rejection::overloaded(
@@ -135,5 +136,5 @@ fn open_stream(session: &Session) -> HttpResponse {
             Some(session.generation),
         ));
     }
-    event_stream().streaming(sse_body(None, rx, KEEP_ALIVE))
+    event_stream().streaming(sse_body(None, rx, KEEP_ALIVE, gw.drain.watch()))
 }

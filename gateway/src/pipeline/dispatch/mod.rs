@@ -264,6 +264,7 @@ impl Dispatch<'_> {
             let meta = meta.to_raw();
             obj.set("_meta", meta);
         }
+        let mut timeout = None;
         let (backend, name, param_headers) = match (call.target(), call.method()) {
             (Some(Target::Tool { route, .. }), _) => {
                 let entry = self.snapshot.tool_at(*route).ok_or_else(stale_route)?;
@@ -283,6 +284,12 @@ impl Dispatch<'_> {
                         })
                         .collect()
                 };
+                timeout = self
+                    .gw
+                    .tool_timeouts
+                    .get(&entry.backend)
+                    .and_then(|tools| tools.get(&entry.original_name))
+                    .copied();
                 (
                     entry.backend.clone(),
                     Some(entry.original_name.clone()),
@@ -346,6 +353,7 @@ impl Dispatch<'_> {
             name,
             param_headers,
             related: self.related.clone(),
+            timeout,
         };
         Ok((backend, request, replay))
     }

@@ -160,6 +160,30 @@ fn batches_only_on_2025_03_26_and_judged_per_entry() {
 }
 
 #[test]
+fn a_batch_over_max_batch_is_refused_naming_the_limit() {
+    let entry = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    // (entries, max_batch, accepted)
+    let table = [(3, 3, true), (4, 3, false), (1, 1, true), (101, 100, false)];
+    for (entries, max, ok) in table {
+        let mut req = Req::legacy(Generation::V2025_03_26, "x", json!({}));
+        req.config.max_batch = max;
+        req.body = format!("[{}]", vec![entry; entries].join(",")).into_bytes();
+        match req.run() {
+            Ok(v) => assert!(ok, "{entries} of {max}: accepted {v:?}"),
+            Err(r) => {
+                assert!(!ok, "{entries} of {max}: refused {r:?}");
+                assert_eq!(r.error.code(), ErrorCode::InvalidRequest);
+                assert!(
+                    r.error.message().contains(&format!("limit of {max}")),
+                    "{}",
+                    r.error.message()
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn initialize_echoes_or_counter_offers() {
     let init = |version: &str| {
         Req::post(
