@@ -59,8 +59,12 @@ pub fn raise_open_files() -> Result<OpenFiles, RaiseError> {
     })
 }
 
+/// File descriptors one client connection holds: its socket, and the duplicate its guard keeps so that a
+/// shutdown can close it when idle (`connections::Connection`).
+pub const FILES_PER_CONNECTION: u64 = 2;
+
 /// [`raise_open_files`] with its one log line (from → to), and a warning when `max_connections` cannot all
-/// be open at once under the limit.
+/// be open at once under the limit ([`FILES_PER_CONNECTION`] each).
 pub fn raise_open_files_logged(max_connections: usize) {
     match raise_open_files() {
         Ok(files) => {
@@ -73,12 +77,13 @@ pub fn raise_open_files_logged(max_connections: usize) {
                 "open-files limit"
             );
             if let Some(after) = files.after
-                && u64::try_from(max_connections).is_ok_and(|max| max >= after)
+                && u64::try_from(max_connections)
+                    .is_ok_and(|max| max.saturating_mul(FILES_PER_CONNECTION) >= after)
             {
                 tracing::warn!(
                     max_connections,
                     open_files = after,
-                    "server.max_connections is not below the open-files limit: connections beyond it are not accepted until others close"
+                    "server.max_connections (two open files each) is not below the open-files limit: connections beyond it are not accepted until others close"
                 );
             }
         }

@@ -193,34 +193,26 @@ fn judge(ctx: &Ctx<'_>, parsed: Parsed, accepts: Accepts) -> Result<ValidRequest
     let m = match parsed {
         Parsed::Batch(entries) => {
             let s = ctx.require_session(None)?;
-            if !s.generation.allows_batching() {
-                return Err(Rejection::new(
+            let refused = |why: String| {
+                Rejection::new(
                     200,
                     None,
-                    Error::new(
-                        ErrorCode::InvalidRequest,
-                        format!(
-                            "invalid request: JSON-RPC batches are not part of {}",
-                            s.generation
-                        ),
-                    ),
+                    Error::new(ErrorCode::InvalidRequest, format!("invalid request: {why}")),
                 )
-                .for_generation(s.generation));
+                .for_generation(s.generation)
+            };
+            if !s.generation.allows_batching() {
+                return Err(refused(format!(
+                    "JSON-RPC batches are not part of {}",
+                    s.generation
+                )));
             }
             if entries.len() > ctx.config.max_batch {
-                return Err(Rejection::new(
-                    200,
-                    None,
-                    Error::new(
-                        ErrorCode::InvalidRequest,
-                        format!(
-                            "invalid request: a batch of {} entries is over this gateway's limit of {} (server.max_batch)",
-                            entries.len(),
-                            ctx.config.max_batch
-                        ),
-                    ),
-                )
-                .for_generation(s.generation));
+                return Err(refused(format!(
+                    "a batch of {} entries is over this gateway's limit of {} (server.max_batch)",
+                    entries.len(),
+                    ctx.config.max_batch
+                )));
             }
             let items = entries
                 .into_iter()
