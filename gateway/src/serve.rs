@@ -252,7 +252,7 @@ async fn serve_http(
     let server = server.run();
     let handle = server.handle();
     actix_rt::spawn({
-        let (gw, handle) = (gw.clone(), handle.clone());
+        let (gw, handle, connections) = (gw.clone(), handle.clone(), connections.clone());
         async move {
             if let Err(e) = stop::on_signal(gw, handle, connections).await {
                 tracing::error!(error = %e, "cannot wait for SIGTERM or SIGINT");
@@ -261,7 +261,10 @@ async fn serve_http(
     });
     let mut server = std::pin::pin!(server);
     tokio::select! {
-        served = &mut server => return served.map_err(ServeError::Io),
+        served = &mut server => {
+            stop::linger(&gw, &connections).await;
+            return served.map_err(ServeError::Io);
+        }
         first = first_catalog => {
             if let Err(e) = first {
                 // A collision in the first catalog: nothing can be routed; stop serving and say why. The
@@ -272,5 +275,7 @@ async fn serve_http(
             }
         }
     }
-    server.await.map_err(ServeError::Io)
+    let served = server.await.map_err(ServeError::Io);
+    stop::linger(&gw, &connections).await;
+    served
 }

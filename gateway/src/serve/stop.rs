@@ -96,3 +96,26 @@ pub(super) async fn on_signal(
     stopped.await;
     Ok(())
 }
+
+/// After the server has stopped, during a drain: waits (bounded by the drain timeout and the cut-off's
+/// writes) until no request is in flight and every client connection has closed, so that the process never
+/// exits with an answer still unwritten, whatever actix-web's stop did first.
+pub(super) async fn linger(gw: &Gateway, connections: &ConnectionLimit) {
+    if !gw.drain.is_draining() {
+        return;
+    }
+    let bound = Duration::from_secs(gw.config.server.drain_timeout_secs) + CUT_OFF_WRITE;
+    let settled = async {
+        gw.drain.idle().await;
+        while connections.open() > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    if tokio::time::timeout(bound, settled).await.is_err() {
+        tracing::warn!(
+            in_flight = gw.drain.in_flight(),
+            connections = connections.open(),
+            "exiting with requests or connections still open: the drain's bound passed"
+        );
+    }
+}

@@ -10,8 +10,9 @@
 //! The same guard lets a shutdown close idle keep-alive connections at once instead of waiting for them
 //! (actix-web does not know the gateway is draining): it holds a duplicate of the connection's socket and
 //! counts the responses in progress on it ([`Connection::begin`], held by `guard` until the response's body
-//! has been sent). [`ConnectionLimit::close_idle`] shuts every connection with none in progress; one that
-//! finishes its last response after that is shut as it finishes.
+//! has been sent). [`ConnectionLimit::close_idle`] shuts (its read side: actix-web then closes it) every
+//! connection that served a request and has none in progress; one that finishes its last response after
+//! that is shut as it finishes.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -56,6 +57,9 @@ pub struct Connection {
     socket: Option<OwnedFd>,
     /// Responses in progress on it.
     active: AtomicUsize,
+    /// No request has reached the gateway on it yet: its first may be on the way (a shutdown leaves it to
+    /// actix-web's own deadline for a first request, `client_request_timeout`).
+    fresh: AtomicBool,
 }
 
 impl Drop for Connection {
@@ -73,7 +77,13 @@ impl Connection {
     /// One response in progress on this connection until the returned guard drops.
     pub fn begin(self: &Arc<Self>) -> Active {
         self.active.fetch_add(1, Ordering::AcqRel);
+        self.fresh.store(false, Ordering::Release);
         Active(Arc::clone(self))
+    }
+
+    /// Idle: it served a request and has none in progress.
+    fn idle(&self) -> bool {
+        !self.fresh.load(Ordering::Acquire) && self.active.load(Ordering::Acquire) == 0
     }
 
     /// Shuts the socket's reading side: actix-web reads end-of-file and closes the connection once what
@@ -131,6 +141,7 @@ impl ConnectionLimit {
             live: self.live.clone(),
             socket,
             active: AtomicUsize::new(0),
+            fresh: AtomicBool::new(true),
         });
         self.live
             .by_id
@@ -164,8 +175,9 @@ impl ConnectionLimit {
         }
     }
 
-    /// Shuts every connection with no response in progress, now and as each becomes idle from now on (a
-    /// shutdown: keep-alive connections are not waited for). Returns how many were shut now.
+    /// Shuts every idle connection (one that served a request and has none in progress), now and as each
+    /// becomes idle from now on (a shutdown: keep-alive connections are not waited for). Returns how many
+    /// were shut now.
     pub fn close_idle(&self) -> usize {
         self.live.closing.store(true, Ordering::Release);
         let live: Vec<Arc<Connection>> = self
@@ -177,10 +189,7 @@ impl ConnectionLimit {
             .filter_map(Weak::upgrade)
             .collect();
         let mut shut = 0;
-        for conn in live
-            .iter()
-            .filter(|c| c.active.load(Ordering::Acquire) == 0)
-        {
+        for conn in live.iter().filter(|c| c.idle()) {
             conn.shut();
             shut += 1;
         }
@@ -251,8 +260,15 @@ mod tests {
                     .unwrap()
             })
             .collect();
+        let fresh = limit.admit_socket(None).unwrap();
+        drop(conns[0].begin());
         let busy = conns[1].begin();
-        assert_eq!(limit.close_idle(), 1, "only the idle one is shut now");
+        assert_eq!(
+            limit.close_idle(),
+            1,
+            "only the idle one is shut now: not the busy one, nor one yet to get its first request"
+        );
+        assert!(fresh.fresh.load(Ordering::Acquire));
         // What actix-web would see: end-of-file on the idle connection at once...
         let mut buf = [0u8; 1];
         served[0]

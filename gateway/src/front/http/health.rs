@@ -45,6 +45,7 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
         },
         "backends": backends,
         "sessions": gw.sessions.len(),
+        "in_flight": gw.drain.in_flight(),
         "catalog_version": gw.catalog.snapshot().version(),
     });
     if ready {
