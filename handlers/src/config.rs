@@ -20,6 +20,9 @@ pub struct BackendConfig {
     pub connect_timeout: Duration,
     /// How many requests may be in flight at once; one more is answered `Overloaded` at once.
     pub max_in_flight: usize,
+    /// How many of those one caller (a session, or a client address) may hold at once; `None`: a quarter of
+    /// `max_in_flight` (at least one). One more is answered `OverShare` at once.
+    pub max_in_flight_per_session: Option<usize>,
     /// What the gateway calls itself towards backends (`clientInfo`).
     pub client_info: Implementation,
     /// TLS towards an `https://` backend.
@@ -85,6 +88,7 @@ impl BackendConfig {
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
+            max_in_flight_per_session: None,
             client_info: Implementation {
                 name: "mcpgw".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -93,6 +97,14 @@ impl BackendConfig {
             tls: TlsClient::default(),
             roots: Vec::new(),
         }
+    }
+}
+
+impl BackendConfig {
+    /// The share of `max_in_flight` one caller may hold: the configured one, else a quarter (at least one),
+    /// never more than `max_in_flight` itself.
+    pub fn share(&self) -> usize {
+        crate::share::share_of(self.max_in_flight, self.max_in_flight_per_session)
     }
 }
 

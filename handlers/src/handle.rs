@@ -27,6 +27,7 @@ use crate::events::{BackendEvent, Notifier};
 use crate::link::Link;
 use crate::listen::ListenFilter;
 use crate::related::{ProgressRoutes, RelatedSink};
+use crate::share::{Caller, Shares};
 use crate::worker::{self, Call};
 
 /// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
@@ -60,6 +61,9 @@ pub struct BackendRequest {
     /// This request's deadline instead of the backend's request timeout (a tool's own, from its backend's
     /// `tool_timeouts_ms`).
     pub timeout: Option<Duration>,
+    /// Who the request counts against for the backend's per-caller share (`max_in_flight_per_session`);
+    /// `None`: only the backend's own bound applies (the gateway's own requests).
+    pub caller: Option<Caller>,
 }
 
 impl BackendRequest {
@@ -73,6 +77,7 @@ impl BackendRequest {
             param_headers: Vec::new(),
             related: None,
             timeout: None,
+            caller: None,
         }
     }
 }
@@ -189,6 +194,8 @@ pub struct BackendHandle {
     shared: Arc<Shared>,
     /// The data path's bulkhead.
     permits: Arc<Semaphore>,
+    /// Each caller's share of `permits`.
+    shares: Arc<Shares>,
     /// Control traffic's own (see [`CONTROL_PERMITS`]).
     control: Arc<Semaphore>,
 }
@@ -222,6 +229,7 @@ impl BackendHandle {
             honoured: watch::Sender::new(None),
         });
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
+        let shares = Arc::new(Shares::new(config.share()));
         let notifier = Notifier::start(&config.name, Callers::new(&config.roots), events);
         let progress = Arc::clone(notifier.progress());
         let callers = Arc::clone(notifier.callers());
@@ -232,6 +240,7 @@ impl BackendHandle {
             callers,
             shared,
             permits,
+            shares,
             control: Arc::new(Semaphore::new(CONTROL_PERMITS)),
         }
     }
@@ -279,6 +288,13 @@ impl BackendHandle {
             &self.control
         } else {
             &self.permits
+        };
+        // A caller over its share is refused before it can take one of the permits others need.
+        let _share = match request.caller {
+            Some(caller) if !request.method.is_control() => {
+                Some(self.shares.take(caller, &self.shared.name)?)
+            }
+            _ => None,
         };
         let Ok(_permit) = bulkhead.try_acquire() else {
             return Err(Failure::Overloaded {

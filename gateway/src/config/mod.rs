@@ -211,6 +211,9 @@ pub struct BackendEntry {
     pub timeout_ms: Option<u64>,
     /// Requests in flight at once (default 64); more are answered "overloaded" at once.
     pub max_in_flight: Option<usize>,
+    /// Of those, how many one session (or, for 2026-07-28 requests, one client address) may hold at once
+    /// (default a quarter of `max_in_flight`); its next call is answered "overloaded", others' go through.
+    pub max_in_flight_per_session: Option<usize>,
     /// Deadlines of single tools, by the backend's own tool name, in milliseconds (instead of `timeout_ms`).
     #[serde(default)]
     pub tool_timeouts_ms: BTreeMap<String, u64>,
@@ -515,6 +518,17 @@ impl Config {
             }
             if b.max_in_flight == Some(0) {
                 return Err(invalid(field("max_in_flight"), "must be at least 1"));
+            }
+            if let Some(share) = b.max_in_flight_per_session {
+                let max = b
+                    .max_in_flight
+                    .unwrap_or(handlers::BackendConfig::DEFAULT_MAX_IN_FLIGHT);
+                if share == 0 || share > max {
+                    return Err(invalid(
+                        field("max_in_flight_per_session"),
+                        format!("must be between 1 and max_in_flight ({max})"),
+                    ));
+                }
             }
             if let Some((tool, _)) = b.tool_timeouts_ms.iter().find(|(_, ms)| **ms == 0) {
                 return Err(invalid(

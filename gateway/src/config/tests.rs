@@ -117,6 +117,14 @@ fn every_rule_names_its_field() {
             "backend[0].max_in_flight",
         ),
         (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight = 8\nmax_in_flight_per_session = 9",
+            "backend[0].max_in_flight_per_session",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight_per_session = 0",
+            "backend[0].max_in_flight_per_session",
+        ),
+        (
             "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nsurprise = 1",
             "surprise",
         ),

@@ -85,6 +85,7 @@ where
                 session: None,
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
+                address: None,
                 transport: Transport::Stdio,
             };
             let mut out = StdioOutput {
@@ -108,6 +109,7 @@ where
                 session: session.as_ref(),
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
+                address: None,
                 transport: Transport::Stdio,
             };
             let mut out = StdioOutput {

@@ -22,9 +22,27 @@ use crate::pipeline::routing::Routed;
 use crate::pipeline::{Chain, MwContext, Response, Transport};
 use crate::session::{Session, ShortId};
 use crate::state::Gateway;
+use handlers::Caller;
 
-/// The entries of one JSON-RPC batch in flight at once (`[server] max_batch` bounds how many it holds).
+/// The entries of one JSON-RPC batch in flight at once (`[server] max_batch` bounds how many it holds), or
+/// fewer: see [`batch_concurrency`].
 pub const BATCH_CONCURRENCY: usize = 8;
+
+/// A batch's entries in flight at once: [`BATCH_CONCURRENCY`], or fewer when a backend's per-caller share
+/// (`max_in_flight_per_session`) is smaller, so that a batch never trips its own session's share.
+fn batch_concurrency(config: &crate::config::Config) -> usize {
+    config
+        .backends
+        .iter()
+        .map(|b| {
+            handlers::share_of(
+                b.max_in_flight
+                    .unwrap_or(handlers::BackendConfig::DEFAULT_MAX_IN_FLIGHT),
+                b.max_in_flight_per_session,
+            )
+        })
+        .fold(BATCH_CONCURRENCY, usize::min)
+}
 
 /// What goes back to the client.
 #[derive(Debug)]
@@ -70,6 +88,9 @@ pub struct Answering<'a> {
     pub can_stream: bool,
     /// Who is asking (sealed states are bound to it, private cache entries keyed by it).
     pub auth: AuthContext,
+    /// The client's address as a caller of backends (HTTP; `None` on stdio, where the host is the only
+    /// client): a request without a session counts against it for a backend's per-caller share.
+    pub address: Option<Caller>,
     /// How the request arrived.
     pub transport: Transport,
 }
@@ -151,6 +172,7 @@ impl Answering<'_> {
                         snapshot: snapshot.clone(),
                         session: self.session.cloned(),
                         auth: self.auth,
+                        address: self.address,
                         call,
                         generation,
                         wants,
@@ -180,10 +202,10 @@ impl Answering<'_> {
                         Err(rejection) => Some(rejection.body()),
                     }
                 });
-                // At most BATCH_CONCURRENCY entries at once, answered in order: one client's batch cannot
+                // At most `batch_concurrency` entries at once, answered in order: one client's batch cannot
                 // take every permit of a backend from the others (nor from its own later entries).
                 let bodies: Vec<Vec<u8>> = futures_util::stream::iter(futures)
-                    .buffered(BATCH_CONCURRENCY)
+                    .buffered(batch_concurrency(&self.gw.config))
                     .collect::<Vec<_>>()
                     .await
                     .into_iter()
@@ -258,15 +280,23 @@ impl Answering<'_> {
             .and_then(|s| s.in_flight().register(&call.request().id));
         let (id, method) = (call.request().id.clone(), call.method());
         let ctx = MwContext::new(call, generation, self.transport);
-        let (gw, snapshot, session, auth) = (
+        let (gw, snapshot, session, auth, address) = (
             self.gw.clone(),
             snapshot.clone(),
             self.session.cloned(),
             self.auth,
+            self.address,
         );
         let work = async {
             let dispatched = self.chain.run(ctx, move |ctx| async move {
-                let dispatch = Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth);
+                let dispatch = Dispatch::new(
+                    &gw,
+                    &snapshot,
+                    generation,
+                    session.as_deref(),
+                    auth,
+                    address,
+                );
                 let Some(call) = ctx.into_call() else {
                     return not_a_call();
                 };

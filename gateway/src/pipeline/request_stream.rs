@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use handlers::Related;
+use handlers::{Caller, Related};
 use protocol::payload::LoggingLevel;
 use protocol::shape::Failure;
 use protocol::validate::Call;
@@ -86,6 +86,8 @@ pub struct Streamed {
     pub session: Option<Arc<Session>>,
     /// Who is asking.
     pub auth: AuthContext,
+    /// The client's address, for requests without a session (see `Answering::address`).
+    pub address: Option<Caller>,
     /// The call.
     pub call: Call,
     /// The client's generation.
@@ -134,6 +136,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         snapshot,
         session,
         auth,
+        address,
         call,
         generation,
         wants,
@@ -148,7 +151,14 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let dispatched = {
         let tx = tx.clone();
         chain.run(ctx, move |ctx| async move {
-            let base = Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth);
+            let base = Dispatch::new(
+                &gw,
+                &snapshot,
+                generation,
+                session.as_deref(),
+                auth,
+                address,
+            );
             let Some(call) = ctx.into_call() else {
                 return crate::pipeline::answer::not_a_call();
             };
@@ -216,6 +226,7 @@ async fn dispatch_once(
         session,
         related: Some(sink),
         auth: base.auth,
+        caller: base.caller,
         backend: std::cell::OnceCell::new(),
     };
     let run = dispatch.run(call);

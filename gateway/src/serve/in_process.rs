@@ -157,6 +157,8 @@ impl InProcessGateway {
             session: session.as_ref(),
             can_stream: false,
             auth: AuthContext::of_headers(&headers),
+            // One client with no socket: every request without a session counts against one address.
+            address: Some(handlers::Caller::new("address", b"in-process")),
             transport: Transport::StreamableHttp,
         };
         let origin = Origin::Http(HttpMethod::Post, headers);

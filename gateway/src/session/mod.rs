@@ -76,6 +76,11 @@ pub struct Session {
 const NO_LEVEL: u8 = u8::MAX;
 
 impl Session {
+    /// The session as a caller of backends (its requests count against one per-caller share).
+    pub fn caller(&self) -> handlers::Caller {
+        handlers::Caller::new("session", self.id.as_bytes())
+    }
+
     /// Marks the session used now (idle expiry counts from here).
     pub fn touch(&self) {
         self.last_seen_ms

@@ -290,6 +290,7 @@ mod tests {
             param_headers: vec![("Region".into(), "eu-west".into())],
             related: None,
             timeout: None,
+            caller: None,
         };
         let h = routing_headers(&request).unwrap();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");

@@ -40,6 +40,14 @@ pub enum Failure {
         /// The backend's configured name.
         backend: String,
     },
+    /// One caller (a session, or a client address) already holds its share of the backend's permits
+    /// (`max_in_flight_per_session`); other callers' requests still go through.
+    OverShare {
+        /// The backend's configured name.
+        backend: String,
+        /// The share: requests one caller may have in flight at this backend.
+        share: usize,
+    },
     /// The gateway is shutting down and its drain timeout passed before the request was answered.
     ShuttingDown,
     /// A failure inside the gateway or an in-process handler.
@@ -57,7 +65,7 @@ impl Failure {
             Failure::Timeout { .. } => "timeout",
             Failure::Unavailable { .. } => "unavailable",
             Failure::Crashed { .. } => "crashed",
-            Failure::Overloaded { .. } => "overloaded",
+            Failure::Overloaded { .. } | Failure::OverShare { .. } => "overloaded",
             Failure::ShuttingDown => "shutting_down",
             Failure::Internal { .. } => "internal",
         }
@@ -70,7 +78,8 @@ impl Failure {
             | Failure::Timeout { backend, .. }
             | Failure::Unavailable { backend, .. }
             | Failure::Crashed { backend, .. }
-            | Failure::Overloaded { backend } => Some(backend),
+            | Failure::Overloaded { backend }
+            | Failure::OverShare { backend, .. } => Some(backend),
             Failure::ShuttingDown | Failure::Internal { .. } => None,
         }
     }
@@ -113,6 +122,11 @@ impl fmt::Display for Failure {
                     "backend {backend} is at its concurrency limit; try again shortly"
                 )
             }
+            Failure::OverShare { backend, share } => write!(
+                f,
+                "overloaded: this client already has {share} requests in flight at backend {backend}, \
+                 its share of the backend (max_in_flight_per_session); try again shortly"
+            ),
             Failure::ShuttingDown => f.write_str("gateway shutting down"),
             Failure::Internal { reason } => write!(f, "internal error: {reason}"),
         }

@@ -268,6 +268,10 @@ fn failures() -> Vec<Failure> {
         Failure::Overloaded {
             backend: "weather".into(),
         },
+        Failure::OverShare {
+            backend: "weather".into(),
+            share: 16,
+        },
         Failure::Internal {
             reason: "in-process tool failed".into(),
         },

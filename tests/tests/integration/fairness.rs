@@ -69,3 +69,129 @@ fn a_batch_no_longer_takes_every_permit_of_its_backend() {
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("limit of 100"), "{message}");
 }
+
+/// A `tools/call` of `m__echo` from `source` (a loopback address the client binds): in the legacy session
+/// `session`, or as a 2026-07-28 request without one. Its JSON-RPC response.
+fn call_from(url: &str, source: &str, session: Option<&str>) -> Value {
+    tls_provider();
+    let client = reqwest::blocking::Client::builder()
+        .local_address(source.parse::<std::net::IpAddr>().ok())
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let mut params = json!({"name": "m__echo", "arguments": {"text": "share"}});
+    let mut req = client.post(url);
+    for (k, v) in JSON_HEADERS {
+        req = req.header(k, v);
+    }
+    req = match session {
+        Some(id) => req
+            .header("Mcp-Session-Id", id)
+            .header("MCP-Protocol-Version", "2025-06-18"),
+        None => {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+            });
+            req.header("MCP-Protocol-Version", "2026-07-28")
+                .header("Mcp-Method", "tools/call")
+                .header("Mcp-Name", "m__echo")
+        }
+    };
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let reply = into_reply(req.body(body.to_string()).send().expect("request sent"));
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply.json()
+}
+
+/// Fires `counts[i]` calls for each caller `callers[i]` (source address, session) at once; per caller, how
+/// many were answered and the texts of the tool errors.
+fn at_once(url: &str, callers: &[(&str, Option<&str>, usize)]) -> Vec<(usize, Vec<String>)> {
+    let total: usize = callers.iter().map(|c| c.2).sum();
+    let start = std::sync::Arc::new(std::sync::Barrier::new(total));
+    let threads: Vec<Vec<_>> = callers
+        .iter()
+        .map(|(source, session, n)| {
+            (0..*n)
+                .map(|_| {
+                    let (url, source) = (url.to_owned(), source.to_string());
+                    let session = session.map(str::to_owned);
+                    let start = start.clone();
+                    std::thread::spawn(move || {
+                        start.wait();
+                        call_from(&url, &source, session.as_deref())
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|calls| {
+            let answers: Vec<Value> = calls.into_iter().map(|t| t.join().unwrap()).collect();
+            let ok = answers
+                .iter()
+                .filter(|a| a["result"]["content"][0]["text"] == "share")
+                .count();
+            let refused = answers
+                .iter()
+                .filter(|a| a["result"]["isError"] == true)
+                .map(|a| {
+                    a["result"]["content"][0]["text"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                })
+                .collect();
+            (ok, refused)
+        })
+        .collect()
+}
+
+#[test]
+fn one_session_over_its_share_is_refused_while_another_goes_through() {
+    let dir = TempDir::new("fair-share");
+    // 8 permits, so a share of 2 per caller (the default quarter); each call holds its permit for 1.5 s.
+    let gw = gateway(
+        "[[backend]]\nname = \"m\"\nmax_in_flight = 8\n\
+         builtin = [\"mock-backend\", \"--latency-ms\", \"1500\"]\n",
+        &dir,
+    );
+    wait_ready(gw.url.trim_end_matches("/mcp"));
+    let (a, b) = (
+        LegacyClient::connect(&gw.url, "2025-06-18"),
+        LegacyClient::connect(&gw.url, "2025-06-18"),
+    );
+    let outcome = at_once(
+        &gw.url,
+        &[
+            ("127.0.0.1", Some(&a.session), 5),
+            ("127.0.0.1", Some(&b.session), 2),
+        ],
+    );
+    let (a_ok, a_refused) = &outcome[0];
+    assert_eq!(*a_ok, 2, "the busy session got its share: {a_refused:?}");
+    assert_eq!(a_refused.len(), 3, "and was refused beyond it");
+    for text in a_refused {
+        assert!(
+            text.starts_with("overloaded") && text.contains("max_in_flight_per_session"),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        outcome[1],
+        (2, Vec::new()),
+        "the other session was never refused"
+    );
+
+    // 2026-07-28 requests have no session: the share is per client address.
+    let outcome = at_once(&gw.url, &[("127.0.0.1", None, 4), ("127.0.0.2", None, 2)]);
+    assert_eq!(outcome[0].0, 2, "{:?}", outcome[0].1);
+    assert_eq!(outcome[0].1.len(), 2);
+    assert_eq!(
+        outcome[1],
+        (2, Vec::new()),
+        "another address was never refused"
+    );
+}

@@ -97,6 +97,7 @@ pub(super) async fn post(
         session: session.as_ref(),
         can_stream: true,
         auth: AuthContext::of_headers(req.headers()),
+        address: super::address_of(&req),
         transport: Transport::HttpSse,
     };
     let mut out = SseOutput {

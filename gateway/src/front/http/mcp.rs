@@ -74,6 +74,7 @@ async fn handle(
         session: session.as_ref(),
         can_stream: false,
         auth: AuthContext::of_headers(req.headers()),
+        address: super::address_of(req),
         transport: Transport::StreamableHttp,
     };
     let origin = Origin::Http(method, req.headers().clone());

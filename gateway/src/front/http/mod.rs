@@ -102,6 +102,17 @@ pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Cha
 }
 
 /// A rejection as an HTTP response.
+/// The client's address as a caller of backends: requests without a session count against it for a
+/// backend's per-caller share (`max_in_flight_per_session`). The socket's peer: behind a proxy, the proxy's.
+pub(crate) fn address_of(req: &actix_web::HttpRequest) -> Option<handlers::Caller> {
+    let ip = req.peer_addr()?.ip().to_canonical();
+    let bytes = match ip {
+        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
+        std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
+    };
+    Some(handlers::Caller::new("address", &bytes))
+}
+
 pub(crate) fn rejection_response(r: &Rejection) -> HttpResponse {
     message_response(r.shaped(), Accepts::JSON)
 }

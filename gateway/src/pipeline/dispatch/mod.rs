@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use handlers::{BackendRequest, RelatedSink, TransportKind};
+use handlers::{BackendRequest, Caller, RelatedSink, TransportKind};
 use protocol::headers::{argument_at, value_for};
 use protocol::meta::{LOG_LEVEL, RequestMeta};
 use protocol::payload::LoggingLevel;
@@ -45,6 +45,8 @@ pub struct Dispatch<'a> {
     pub related: Option<RelatedSink>,
     /// Who is asking: sealed states are bound to it, private cache entries keyed by it.
     pub auth: AuthContext,
+    /// Who the call counts against for a backend's per-caller share: the session, else the client's address.
+    pub caller: Option<Caller>,
     /// The backend the call was routed to, once dispatch knows it (for the access log).
     pub backend: std::cell::OnceCell<String>,
 }
@@ -58,6 +60,7 @@ impl<'a> Dispatch<'a> {
         generation: Generation,
         session: Option<&'a Session>,
         auth: AuthContext,
+        address: Option<Caller>,
     ) -> Dispatch<'a> {
         Dispatch {
             gw,
@@ -66,6 +69,7 @@ impl<'a> Dispatch<'a> {
             session,
             related: None,
             auth,
+            caller: session.map(Session::caller).or(address),
             backend: std::cell::OnceCell::new(),
         }
     }
@@ -354,6 +358,7 @@ impl Dispatch<'_> {
             param_headers,
             related: self.related.clone(),
             timeout,
+            caller: self.caller,
         };
         Ok((backend, request, replay))
     }
