@@ -145,6 +145,7 @@ pub(crate) fn start_backends(
             bc.request_timeout = entry.timeout(&config.server);
             bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
             bc.max_in_flight_per_session = entry.max_in_flight_per_session;
+            bc.circuit = entry.circuit.to_config();
             bc.client_info = client_info.clone();
             bc.roots.clone_from(&entry.roots);
             bc.tls = entry.tls();
@@ -227,6 +228,14 @@ async fn serve_http(
         .listener
         .local_addr()
         .unwrap_or(gw.config.server.listen);
+    // The drain closes the listening socket itself (see `stop`): a duplicate of it.
+    let listener = match front.listener.try_clone() {
+        Ok(l) => Some(l),
+        Err(e) => {
+            tracing::warn!(error = %e, "no duplicate of the listener: a drain closes it only when the server stops");
+            None
+        }
+    };
     let bound = |error| ServeError::Bind { addr, error };
     let (server, scheme) = match &front.tls {
         Some(tls) => (
@@ -255,7 +264,7 @@ async fn serve_http(
     actix_rt::spawn({
         let (gw, handle, connections) = (gw.clone(), handle.clone(), connections.clone());
         async move {
-            if let Err(e) = stop::on_signal(gw, handle, connections).await {
+            if let Err(e) = stop::on_signal(gw, handle, connections, listener).await {
                 tracing::error!(error = %e, "cannot wait for SIGTERM or SIGINT");
             }
         }

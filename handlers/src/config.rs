@@ -23,6 +23,8 @@ pub struct BackendConfig {
     /// How many of those one caller (a session, or a client address) may hold at once; `None`: a quarter of
     /// `max_in_flight` (at least one). One more is answered `OverShare` at once.
     pub max_in_flight_per_session: Option<usize>,
+    /// When the backend's circuit breaker opens, and for how long.
+    pub circuit: crate::CircuitConfig,
     /// What the gateway calls itself towards backends (`clientInfo`).
     pub client_info: Implementation,
     /// TLS towards an `https://` backend.
@@ -89,6 +91,7 @@ impl BackendConfig {
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             max_in_flight_per_session: None,
+            circuit: crate::CircuitConfig::default(),
             client_info: Implementation {
                 name: "mcpgw".to_owned(),
                 version: env!("CARGO_PKG_VERSION").to_owned(),

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::actor::BackendActor;
 use crate::callers::{Asker, Callers};
+use crate::circuit::{Circuit, CircuitState};
 use crate::config::BackendConfig;
 use crate::description::ServerDescription;
 use crate::events::{BackendEvent, Notifier};
@@ -108,6 +109,8 @@ pub(crate) struct Shared {
     filter: watch::Sender<ListenFilter>,
     /// What the backend honours of it ([`BackendHandle::listening`]), set by the actor's subscription.
     honoured: watch::Sender<Option<ListenFilter>>,
+    /// The data path's circuit breaker.
+    circuit: Circuit,
 }
 
 impl Shared {
@@ -227,6 +230,7 @@ impl BackendHandle {
             stop: CancellationToken::new(),
             filter: watch::Sender::new(ListenFilter::default()),
             honoured: watch::Sender::new(None),
+            circuit: Circuit::new(&config.name, config.circuit),
         });
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let shares = Arc::new(Shares::new(config.share()));
@@ -304,6 +308,13 @@ impl BackendHandle {
         if let Some(failure) = self.shared.refusal() {
             return Err(failure);
         }
+        // Control traffic (listing) is never refused by the circuit: the catalog's own rule keeps a
+        // failing backend's last good catalog, marked stale.
+        let pass = if request.method.is_control() {
+            None
+        } else {
+            Some(self.shared.circuit.pass(Instant::now())?)
+        };
         // The client's progress token becomes one unique to this backend, routed back while the call lives.
         let (params, _progress_route) = self
             .progress
@@ -333,7 +344,7 @@ impl BackendHandle {
             span: tracing::Span::current(),
         });
         let after_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        match tokio::time::timeout_at(deadline + DELIVERY_SLACK, answer).await {
+        let outcome = match tokio::time::timeout_at(deadline + DELIVERY_SLACK, answer).await {
             // The link names the backend's own timeout; this request's may be a tool's.
             Ok(Ok(outcome)) => outcome.map_err(|f| match f {
                 Failure::Timeout { backend, .. } => Failure::Timeout { backend, after_ms },
@@ -347,7 +358,20 @@ impl BackendHandle {
                 backend: self.shared.name.clone(),
                 after_ms,
             }),
+        };
+        if let Some(pass) = pass {
+            self.shared.circuit.record(
+                pass,
+                crate::circuit::counts_against(&outcome),
+                Instant::now(),
+            );
         }
+        outcome
+    }
+
+    /// The state of the backend's circuit breaker.
+    pub fn circuit(&self) -> CircuitState {
+        self.shared.circuit.state()
     }
 
     /// Waits until the backend is ready (handshake done) or `within` passes.

@@ -21,6 +21,7 @@
 mod actor;
 mod backoff;
 mod callers;
+mod circuit;
 mod config;
 mod description;
 mod events;
@@ -35,11 +36,13 @@ mod meta;
 mod outbox;
 mod pending;
 mod related;
+mod retry;
 mod share;
 mod stdio;
 mod wire;
 mod worker;
 
+pub use circuit::{CircuitConfig, CircuitState, counts_against};
 pub use config::{BackendConfig, TlsClient, Transport};
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;

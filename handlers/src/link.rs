@@ -38,6 +38,8 @@ pub(crate) struct LinkContext {
     client_info: Box<RawValue>,
     modern_version: Box<RawValue>,
     empty_object: Box<RawValue>,
+    /// Retries of HTTP requests that never reached the backend.
+    pub(crate) retries: crate::retry::RetryBudget,
 }
 
 impl std::fmt::Debug for LinkContext {
@@ -67,6 +69,7 @@ impl LinkContext {
             client_info: raw(client_info),
             modern_version: raw(format!("\"{}\"", MODERN.as_str())),
             empty_object: raw("{}".to_owned()),
+            retries: crate::retry::RetryBudget::default(),
         })
     }
 

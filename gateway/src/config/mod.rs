@@ -2,6 +2,7 @@
 //! (`--mcp-json FILE`), and the embedded demo config used when neither is given. Everything is validated at
 //! start with errors that name the field.
 
+pub mod circuit;
 mod cors;
 mod demo;
 mod mcp_json;
@@ -214,6 +215,9 @@ pub struct BackendEntry {
     /// Of those, how many one session (or, for 2026-07-28 requests, one client address) may hold at once
     /// (default a quarter of `max_in_flight`); its next call is answered "overloaded", others' go through.
     pub max_in_flight_per_session: Option<usize>,
+    /// Its circuit breaker (`[backend.circuit]`).
+    #[serde(default)]
+    pub circuit: circuit::CircuitEntry,
     /// Deadlines of single tools, by the backend's own tool name, in milliseconds (instead of `timeout_ms`).
     #[serde(default)]
     pub tool_timeouts_ms: BTreeMap<String, u64>,
@@ -529,6 +533,9 @@ impl Config {
                         format!("must be between 1 and max_in_flight ({max})"),
                     ));
                 }
+            }
+            if let Err((f, why)) = b.circuit.check() {
+                return Err(invalid(field(f), why));
             }
             if let Some((tool, _)) = b.tool_timeouts_ms.iter().find(|(_, ms)| **ms == 0) {
                 return Err(invalid(

@@ -125,6 +125,22 @@ fn every_rule_names_its_field() {
             "backend[0].max_in_flight_per_session",
         ),
         (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[backend.circuit]\nratio = 0.0",
+            "backend[0].circuit.ratio",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[backend.circuit]\nwindow = 65",
+            "backend[0].circuit.window",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[backend.circuit]\nopen_ms = 0",
+            "backend[0].circuit.open_ms",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\n[backend.circuit]\nthreshold = 3",
+            "threshold",
+        ),
+        (
             "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nsurprise = 1",
             "surprise",
         ),

@@ -401,6 +401,23 @@ fn is_reply_id(r: &protocol::Response, id: i64) -> bool {
 
 /// What a non-200 answer to a request means: the JSON-RPC error in its body (such as -32020 when an
 /// `Mcp-Param` header did not match), or an outage.
+/// Sends `request`, and once more if it never reached the backend and the backend's retry budget allows
+/// (`crate::retry`). The copy for the retry is made before the first send (the body is bytes: a copy is a
+/// reference count).
+pub(crate) async fn send_retrying(
+    ctx: &LinkContext,
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let spare = request.try_clone();
+    ctx.retries
+        .run(
+            request.send(),
+            || spare.map(reqwest::RequestBuilder::send),
+            crate::retry::never_sent,
+        )
+        .await
+}
+
 async fn status_failure(
     ctx: &LinkContext,
     generation: Generation,

@@ -192,11 +192,12 @@ impl ModernLink {
         let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, request.method.as_str(), params.as_deref());
-        let response = thread_client(&inner.ctx, &inner.client)
+        let post = thread_client(&inner.ctx, &inner.client)
             .post(inner.url.clone())
             .headers(headers)
-            .body(body)
-            .send()
+            .body(body);
+        // Sent once more only if it never reached the backend (its connection could not be made).
+        let response = super::send_retrying(ctx, post)
             .await
             .map_err(|e| ctx.unavailable(format!("the request failed: {}", super::chain(&e))))?;
         let status = response.status();

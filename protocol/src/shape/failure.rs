@@ -48,6 +48,13 @@ pub enum Failure {
         /// The share: requests one caller may have in flight at this backend.
         share: usize,
     },
+    /// The backend's circuit breaker is open (its calls kept failing at the transport): refused at once.
+    CircuitOpen {
+        /// The backend's configured name.
+        backend: String,
+        /// When the next probe may go, in milliseconds (0: a probe is in flight).
+        retry_in_ms: u64,
+    },
     /// The gateway is shutting down and its drain timeout passed before the request was answered.
     ShuttingDown,
     /// A failure inside the gateway or an in-process handler.
@@ -66,6 +73,7 @@ impl Failure {
             Failure::Unavailable { .. } => "unavailable",
             Failure::Crashed { .. } => "crashed",
             Failure::Overloaded { .. } | Failure::OverShare { .. } => "overloaded",
+            Failure::CircuitOpen { .. } => "circuit_open",
             Failure::ShuttingDown => "shutting_down",
             Failure::Internal { .. } => "internal",
         }
@@ -79,7 +87,8 @@ impl Failure {
             | Failure::Unavailable { backend, .. }
             | Failure::Crashed { backend, .. }
             | Failure::Overloaded { backend }
-            | Failure::OverShare { backend, .. } => Some(backend),
+            | Failure::OverShare { backend, .. }
+            | Failure::CircuitOpen { backend, .. } => Some(backend),
             Failure::ShuttingDown | Failure::Internal { .. } => None,
         }
     }
@@ -126,6 +135,14 @@ impl fmt::Display for Failure {
                 f,
                 "overloaded: this client already has {share} requests in flight at backend {backend}, \
                  its share of the backend (max_in_flight_per_session); try again shortly"
+            ),
+            Failure::CircuitOpen {
+                backend,
+                retry_in_ms,
+            } => write!(
+                f,
+                "backend {backend}'s circuit is open: its calls kept failing, so they are refused at once \
+                 (the next probe in {retry_in_ms} ms)"
             ),
             Failure::ShuttingDown => f.write_str("gateway shutting down"),
             Failure::Internal { reason } => write!(f, "internal error: {reason}"),

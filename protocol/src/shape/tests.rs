@@ -272,6 +272,10 @@ fn failures() -> Vec<Failure> {
             backend: "weather".into(),
             share: 16,
         },
+        Failure::CircuitOpen {
+            backend: "weather".into(),
+            retry_in_ms: 2500,
+        },
         Failure::Internal {
             reason: "in-process tool failed".into(),
         },

@@ -267,23 +267,28 @@ fn raw_call(url: &str, sent: &AtomicUsize) -> Result<Value, String> {
     conn.write_all(format!("{head}{body}").as_bytes())
         .map_err(|e| format!("write: {e}"))?;
     sent.fetch_add(1, Ordering::AcqRel);
+    let written = Instant::now();
     let mut answer = Vec::new();
     conn.read_to_end(&mut answer)
         .map_err(|e| format!("dropped while reading: {e}"))?;
     let text = String::from_utf8_lossy(&answer);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("dropped: no complete answer ({} bytes)", answer.len()))?;
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| {
+        format!(
+            "dropped: no complete answer ({} bytes, {} ms after it was sent)",
+            answer.len(),
+            written.elapsed().as_millis()
+        )
+    })?;
     if !head.starts_with("HTTP/1.1 200") {
         return Err(format!("not 200: {head}"));
     }
     serde_json::from_str(body).map_err(|e| format!("dropped: incomplete body ({e}): {body}"))
 }
 
+/// Regression: actix-server's stop ended its accept thread before telling the workers, and a worker that
+/// saw its connection channel close first ended at once, dropping all its connections (about one shutdown
+/// in ten under CPU contention). `MCPGW_DRAIN_REPEATS` runs it longer (100 passed under six busy loops).
 #[test]
-#[ignore = "known open (issue 13 §1): under heavy CPU contention about one shutdown in ten loses one \
-            in-flight answer (0 bytes) while only one of the two workers logs its graceful shutdown; \
-            run with `cargo test -p tests -- --ignored every_worker`"]
 fn every_worker_drains_under_load_every_time() {
     let repeats: usize = std::env::var("MCPGW_DRAIN_REPEATS")
         .ok()
@@ -340,10 +345,7 @@ fn every_worker_drains_under_load_every_time() {
             assert!(
                 dropped.is_empty(),
                 "round {round}: requests dropped or failed: {dropped:?}; the gateway exited {exited:?}; its log: {:#?}",
-                {
-                    std::thread::sleep(Duration::from_millis(300));
-                    gw.log_lines()
-                }
+                gw.log_to_end(Duration::from_secs(5))
             );
         }
         assert!(exited.is_some(), "round {round}: exits");

@@ -10,6 +10,7 @@ mod busy_backend;
 mod caching;
 mod changes;
 mod check;
+mod circuit;
 mod connections;
 mod cors;
 mod deadlines;

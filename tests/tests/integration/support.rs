@@ -14,6 +14,10 @@ use serde_json::{Value, json};
 pub fn mcpgw() -> PathBuf {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
+        // A prebuilt binary instead (a long run beside ongoing work on the tree).
+        if let Some(bin) = std::env::var_os("MCPGW_BIN") {
+            return PathBuf::from(bin);
+        }
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
@@ -94,6 +98,19 @@ impl Running {
     pub fn log_lines(&self) -> Vec<String> {
         self.log.try_iter().collect()
     }
+
+    /// Every log line left, up to the end of the process's standard error (waiting at most `within`).
+    pub fn log_to_end(&self, within: Duration) -> Vec<String> {
+        let deadline = std::time::Instant::now() + within;
+        let mut lines = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            match self.log.recv_timeout(left) {
+                Ok(line) => lines.push(line),
+                Err(_) => break,
+            }
+        }
+        lines
+    }
 }
 
 impl Drop for Running {
@@ -112,8 +129,15 @@ pub fn start(mut cmd: Command, marker: &str) -> Running {
     let stderr = child.stderr.take().unwrap();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
+        // Bytes, not `lines()`: a line that is not UTF-8 must not end the reading (and hide the rest).
+        let mut reader = BufReader::new(stderr);
+        let mut line = Vec::new();
+        while matches!(reader.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            let text = String::from_utf8_lossy(&line)
+                .trim_end_matches(['\n', '\r'])
+                .to_owned();
+            line.clear();
+            if tx.send(text).is_err() {
                 break;
             }
         }

@@ -176,6 +176,7 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         timeout_ms: None,
         max_in_flight: None,
         max_in_flight_per_session: None,
+        circuit: Default::default(),
         tool_timeouts_ms: BTreeMap::new(),
         tls_ca_file: None,
         tls_client_cert_file: None,

@@ -24,6 +24,9 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
         .into_iter()
         .map(|r| {
             let mut b = json!({ "name": r.name, "state": r.standing.label() });
+            if let Some(h) = gw.backends.get(r.name.as_str()) {
+                b["circuit"] = Value::from(h.circuit().label());
+            }
             if let Some(reason) = r.standing.reason() {
                 b["reason"] = Value::from(reason);
             }

@@ -297,11 +297,12 @@ impl LegacyLink {
         let body = wire::request(id, method.as_str(), params);
         let mut guard = CancelGuard::new(&*inner.outbox, id, true);
         let exchange = async {
-            let response = thread_client(&inner.ctx, &inner.client)
+            let post = thread_client(&inner.ctx, &inner.client)
                 .post(inner.url.clone())
                 .headers(session.headers())
-                .body(body)
-                .send()
+                .body(body);
+            // Sent once more only if it never reached the backend (its connection could not be made).
+            let response = super::send_retrying(ctx, post)
                 .await
                 .map_err(|e| ctx.unavailable(format!("the request failed: {}", super::chain(&e))));
             let response = match response {
