@@ -125,7 +125,7 @@ impl Inbound {
         match self.own.as_ref().and_then(Asker::caller) {
             Some(caller) if n.method != "notifications/progress" => {
                 if caller.sink.try_send(Related::Notification(n)).is_err() {
-                    debug!(backend = %self.notifier.backend(), "dropping a request's notification: its stream is full or gone");
+                    crate::related::note_dropped(Some(self.notifier.backend()), "a notification");
                 }
             }
             // A log message on a multiplexed link says nothing of the request it is about: the one request
@@ -135,7 +135,10 @@ impl Inbound {
                     InFlight::Idle => self.notifier.notification(n),
                     InFlight::One(Some(caller)) => {
                         if caller.sink.try_send(Related::Notification(n)).is_err() {
-                            debug!(backend = %self.notifier.backend(), "dropping a log message: its request's stream is full or gone");
+                            crate::related::note_dropped(
+                                Some(self.notifier.backend()),
+                                "a log message",
+                            );
                         }
                     }
                     InFlight::One(None) => {

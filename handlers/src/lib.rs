@@ -54,6 +54,6 @@ pub use http::tls::{
 pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;
 pub use protocol::Generation;
-pub use related::{Related, RelatedSink};
+pub use related::{Related, RelatedSink, notifications_dropped};
 pub use share::{Caller, share_of};
 pub use stdio::{STOP_BOUND, processes_ended};

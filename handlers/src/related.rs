@@ -37,6 +37,27 @@ pub enum Related {
 /// Where a request's related messages go: a bounded channel the caller reads while it waits.
 pub type RelatedSink = mpsc::Sender<Related>;
 
+/// Notifications a backend sent for a request whose sink could not take them (full, or its client gone),
+/// since start.
+static DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Notifications dropped so far because a request's sink could not take them.
+pub fn notifications_dropped() -> u64 {
+    DROPPED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Counts one notification a request's sink could not take, and says so: at warn for the 1st, 2nd, 4th,
+/// 8th… (a flood of drops does not become a flood of log lines), at debug otherwise.
+pub(crate) fn note_dropped(backend: Option<&str>, what: &str) {
+    let backend = backend.unwrap_or("-");
+    let n = DROPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    if n.is_power_of_two() {
+        tracing::warn!(%backend, dropped = n, what, "notifications dropped: the request's stream could not take them");
+    } else {
+        tracing::debug!(%backend, dropped = n, what, "notification dropped: the request's stream could not take it");
+    }
+}
+
 /// The progress tokens of one backend's requests in flight: minted token → the client's token and the sink.
 #[derive(Debug, Default)]
 pub(crate) struct ProgressRoutes {
@@ -144,7 +165,7 @@ impl ProgressRoutes {
             params,
         };
         if sink.try_send(Related::Notification(restored)).is_err() {
-            debug!(%token, "dropping progress: the caller's stream is full or gone");
+            note_dropped(None, "progress");
         }
         Ok(())
     }

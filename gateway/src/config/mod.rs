@@ -98,6 +98,9 @@ pub struct ServerConfig {
     pub unknown_tool_code: UnknownToolCode,
     /// HTTP worker threads (default: one per core).
     pub workers: Option<usize>,
+    /// How long an event written on a long-lived stream may wait for its client to read it before the
+    /// stream's connection is closed, in milliseconds.
+    pub stream_write_timeout_ms: u64,
     /// Requests in flight per worker before the gateway answers "overloaded".
     pub max_in_flight_per_worker: usize,
     /// Connections open at once (all workers); one more is closed at once.
@@ -176,6 +179,7 @@ impl Default for ServerConfig {
             page_size: 100,
             unknown_tool_code: UnknownToolCode::default(),
             workers: None,
+            stream_write_timeout_ms: 10_000,
             max_in_flight_per_worker: 4096,
             max_connections: 25_000,
             allowed_hosts: None,
@@ -422,6 +426,9 @@ impl Config {
                 "server.drain_timeout_secs",
                 "must be at least server.drain_grace_secs (requests in flight get at least the grace)",
             ));
+        }
+        if s.stream_write_timeout_ms == 0 {
+            return Err(invalid("server.stream_write_timeout_ms", "must be above 0"));
         }
         if s.max_in_flight_per_worker == 0 {
             return Err(invalid(

@@ -14,7 +14,6 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::notify::listing::{Scope, refresh};
-use crate::session::ShortId;
 use crate::session::sse_event;
 use crate::state::Gateway;
 
@@ -170,9 +169,8 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
     if recipients.all_sessions {
         let event = sse_event(&Message::Notification(n.clone()).to_bytes());
         for session in gw.sessions.all() {
-            if session.handle.push(event.clone()).is_err() {
-                tracing::debug!(session = %ShortId(&session.id), "notification dropped: the session's mailbox is full");
-            }
+            // A failure is counted and logged by the handle.
+            let _ = session.handle.push(event.clone());
         }
     }
     if !recipients.sessions.is_empty() {
@@ -180,9 +178,7 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
         for id in recipients.sessions {
             match gw.sessions.peek(&id) {
                 Some(session) => {
-                    if session.handle.push(event.clone()).is_err() {
-                        tracing::debug!(session = %ShortId(&id), "notification dropped: the session's mailbox is full");
-                    }
+                    let _ = session.handle.push(event.clone());
                 }
                 None => gw.subscriptions.end_session(&id),
             }
@@ -190,7 +186,7 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
     }
     for (tx, message) in recipients.listens {
         if tx.try_send(message).is_err() {
-            tracing::debug!("notification dropped: a subscription stream is full");
+            crate::pipeline::request_stream::note_dropped("a subscription stream is full");
         }
     }
 }
@@ -205,9 +201,7 @@ fn deliver_log(gw: &Gateway, backend: &str, n: &Notification) {
         if !level_passes(n, session.log_level()) {
             continue;
         }
-        if session.handle.push(event.clone()).is_err() {
-            tracing::debug!(session = %ShortId(&session.id), "log message dropped: the session's mailbox is full");
-        } else {
+        if session.handle.push(event.clone()).is_ok() {
             sent += 1;
         }
     }

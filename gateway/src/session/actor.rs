@@ -2,7 +2,8 @@
 //! store) and the session's server-to-client stream (the GET stream, or the 2024-11-05 SSE stream every
 //! response travels on). Requests never wait on it: pushes are `try_send` into a bounded channel.
 
-use std::sync::Weak;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -13,6 +14,30 @@ use super::{Ending, Sessions, ShortId};
 
 /// How often the actor looks at the idle clock, as a fraction of the timeout.
 const CHECKS_PER_TIMEOUT: u32 = 4;
+/// The session actor's mailbox: events waiting to be put on the stream. A burst a client that reads
+/// promptly keeps up with (1,000 notifications at once) fits, with the stream's own buffer behind it.
+const MAILBOX: usize = 1024;
+
+/// Messages the gateway could not put on a client's stream (full, or gone) since start, all sessions.
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Messages dropped so far (all sessions): `/readyz` shows it.
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Counts one message a session's stream could not take, and says so: at warn for the 1st, 2nd, 4th, 8th…
+/// drop of the session (a flood of drops does not become a flood of log lines), at debug otherwise.
+fn note_dropped(session: &str, per_session: &AtomicU64, why: &str) {
+    DROPPED.fetch_add(1, Ordering::Relaxed);
+    let n = per_session.fetch_add(1, Ordering::Relaxed) + 1;
+    if n.is_power_of_two() {
+        tracing::warn!(session = %ShortId(session), dropped = n, why, "messages dropped for a session's stream");
+    } else {
+        tracing::debug!(session = %ShortId(session), dropped = n, why, "message dropped for a session's stream");
+    }
+}
+
 /// How often an HTTP+SSE session looks whether its client closed its stream.
 const STREAM_CHECK: Duration = Duration::from_secs(1);
 
@@ -28,12 +53,15 @@ pub(super) struct SessionActor {
     ends_with_stream: bool,
     idle_timeout: Duration,
     stream: Option<mpsc::Sender<Bytes>>,
+    /// Messages dropped for this session (shared with its handle).
+    dropped: Arc<AtomicU64>,
 }
 
 impl Actor for SessionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(MAILBOX);
         let every = (self.idle_timeout / CHECKS_PER_TIMEOUT).max(Duration::from_millis(50));
         ctx.run_interval(every, |act, ctx| {
             let Some(store) = act.store.upgrade() else {
@@ -86,11 +114,16 @@ impl Handler<Push> for SessionActor {
     type Result = ();
     fn handle(&mut self, msg: Push, _: &mut Self::Context) {
         let Some(stream) = self.stream.as_ref() else {
-            tracing::debug!(session = %ShortId(&self.id), "event dropped: the session has no open stream");
+            note_dropped(&self.id, &self.dropped, "the session has no open stream");
             return;
         };
         if stream.try_send(msg.0).is_err() {
-            tracing::warn!(session = %ShortId(&self.id), "session stream full or closed; closing it");
+            // Closing it closes its connection too (the stream's watchdog): nothing stays held for it.
+            note_dropped(
+                &self.id,
+                &self.dropped,
+                "its stream is full or closed: closing it",
+            );
             self.stream = None;
         }
     }
@@ -113,6 +146,8 @@ impl Handler<End> for SessionActor {
 #[derive(Debug, Clone)]
 pub struct SessionHandle {
     addr: Addr<SessionActor>,
+    id: Arc<str>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl SessionHandle {
@@ -122,15 +157,22 @@ impl SessionHandle {
         idle_timeout: Duration,
         ends_with_stream: bool,
     ) -> SessionHandle {
+        let dropped = Arc::new(AtomicU64::new(0));
+        let handle_id: Arc<str> = Arc::from(id.as_str());
         let addr = SessionActor {
             id,
             store,
             ends_with_stream,
             idle_timeout,
             stream: None,
+            dropped: Arc::clone(&dropped),
         }
         .start();
-        SessionHandle { addr }
+        SessionHandle {
+            addr,
+            id: handle_id,
+            dropped,
+        }
     }
 
     /// Makes `tx` the session's server-to-client stream (a new GET stream replaces the old one).
@@ -143,7 +185,10 @@ impl SessionHandle {
     /// Writes one event on the session's stream, in order with the others. Fails at once when the actor's
     /// mailbox is full or the actor is gone.
     pub fn push(&self, event: Bytes) -> Result<(), StreamClosed> {
-        self.addr.try_send(Push(event)).map_err(|_| StreamClosed)
+        self.addr.try_send(Push(event)).map_err(|_| {
+            note_dropped(&self.id, &self.dropped, "the session's mailbox is full");
+            StreamClosed
+        })
     }
 
     /// Stops the actor (its stream closes).

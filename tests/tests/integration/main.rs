@@ -25,6 +25,7 @@ mod operations;
 mod pipeline;
 mod readme;
 mod resilience;
+mod slow_consumers;
 mod startup;
 mod support;
 mod tls;

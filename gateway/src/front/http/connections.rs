@@ -98,6 +98,24 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Ends the connection now, freeing what the kernel holds for it: the socket is shut both ways with
+    /// a zero linger, so that its last close resets it instead of keeping unsent bytes (a client that
+    /// stopped reading a stream). actix-web's next write fails and it drops the connection.
+    pub fn abort(&self) {
+        if let Some(fd) = &self.socket {
+            if let Err(e) =
+                rustix::net::sockopt::set_socket_linger(fd, Some(std::time::Duration::ZERO))
+            {
+                tracing::debug!(error = %e, "setting a zero linger on an aborted connection");
+            }
+            if let Err(e) = rustix::net::shutdown(fd, rustix::net::Shutdown::Both) {
+                tracing::debug!(error = %e, "shutting an aborted connection down");
+            }
+        }
+    }
+}
+
 /// A response in progress (see [`Connection::begin`]).
 #[derive(Debug)]
 pub struct Active(Arc<Connection>);

@@ -13,7 +13,8 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use super::body::{BodyLimits, read_body};
-use super::stream::{KEEP_ALIVE, sse_body};
+use super::connections::Connection;
+use super::stream::{KEEP_ALIVE, Watch, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, rejection_response};
 use crate::auth_context::AuthContext;
 use crate::pipeline::answer::{Answering, pump};
@@ -23,7 +24,7 @@ use crate::session::{Session, Transport, sse_event};
 use crate::state::Gateway;
 
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
-const STREAM_BUFFER: usize = 256;
+const STREAM_BUFFER: usize = 1024;
 
 pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
     if let Err(r) = worker.origin.check(&req) {
@@ -40,7 +41,16 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
         "event: endpoint\ndata: /messages?sessionId={id}\n\n"
     ));
     let phase = worker.gw.drain.watch();
-    event_stream().streaming(sse_body(Some(endpoint), rx, KEEP_ALIVE, phase))
+    let watch = Watch {
+        connection: req.conn_data::<Arc<Connection>>().cloned(),
+        write_timeout: write_timeout(&worker.gw),
+        session: Some(id.to_string()),
+        abandoned: None,
+    };
+    event_stream().streaming(watched(
+        sse_body(Some(endpoint), rx, KEEP_ALIVE, phase),
+        watch,
+    ))
 }
 
 #[derive(Deserialize)]

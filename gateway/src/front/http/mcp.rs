@@ -11,7 +11,8 @@ use protocol::validate::{Accepts, HttpMethod, Rejection};
 use tokio::sync::mpsc;
 
 use super::body::{BodyLimits, read_body};
-use super::stream::{KEEP_ALIVE, messages_body, sse_body};
+use super::connections::Connection;
+use super::stream::{KEEP_ALIVE, Watch, messages_body, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, message_response, rejection_response};
 use crate::auth_context::AuthContext;
 use crate::pipeline::answer::Answering;
@@ -21,7 +22,7 @@ use crate::session::{Session, Transport};
 use crate::state::Gateway;
 
 /// Events a session's GET stream buffers before the client is considered too slow.
-const STREAM_BUFFER: usize = 256;
+const STREAM_BUFFER: usize = 1024;
 
 /// The session a request names, if it is live (and marks it used).
 fn session_of(req: &HttpRequest, worker: &Worker) -> Option<Arc<Session>> {
@@ -79,12 +80,17 @@ async fn handle(
     };
     let origin = Origin::Http(method, req.headers().clone());
     answering
-        .deliver(&worker.routing, origin, body, &mut HttpOutput(&worker.gw))
+        .deliver(
+            &worker.routing,
+            origin,
+            body,
+            &mut HttpOutput(&worker.gw, req.conn_data::<Arc<Connection>>().cloned()),
+        )
         .await
 }
 
 /// Streamable HTTP's output: the response to the POST (JSON, or an SSE stream), 202, 204.
-struct HttpOutput<'a>(&'a Gateway);
+struct HttpOutput<'a>(&'a Gateway, Option<Arc<Connection>>);
 
 impl Output for HttpOutput<'_> {
     type Reply = HttpResponse;
@@ -98,7 +104,13 @@ impl Output for HttpOutput<'_> {
     }
 
     async fn stream(&mut self, rx: mpsc::Receiver<Vec<u8>>) -> HttpResponse {
-        event_stream().streaming(messages_body(rx, self.0.drain.watch()))
+        let watch = Watch {
+            connection: self.1.clone(),
+            write_timeout: write_timeout(self.0),
+            session: None,
+            abandoned: None,
+        };
+        event_stream().streaming(watched(messages_body(rx, self.0.drain.watch()), watch))
     }
 
     async fn accepted(&mut self) -> HttpResponse {
@@ -120,7 +132,7 @@ impl Output for HttpOutput<'_> {
     }
 
     async fn open_stream(&mut self, session: &Arc<Session>) -> HttpResponse {
-        open_stream(session, self.0)
+        open_stream(session, self.0, self.1.clone())
     }
 
     async fn ended(&mut self) -> HttpResponse {
@@ -129,13 +141,26 @@ impl Output for HttpOutput<'_> {
 }
 
 /// The session's standalone GET stream: server-to-client messages unrelated to a request, keep-alives.
-fn open_stream(session: &Session, gw: &Gateway) -> HttpResponse {
+fn open_stream(
+    session: &Session,
+    gw: &Gateway,
+    connection: Option<Arc<Connection>>,
+) -> HttpResponse {
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    let watch = Watch {
+        connection,
+        write_timeout: write_timeout(gw),
+        session: Some(session.id.clone()),
+        abandoned: Some(tx.downgrade()),
+    };
     if session.handle.attach_stream(tx).is_err() {
         return rejection_response(&Rejection::overloaded(
             "the session cannot take its stream now",
             Some(session.generation),
         ));
     }
-    event_stream().streaming(sse_body(None, rx, KEEP_ALIVE, gw.drain.watch()))
+    event_stream().streaming(watched(
+        sse_body(None, rx, KEEP_ALIVE, gw.drain.watch()),
+        watch,
+    ))
 }
