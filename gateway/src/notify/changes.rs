@@ -186,7 +186,7 @@ pub fn deliver(gw: &Gateway, n: &Notification) {
     }
     for (tx, message) in recipients.listens {
         if tx.try_send(message).is_err() {
-            crate::pipeline::request_stream::note_dropped("a subscription stream is full");
+            crate::session::note_stream_dropped("a subscription stream is full");
         }
     }
 }

@@ -39,25 +39,6 @@ use crate::state::Gateway;
 /// Messages buffered for a slow client before its notifications are dropped (the response never is).
 const BUFFER: usize = 1024;
 
-/// Messages dropped for streams without a session (a request's own stream, a `subscriptions/listen`
-/// stream) since start: `/readyz` shows them with the sessions' (`crate::session::dropped`).
-static DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Messages dropped so far for streams without a session.
-pub fn dropped() -> u64 {
-    DROPPED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Counts one message a stream could not take, and says so (at warn for the 1st, 2nd, 4th, 8th… drop).
-pub(crate) fn note_dropped(why: &str) {
-    let n = DROPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-    if n.is_power_of_two() {
-        tracing::warn!(dropped = n, why, "messages dropped for a client's stream");
-    } else {
-        tracing::debug!(dropped = n, why, "message dropped for a client's stream");
-    }
-}
-
 /// What a streamed request wants to hear besides its response.
 #[derive(Debug, Clone, Copy)]
 pub struct Wants {
@@ -292,6 +273,6 @@ fn forward(tx: &mpsc::Sender<Vec<u8>>, n: Notification, wants: Wants) {
         return;
     }
     if tx.try_send(Message::Notification(n).to_bytes()).is_err() {
-        note_dropped("the request's stream is full");
+        crate::session::note_stream_dropped("the request's stream is full");
     }
 }

@@ -18,10 +18,10 @@ const CHECKS_PER_TIMEOUT: u32 = 4;
 /// promptly keeps up with (1,000 notifications at once) fits, with the stream's own buffer behind it.
 const MAILBOX: usize = 1024;
 
-/// Messages the gateway could not put on a client's stream (full, or gone) since start, all sessions.
+/// Messages the gateway could not put on a client's stream (full, or gone) since start, all streams.
 static DROPPED: AtomicU64 = AtomicU64::new(0);
 
-/// Messages dropped so far (all sessions): `/readyz` shows it.
+/// Messages dropped so far (all streams): `/readyz` shows it.
 pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
@@ -35,6 +35,19 @@ fn note_dropped(session: &str, per_session: &AtomicU64, why: &str) {
         tracing::warn!(session = %ShortId(session), dropped = n, why, "messages dropped for a session's stream");
     } else {
         tracing::debug!(session = %ShortId(session), dropped = n, why, "message dropped for a session's stream");
+    }
+}
+
+/// Counts one message a stream without a session could not take (a request's own stream, a
+/// `subscriptions/listen` stream), and says so: at warn for the 1st, 2nd, 4th… such drop.
+pub fn note_stream_dropped(why: &str) {
+    static UNSESSIONED: AtomicU64 = AtomicU64::new(0);
+    DROPPED.fetch_add(1, Ordering::Relaxed);
+    let n = UNSESSIONED.fetch_add(1, Ordering::Relaxed) + 1;
+    if n.is_power_of_two() {
+        tracing::warn!(dropped = n, why, "messages dropped for a client's stream");
+    } else {
+        tracing::debug!(dropped = n, why, "message dropped for a client's stream");
     }
 }
 

@@ -19,7 +19,7 @@ use protocol::Generation;
 use protocol::payload::{Implementation, InitializeRequestParams, LoggingLevel};
 use serde_json::Value;
 
-pub use actor::{SessionHandle, StreamClosed, dropped};
+pub use actor::{SessionHandle, StreamClosed, dropped, note_stream_dropped};
 pub use in_flight::{InFlight, Registered};
 pub use input_requests::{InputRequestError, InputRequests};
 /// How logs name a session: its id is a bearer credential and never logged whole.

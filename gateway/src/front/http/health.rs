@@ -49,9 +49,7 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
         "backends": backends,
         "sessions": gw.sessions.len(),
         "in_flight": gw.drain.in_flight(),
-        "messages_dropped": crate::session::dropped()
-            + crate::pipeline::request_stream::dropped()
-            + handlers::notifications_dropped(),
+        "messages_dropped": crate::session::dropped() + handlers::notifications_dropped(),
         "catalog_version": gw.catalog.snapshot().version(),
     });
     if ready {
