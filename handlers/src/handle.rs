@@ -1,6 +1,8 @@
 //! [`BackendHandle`]: the only way into a backend actor. It bounds the requests in flight with a semaphore
 //! (`try_acquire`: a full backend answers `Overloaded` at once instead of queueing), answers `Unavailable`
-//! at once while the backend is down, and puts a deadline on every request.
+//! at once while the backend is down, and puts a deadline on every request. On the data path it also keeps
+//! each caller to its share of the permits (`crate::share`) and passes the request through the backend's
+//! circuit breaker (`crate::circuit`), recording its outcome.
 //!
 //! Two bulkheads, never shared: the data path (calls, reads, gets, completions) has the configured
 //! `max_in_flight` permits; control traffic (the lists, discovery, ping, subscriptions:

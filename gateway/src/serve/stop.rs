@@ -9,7 +9,8 @@
 //! server is told to stop only once no request is in flight and no client connection is open (or the
 //! drain's bound has passed): actix-server's stop ends its accept thread before it tells the workers, and a
 //! worker that sees its connection channel close first ends at once, dropping every connection it serves
-//! (an answer lost in about one shutdown in ten under CPU contention: `every_worker_drains_under_load_every_time`).
+//! (all of a worker's answers lost in about one shutdown in ten under CPU contention:
+//! `every_worker_drains_under_load_every_time`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,12 +105,10 @@ pub(super) async fn on_signal(
     }
     // Every answer written: each connection closes after its response (`Connection: close`), idle ones
     // were shut. Only then the server stops (bounded: a client that never reads its answer).
-    let closed = async {
-        while connections.open() > 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    if tokio::time::timeout(CUT_OFF_WRITE, closed).await.is_err() {
+    if tokio::time::timeout(CUT_OFF_WRITE, all_closed(&connections))
+        .await
+        .is_err()
+    {
         tracing::warn!(
             connections = connections.open(),
             "draining: connections still open after their answers; stopping the server"
@@ -133,9 +132,7 @@ pub(super) async fn linger(gw: &Gateway, connections: &ConnectionLimit) {
     let bound = Duration::from_secs(gw.config.server.drain_timeout_secs) + CUT_OFF_WRITE;
     let settled = async {
         gw.drain.idle().await;
-        while connections.open() > 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        all_closed(connections).await;
     };
     if tokio::time::timeout(bound, settled).await.is_err() {
         tracing::warn!(
@@ -143,5 +140,12 @@ pub(super) async fn linger(gw: &Gateway, connections: &ConnectionLimit) {
             connections = connections.open(),
             "exiting with requests or connections still open: the drain's bound passed"
         );
+    }
+}
+
+/// Resolves when no client connection is open (looked at every 10 ms; callers bound it).
+async fn all_closed(connections: &ConnectionLimit) {
+    while connections.open() > 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -26,29 +26,36 @@ pub fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
-/// Counts one message a session's stream could not take, and says so: at warn for the 1st, 2nd, 4th, 8th…
-/// drop of the session (a flood of drops does not become a flood of log lines), at debug otherwise.
-fn note_dropped(session: &str, per_session: &AtomicU64, why: &str) {
+/// Counts one message a client's stream could not take (`counted`: that stream's, or its session's, drops so
+/// far), and says so: at warn for the 1st, 2nd, 4th, 8th… drop (a flood of drops does not become a flood of
+/// log lines), at debug otherwise.
+fn note_dropped(session: Option<&str>, counted: &AtomicU64, why: &str) {
     DROPPED.fetch_add(1, Ordering::Relaxed);
-    let n = per_session.fetch_add(1, Ordering::Relaxed) + 1;
+    let n = counted.fetch_add(1, Ordering::Relaxed) + 1;
+    let session = session.map(|s| ShortId(s).to_string());
+    let session = session.as_deref().unwrap_or("-");
     if n.is_power_of_two() {
-        tracing::warn!(session = %ShortId(session), dropped = n, why, "messages dropped for a session's stream");
+        tracing::warn!(
+            session,
+            dropped = n,
+            why,
+            "messages dropped for a client's stream"
+        );
     } else {
-        tracing::debug!(session = %ShortId(session), dropped = n, why, "message dropped for a session's stream");
+        tracing::debug!(
+            session,
+            dropped = n,
+            why,
+            "message dropped for a client's stream"
+        );
     }
 }
 
 /// Counts one message a stream without a session could not take (a request's own stream, a
-/// `subscriptions/listen` stream), and says so: at warn for the 1st, 2nd, 4th… such drop.
+/// `subscriptions/listen` stream), and says so.
 pub fn note_stream_dropped(why: &str) {
     static UNSESSIONED: AtomicU64 = AtomicU64::new(0);
-    DROPPED.fetch_add(1, Ordering::Relaxed);
-    let n = UNSESSIONED.fetch_add(1, Ordering::Relaxed) + 1;
-    if n.is_power_of_two() {
-        tracing::warn!(dropped = n, why, "messages dropped for a client's stream");
-    } else {
-        tracing::debug!(dropped = n, why, "message dropped for a client's stream");
-    }
+    note_dropped(None, &UNSESSIONED, why);
 }
 
 /// How often an HTTP+SSE session looks whether its client closed its stream.
@@ -127,13 +134,14 @@ impl Handler<Push> for SessionActor {
     type Result = ();
     fn handle(&mut self, msg: Push, _: &mut Self::Context) {
         let Some(stream) = self.stream.as_ref() else {
-            note_dropped(&self.id, &self.dropped, "the session has no open stream");
+            // Not a slow consumer: a client that opened no GET stream does not listen (not counted).
+            tracing::debug!(session = %ShortId(&self.id), "event not sent: the session has no open stream");
             return;
         };
         if stream.try_send(msg.0).is_err() {
             // Closing it closes its connection too (the stream's watchdog): nothing stays held for it.
             note_dropped(
-                &self.id,
+                Some(&self.id),
                 &self.dropped,
                 "its stream is full or closed: closing it",
             );
@@ -199,7 +207,11 @@ impl SessionHandle {
     /// mailbox is full or the actor is gone.
     pub fn push(&self, event: Bytes) -> Result<(), StreamClosed> {
         self.addr.try_send(Push(event)).map_err(|_| {
-            note_dropped(&self.id, &self.dropped, "the session's mailbox is full");
+            note_dropped(
+                Some(&self.id),
+                &self.dropped,
+                "the session's mailbox is full",
+            );
             StreamClosed
         })
     }
