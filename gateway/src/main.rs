@@ -31,6 +31,28 @@ enum Command {
     MockBackend(mock::MockArgs),
     /// Drive MCP sessions against a server and report latency and outcomes.
     Load(load::LoadArgs),
+    /// What replicas share: `mcpgw cluster new-key` prints a fresh key ring line.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
+    /// GET a plain-HTTP URL (a health probe: `mcpgw probe http://127.0.0.1:7800/healthz`); exit 0 on
+    /// 200, 1 otherwise. For images without curl (the Dockerfile's HEALTHCHECK).
+    Probe(ProbeArgs),
+}
+
+#[derive(Debug, Subcommand)]
+enum ClusterCommand {
+    /// Print a fresh key ring line, `ID:BASE64` of 32 random bytes, for `[cluster] keys_file` or
+    /// `MCPGW_SESSION_KEYS`.
+    NewKey,
+}
+
+#[derive(Debug, Args)]
+struct ProbeArgs {
+    /// `http://HOST:PORT/PATH`.
+    url: String,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    timeout_ms: u64,
 }
 
 #[derive(Debug, Args)]
@@ -71,6 +93,26 @@ fn main() -> ExitCode {
         Command::Load(args) => {
             init_logging("warn");
             load::run(args).map(drop).context("load")
+        }
+        Command::Cluster(ClusterCommand::NewKey) => {
+            println!("{}", gateway::cluster::keys::new_key_line());
+            Ok(())
+        }
+        Command::Probe(args) => {
+            return match gateway::probe::get(
+                &args.url,
+                std::time::Duration::from_millis(args.timeout_ms),
+            ) {
+                Ok(200) => ExitCode::SUCCESS,
+                Ok(status) => {
+                    eprintln!("mcpgw probe: {} answered {status}", args.url);
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("mcpgw probe: {e}");
+                    ExitCode::FAILURE
+                }
+            };
         }
     };
     match result {

@@ -41,6 +41,9 @@ pub enum ServeError {
     /// The front door's TLS files do not load.
     #[error("tls: {0}")]
     Tls(crate::tls::TlsError),
+    /// The key ring does not load.
+    #[error("{0}")]
+    Keys(#[from] crate::cluster::KeysError),
 }
 
 impl From<CatalogError> for ServeError {
@@ -69,9 +72,11 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     } else {
         Some(FrontDoor::open(&config)?)
     };
+    let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
+    announce_keys(&keys, &config);
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let backends = start_backends(&config, events_tx);
-    let gw = Arc::new(Gateway::new(config, backends));
+    let gw = Arc::new(Gateway::new(config, backends, keys));
     // The front door serves at once; requests wait for the first catalog (`/readyz` says "starting").
     let first = first_catalog(gw.clone(), events_rx);
     let result = match front {
@@ -92,6 +97,24 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
         tracing::warn!("a backend process did not end in time: it is killed as the gateway exits");
     }
     result
+}
+
+/// Says at start what the key ring allows: with none configured, sessions live only in this process.
+fn announce_keys(keys: &crate::cluster::ClusterKeys, config: &Config) {
+    let ring = keys.ring();
+    if ring.is_shared() {
+        tracing::info!(source = ?keys.source(), keys = ?ring.ids(),
+            "session key ring read: the first key seals; replicas sharing it serve each other's sessions");
+        if config.cluster.redis.is_none() {
+            tracing::warn!(
+                "a key ring without [cluster] redis: a DELETE and idle expiry hold on each replica only"
+            );
+        }
+    } else {
+        tracing::info!(
+            "no session key ring ([cluster] keys_file or MCPGW_SESSION_KEYS): sessions and request states live only in this process, and a restart ends them"
+        );
+    }
 }
 
 /// Builds the first catalog (every backend gets `list_timeout_ms` to connect and list), names the backends
@@ -246,11 +269,12 @@ async fn serve_http(
         ),
         None => (server.listen(front.listener).map_err(bound)?, "http"),
     };
-    let reloadable: Vec<Arc<dyn crate::reload::Reload>> = front
+    let mut reloadable: Vec<Arc<dyn crate::reload::Reload>> = front
         .tls
         .into_iter()
         .map(|t| Arc::new(t) as Arc<dyn crate::reload::Reload>)
         .collect();
+    reloadable.push(gw.sessions.keys().clone());
     crate::reload::on_sighup(reloadable).map_err(ServeError::Io)?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.

@@ -17,9 +17,10 @@ use crate::bridge::sealed_state::StateSealer;
 use crate::cache::ResourceCache;
 use crate::catalog::CatalogSnapshot;
 use crate::catalog::ledger::Ledger;
+use crate::cluster::ClusterKeys;
 use crate::config::{Config, UnknownToolCode};
 use crate::session::subscriptions::Subscriptions;
-use crate::session::{PendingStreams, SessionStore};
+use crate::session::{PendingStreams, SessionStore, StoreLimits};
 
 /// Everything a request may need, shared by all workers.
 #[derive(Debug)]
@@ -57,8 +58,12 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Shared state for a configuration and its started backends.
-    pub fn new(config: Config, backends: BTreeMap<String, BackendHandle>) -> Gateway {
+    /// Shared state for a configuration, its started backends, and the key ring read from its `[cluster]`.
+    pub fn new(
+        config: Config,
+        backends: BTreeMap<String, BackendHandle>,
+        keys: Arc<ClusterKeys>,
+    ) -> Gateway {
         let server_info = server_info();
         let validation = protocol::validate::Config {
             served: GenerationSet::ALL,
@@ -87,7 +92,12 @@ impl Gateway {
                 (b.name.clone(), tools)
             })
             .collect();
-        let sessions = SessionStore::new(config.server.max_sessions, subscriptions.clone());
+        let limits = StoreLimits {
+            max: config.server.max_sessions,
+            idle: Duration::from_secs(config.server.session_idle_secs),
+            lifetime: Duration::from_secs(config.server.session_max_lifetime_secs),
+        };
+        let sessions = SessionStore::with_keys(limits, subscriptions.clone(), keys.clone());
         let sse_connections = PendingStreams::new(config.server.max_sessions);
         let ledger = Ledger::new(
             config.backends.iter().map(|b| b.name.as_str()),
@@ -102,7 +112,7 @@ impl Gateway {
             sse_connections,
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
             server_info,
-            sealer: StateSealer::random(),
+            sealer: Arc::new(StateSealer::new(keys)),
             subscriptions,
             resource_cache: ResourceCache::new(
                 crate::cache::MAX_ENTRIES,

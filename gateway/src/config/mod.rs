@@ -3,6 +3,7 @@
 //! start with errors that name the field.
 
 pub mod circuit;
+mod cluster;
 mod cors;
 mod demo;
 mod mcp_json;
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
@@ -33,6 +35,9 @@ pub struct Config {
     /// `[[middleware]]` tables: the request pipeline's middlewares, in the order they run.
     #[serde(default, rename = "middleware")]
     pub middlewares: Vec<MiddlewareEntry>,
+    /// `[cluster]`: the key ring and Redis replicas share.
+    #[serde(default)]
+    pub cluster: ClusterConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -70,6 +75,8 @@ pub struct ServerConfig {
     pub body_timeout_ms: u64,
     /// A legacy session idle for this long expires (404 afterwards).
     pub session_idle_secs: u64,
+    /// A legacy session ends this long after its `initialize`, however busy (its id carries the expiry).
+    pub session_max_lifetime_secs: u64,
     /// After SIGTERM or SIGINT, how long the listener keeps accepting (with `/readyz` answering 503) so that
     /// a load balancer can move away, in seconds.
     pub drain_grace_secs: u64,
@@ -168,6 +175,7 @@ impl Default for ServerConfig {
             body_idle_timeout_ms: 5_000,
             body_timeout_ms: 30_000,
             session_idle_secs: 30 * 60,
+            session_max_lifetime_secs: 24 * 60 * 60,
             drain_grace_secs: 5,
             drain_timeout_secs: 30,
             max_sessions: 100_000,
@@ -418,6 +426,13 @@ impl Config {
         if s.session_idle_secs == 0 {
             return Err(invalid("server.session_idle_secs", "must be above 0"));
         }
+        if s.session_max_lifetime_secs == 0 || s.session_max_lifetime_secs > u64::from(u32::MAX) {
+            return Err(invalid(
+                "server.session_max_lifetime_secs",
+                "must be above 0 and at most 4294967295",
+            ));
+        }
+        self.cluster.validate()?;
         if s.max_batch == 0 {
             return Err(invalid("server.max_batch", "must be at least 1"));
         }

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::mcp_json::from_mcp_json_str;
 use super::*;
+use std::collections::BTreeMap;
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::from_toml_str(text, Path::new("test.toml"))
@@ -250,59 +251,42 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
         .collect()
 }
 
-/// The keys the README's configuration table names: (server keys, backend keys, middleware keys).
-fn readme_keys() -> (Vec<String>, Vec<String>, Vec<String>) {
+/// The keys the README's configuration table names, by table (`[server]` until another table's first row).
+fn readme_keys() -> BTreeMap<&'static str, Vec<String>> {
+    const TABLES: [&str; 4] = ["[server]", "[[backend]]", "[[middleware]]", "[cluster]"];
     let readme = include_str!("../../../README.md");
     let table = readme
         .split("### Configuration")
         .nth(1)
         .and_then(|rest| rest.split("\n### ").next())
         .expect("README has a Configuration section");
-    let (mut server, mut backend, mut middleware) = (Vec::new(), Vec::new(), Vec::new());
-    let mut in_backend = false;
-    let mut in_middleware = false;
+    let mut keys: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    let mut current = TABLES[0];
     for row in table.lines().filter(|l| l.starts_with("| `")) {
         let first = row.split('|').nth(1).unwrap_or_default();
         for (i, key) in first.split('`').enumerate() {
             if i % 2 == 0 {
                 continue;
             }
-            let key = if let Some(k) = key.strip_prefix("[[backend]] ") {
-                in_backend = true;
-                k
-            } else if let Some(k) = key.strip_prefix("[[middleware]] ") {
-                in_middleware = true;
-                k
-            } else {
-                key.strip_prefix("[server] ").unwrap_or(key)
-            };
-            if in_middleware {
-                &mut middleware
-            } else if in_backend {
-                &mut backend
-            } else {
-                &mut server
+            let mut key = key;
+            for t in TABLES {
+                if let Some(k) = key.strip_prefix(t).and_then(|k| k.strip_prefix(' ')) {
+                    current = t;
+                    key = k;
+                }
             }
-            .push(key.to_owned());
+            keys.entry(current).or_default().push(key.to_owned());
         }
     }
-    (server, backend, middleware)
+    keys
 }
 
 #[test]
 fn the_readme_configuration_table_names_every_key_and_only_keys() {
-    let (server_doc, backend_doc, middleware_doc) = readme_keys();
-    for (table, accepted, documented) in [
-        ("[server]", accepted_keys("[server]"), server_doc),
-        ("[[backend]]", accepted_keys("[[backend]]"), backend_doc),
-        (
-            "[[middleware]]",
-            accepted_keys("[[middleware]]"),
-            middleware_doc,
-        ),
-    ] {
-        let mut accepted = accepted;
-        let mut documented = documented;
+    let mut documented = readme_keys();
+    for table in ["[server]", "[[backend]]", "[[middleware]]", "[cluster]"] {
+        let mut accepted = accepted_keys(table);
+        let mut documented = documented.remove(table).unwrap_or_default();
         accepted.sort();
         documented.sort();
         assert!(!accepted.is_empty(), "{table}: serde listed no key");

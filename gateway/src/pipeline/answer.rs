@@ -376,10 +376,13 @@ pub fn start_session(
                 client = %params.client_info.name, transport = transport.as_str(), "session started");
             Ok(session)
         }
-        Err(full) => Err(protocol::Rejection::overloaded(
+        Err(crate::session::CreateError::Full(full)) => Err(protocol::Rejection::overloaded(
             &full.to_string(),
             Some(generation),
         )),
+        Err(crate::session::CreateError::TooLarge(e)) => {
+            Err(protocol::Rejection::unsealable_session(&e.to_string()))
+        }
     }
 }
 

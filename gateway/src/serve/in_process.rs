@@ -132,7 +132,8 @@ impl InProcessGateway {
         backends: std::collections::BTreeMap<String, BackendHandle>,
         events: mpsc::Receiver<BackendEvent>,
     ) -> Result<InProcessGateway, ServeError> {
-        let gw = Arc::new(Gateway::new(config, backends));
+        let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
+        let gw = Arc::new(Gateway::new(config, backends, keys));
         first_catalog(gw.clone(), events).await?;
         let worker = Worker::start(gw.clone());
         Ok(InProcessGateway { gw, worker })
@@ -149,7 +150,7 @@ impl InProcessGateway {
         let session = headers
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
-            .and_then(|id| worker.gw.sessions.get(id));
+            .and_then(|id| worker.gw.sessions.get(id).ok().flatten());
         let answering = Answering {
             gw: &worker.gw,
             response: &worker.response,

@@ -10,7 +10,8 @@ use actix::prelude::*;
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use super::{Ending, Sessions, ShortId};
+use super::ShortId;
+use super::store::{Ending, Sessions};
 
 /// How often the actor looks at the idle clock, as a fraction of the timeout.
 const CHECKS_PER_TIMEOUT: u32 = 4;
@@ -169,6 +170,8 @@ pub struct SessionHandle {
     addr: Addr<SessionActor>,
     id: Arc<str>,
     dropped: Arc<AtomicU64>,
+    /// The stream last attached, weakly (it does not keep the stream open): whether one is open now.
+    stream: Arc<std::sync::Mutex<Option<mpsc::WeakSender<Bytes>>>>,
 }
 
 impl SessionHandle {
@@ -193,11 +196,27 @@ impl SessionHandle {
             addr,
             id: handle_id,
             dropped,
+            stream: Arc::default(),
         }
+    }
+
+    /// Whether the session's stream is attached and open (such a session's actor is never rested).
+    pub fn has_open_stream(&self) -> bool {
+        let weak = match self.stream.lock() {
+            Ok(w) => w.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        weak.and_then(|w| w.upgrade())
+            .is_some_and(|tx| !tx.is_closed())
     }
 
     /// Makes `tx` the session's server-to-client stream (a new GET stream replaces the old one).
     pub fn attach_stream(&self, tx: mpsc::Sender<Bytes>) -> Result<(), StreamClosed> {
+        let weak = tx.downgrade();
+        match self.stream.lock() {
+            Ok(mut w) => *w = Some(weak),
+            Err(poisoned) => *poisoned.into_inner() = Some(weak),
+        }
         self.addr
             .try_send(AttachStream(tx))
             .map_err(|_| StreamClosed)

@@ -1,8 +1,12 @@
 //! The session store's and the pending streams' bounds, and session ids.
 
 use super::*;
+use crate::session::subscriptions::Subscriptions;
+use protocol::payload::InitializeRequestParams;
+use std::sync::Arc;
 use std::sync::Barrier;
 use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 #[test]
 fn max_sessions_is_exact_under_concurrent_initializes() {
@@ -28,7 +32,8 @@ fn max_sessions_is_exact_under_concurrent_initializes() {
                 std::thread::spawn(move || {
                     actix_rt::System::new().block_on(async move {
                         start.wait();
-                        let mut created = 0;
+                        // Held: a session in use is never rested to make room, so the bound is exact.
+                        let mut held = Vec::new();
                         for _ in 0..EACH {
                             let made = store.create(
                                 None,
@@ -37,10 +42,12 @@ fn max_sessions_is_exact_under_concurrent_initializes() {
                                 Transport::StreamableHttp,
                                 Duration::from_secs(60),
                             );
-                            created += usize::from(made.is_ok());
+                            held.extend(made.ok());
                             most.fetch_max(store.len(), Ordering::Relaxed);
                         }
-                        created
+                        // Held until every thread is done: one done early must not free its sessions.
+                        start.wait();
+                        held.len()
                     })
                 })
             })
@@ -245,4 +252,118 @@ async fn a_streamable_http_session_outlives_its_get_stream() {
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
     assert!(store.peek(&session.id).is_some());
     assert!(subs.has_session(&session.id));
+}
+
+fn initialize_params() -> InitializeRequestParams {
+    serde_json::from_value(serde_json::json!({
+        "protocolVersion": "2025-06-18", "capabilities": {"sampling": {}},
+        "clientInfo": {"name": "replica-test", "version": "1"}}))
+    .unwrap()
+}
+
+fn store_with(ring: &str, max: usize, idle: Duration) -> SessionStore {
+    let keys = crate::cluster::ClusterKeys::with(
+        crate::cluster::keys::KeyRing::parse(ring).unwrap(),
+        crate::cluster::KeySource::Random,
+    );
+    let limits = StoreLimits {
+        max,
+        idle,
+        lifetime: Duration::from_secs(3600),
+    };
+    SessionStore::with_keys(limits, Default::default(), Arc::new(keys))
+}
+
+#[actix_rt::test]
+async fn another_store_with_the_same_ring_rebuilds_a_session_from_its_id_and_no_other_does() {
+    let ring = crate::cluster::keys::new_key_line();
+    let here = store_with(&ring, 8, Duration::from_secs(60));
+    let there = store_with(&ring, 8, Duration::from_secs(60));
+    let session = here
+        .create(
+            None,
+            Generation::V2025_06_18,
+            &initialize_params(),
+            Transport::StreamableHttp,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    let rebuilt = there
+        .get(&session.id)
+        .unwrap()
+        .expect("rebuilt from the id");
+    assert_eq!(rebuilt.generation, Generation::V2025_06_18);
+    assert_eq!(rebuilt.client_info.name, "replica-test");
+    assert_eq!(
+        rebuilt.client_capabilities,
+        serde_json::json!({"sampling": {}})
+    );
+    assert!(rebuilt.is_initialized());
+    assert_eq!((there.len(), there.resumed()), (1, 1));
+    // The second request finds the actor: no second rebuild.
+    there.get(&session.id).unwrap().unwrap();
+    assert_eq!(there.resumed(), 1);
+    let stranger = store_with(
+        &crate::cluster::keys::new_key_line(),
+        8,
+        Duration::from_secs(60),
+    );
+    assert!(stranger.get(&session.id).unwrap().is_none());
+    // Ended (DELETE) here: never rebuilt here again, however the id is presented.
+    assert!(there.end(&session.id, Ending::Deleted));
+    assert!(there.get(&session.id).unwrap().is_none());
+    assert_eq!(there.records(), 1);
+}
+
+#[actix_rt::test]
+async fn a_full_store_rests_its_idlest_unused_actor_and_rebuilds_it_on_its_next_request() {
+    let ring = crate::cluster::keys::new_key_line();
+    let store = store_with(&ring, 2, Duration::from_secs(60));
+    let create = || {
+        store.create(
+            None,
+            Generation::V2025_06_18,
+            &initialize_params(),
+            Transport::StreamableHttp,
+            Duration::from_secs(60),
+        )
+    };
+    let old = create().unwrap().id.clone();
+    actix_rt::time::sleep(Duration::from_millis(20)).await;
+    let held = create().unwrap();
+    // Full: the unused, idlest session rests (its record kept); the held one is never dropped.
+    let third = create().unwrap();
+    assert_eq!((store.len(), store.records(), store.rested()), (2, 1, 1));
+    assert!(store.peek(&old).is_none());
+    assert!(store.peek(&held.id).is_some());
+    // Everything in use now: no room for the rested session's actor, and no new session.
+    let _third = third;
+    assert!(store.get(&old).is_err(), "no actor can be dropped");
+    assert!(matches!(create(), Err(CreateError::Full(_))));
+    drop(_third);
+    let back = store.get(&old).unwrap().expect("rebuilt from its id");
+    assert_eq!(back.id, old);
+    // Its record is taken out; the third session, unused now, rested to make room for it.
+    assert_eq!((store.records(), store.rested()), (1, 2));
+}
+
+#[actix_rt::test]
+async fn a_rested_session_idle_past_its_limit_is_over_everywhere_it_is_known() {
+    let ring = crate::cluster::keys::new_key_line();
+    let store = store_with(&ring, 1, Duration::from_secs(1));
+    let first = store
+        .create(
+            None,
+            Generation::V2025_06_18,
+            &initialize_params(),
+            Transport::StreamableHttp,
+            Duration::from_secs(1),
+        )
+        .unwrap()
+        .id
+        .clone();
+    assert_eq!(store.rest_idlest(), 1);
+    actix_rt::time::sleep(Duration::from_millis(2100)).await;
+    assert!(store.get(&first).unwrap().is_none(), "idle too long");
+    assert!(store.get(&first).unwrap().is_none(), "and stays ended");
 }

@@ -266,6 +266,11 @@ impl Rejection {
         Rejection::transport(404, format!("session not found: {what}"))
     }
 
+    /// 400: an `initialize` whose client state cannot be carried in a session id (`why` says why).
+    pub fn unsealable_session(why: &str) -> Rejection {
+        Rejection::transport(400, format!("invalid request: {why}"))
+    }
+
     /// 400: an `initialize` on a session that is initialized already.
     pub fn already_initialized() -> Rejection {
         Rejection::transport(

@@ -1,6 +1,6 @@
 //! The gateway's sealed `requestState`. A backend's `input_required` result reaches a 2026-07-28 client with
-//! its `requestState` wrapped in an envelope only this gateway can open (ChaCha20-Poly1305, a key id for
-//! rotation): bound to the backend, the method and a digest of the request's params, with an expiry and a
+//! its `requestState` wrapped in an envelope only this gateway (and replicas sharing its key ring) can open
+//! (ChaCha20-Poly1305 with the ring's request-state subkey, the key's tag for rotation): bound to the backend, the method and a digest of the request's params, with an expiry and a
 //! single-use id. The client's retry is checked before anything is routed; a tampered, expired, replayed or
 //! foreign state is refused, and the backend gets back exactly the state it issued.
 //!
@@ -14,14 +14,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::auth_context::AuthContext;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use protocol::raw::RawObject;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 use used::UsedIds;
+
+use crate::cluster::ClusterKeys;
+use crate::cluster::keys::{KeyRing, Purpose};
 
 /// What an envelope is bound to, besides its contents.
 const AAD: &[u8] = b"mcpgw/request-state/v1";
@@ -73,19 +74,11 @@ struct Envelope {
     p: String,
 }
 
-/// Seals and opens request states. One per gateway; cheap to share.
+/// Seals and opens request states with the cluster's key ring. One per gateway; cheap to share.
+#[derive(Debug)]
 pub struct StateSealer {
-    key_id: u8,
-    cipher: ChaCha20Poly1305,
+    keys: Arc<ClusterKeys>,
     used: UsedIds,
-}
-
-impl std::fmt::Debug for StateSealer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StateSealer")
-            .field("key_id", &self.key_id)
-            .finish_non_exhaustive()
-    }
 }
 
 /// A state that opened: the backend it belongs to and the state to give back to it.
@@ -98,25 +91,23 @@ pub struct Opened {
 }
 
 impl StateSealer {
-    /// A sealer with a fresh random key (states do not survive a restart and are not shared by replicas;
-    /// a configured shared key comes with the horizontal-deployment work).
-    pub fn random() -> Arc<StateSealer> {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key)
-            .expect("the operating system's random number generator is available");
-        Arc::new(StateSealer::with_key(0, &key))
+    /// A sealer with the ring of `keys` (re-read on reload: each seal and open uses the ring of the moment).
+    pub fn new(keys: Arc<ClusterKeys>) -> StateSealer {
+        StateSealer::remembering(keys, REMEMBERED)
     }
 
-    /// A sealer with a given key and key id.
-    pub fn with_key(key_id: u8, key: &[u8; 32]) -> StateSealer {
-        StateSealer::remembering(key_id, key, REMEMBERED)
+    /// A sealer with one given ring (tests).
+    pub fn with_ring(ring: KeyRing) -> StateSealer {
+        StateSealer::new(Arc::new(ClusterKeys::with(
+            ring,
+            crate::cluster::KeySource::Random,
+        )))
     }
 
     /// A sealer remembering at most `remembered` single-use ids.
-    fn remembering(key_id: u8, key: &[u8; 32], remembered: usize) -> StateSealer {
+    fn remembering(keys: Arc<ClusterKeys>, remembered: usize) -> StateSealer {
         StateSealer {
-            key_id,
-            cipher: ChaCha20Poly1305::new(Key::from_slice(key)),
+            keys,
             used: UsedIds::new(remembered),
         }
     }
@@ -131,9 +122,7 @@ impl StateSealer {
         state: &RawValue,
     ) -> String {
         let mut jti = [0u8; 12];
-        let mut nonce = [0u8; 12];
         let _ = getrandom::fill(&mut jti);
-        let _ = getrandom::fill(&mut nonce);
         let envelope = Envelope {
             s: state.to_owned(),
             b: backend.to_owned(),
@@ -144,21 +133,9 @@ impl StateSealer {
             p: auth.tag(),
         };
         let plain = serde_json::to_vec(&envelope).unwrap_or_default();
-        let sealed = self
-            .cipher
-            .encrypt(
-                Nonce::from_slice(&nonce),
-                Payload {
-                    msg: &plain,
-                    aad: AAD,
-                },
-            )
-            .unwrap_or_default();
-        let mut out = Vec::with_capacity(1 + nonce.len() + sealed.len());
-        out.push(self.key_id);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
-        URL_SAFE_NO_PAD.encode(out)
+        self.keys
+            .ring()
+            .seal_text(Purpose::RequestState, AAD, &plain)
     }
 
     /// Opens a client's state for the request `params` of `method`, once.
@@ -169,23 +146,11 @@ impl StateSealer {
         params: Option<&RawValue>,
         sealed: &str,
     ) -> Result<Opened, StateError> {
-        let bytes = URL_SAFE_NO_PAD
-            .decode(sealed)
-            .map_err(|_| StateError::Forged)?;
-        if bytes.len() < 1 + 12 + 16 || bytes[0] != self.key_id {
-            return Err(StateError::Forged);
-        }
-        let (nonce, sealed) = bytes[1..].split_at(12);
         let plain = self
-            .cipher
-            .decrypt(
-                Nonce::from_slice(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: AAD,
-                },
-            )
-            .map_err(|_| StateError::Forged)?;
+            .keys
+            .ring()
+            .open_text(Purpose::RequestState, AAD, sealed)
+            .ok_or(StateError::Forged)?;
         let envelope: Envelope = serde_json::from_slice(&plain).map_err(|_| StateError::Forged)?;
         let now = now_ms();
         if envelope.e < now {
@@ -231,9 +196,17 @@ mod tests {
         RawValue::from_string(text.to_owned()).unwrap()
     }
 
+    fn ring(byte: u8) -> KeyRing {
+        KeyRing::parse(&format!(
+            "a:{}",
+            base64::engine::general_purpose::STANDARD.encode([byte; 32])
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn a_state_opens_once_for_its_own_request() {
-        let sealer = StateSealer::with_key(1, &[7; 32]);
+        let sealer = StateSealer::with_ring(ring(7));
         let params = raw(r#"{"name":"t","arguments":{"a":1,"b":2}}"#);
         let sealed = sealer.seal(
             &AuthContext::ANONYMOUS,
@@ -261,7 +234,13 @@ mod tests {
 
     #[test]
     fn a_full_replay_set_refuses_new_states_and_still_refuses_replays() {
-        let sealer = StateSealer::remembering(1, &[7; 32], 2);
+        let sealer = StateSealer::remembering(
+            Arc::new(ClusterKeys::with(
+                ring(7),
+                crate::cluster::KeySource::Random,
+            )),
+            2,
+        );
         let params = raw(r#"{"name":"t"}"#);
         let states: Vec<String> = (0..3)
             .map(|i| {
@@ -295,7 +274,7 @@ mod tests {
 
     #[test]
     fn tampering_and_mismatches_are_refused() {
-        let sealer = StateSealer::with_key(1, &[7; 32]);
+        let sealer = StateSealer::with_ring(ring(7));
         let params = raw(r#"{"name":"t"}"#);
         let sealed = sealer.seal(
             &AuthContext::ANONYMOUS,
@@ -345,7 +324,7 @@ mod tests {
                 "{method} {p}"
             );
         }
-        let other_key = StateSealer::with_key(1, &[8; 32]);
+        let other_key = StateSealer::with_ring(ring(8));
         assert_eq!(
             other_key
                 .open(

@@ -80,6 +80,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         server: ServerConfig::default(),
         backends,
         middlewares: Vec::new(),
+        cluster: Default::default(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

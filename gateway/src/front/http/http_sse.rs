@@ -75,10 +75,12 @@ pub(super) async fn post(
         Err(refused) => return refused,
     };
     let id = &query.session_id;
+    // An HTTP+SSE session lives with its stream on this replica: never rebuilt from its id.
     let session = gw
         .sessions
-        .get(id)
-        .filter(|s| s.transport == Transport::HttpSse);
+        .peek(id)
+        .filter(|s| s.transport == Transport::HttpSse)
+        .inspect(|s| s.touch());
     let pending = if session.is_none() {
         gw.sse_connections.take(id)
     } else {

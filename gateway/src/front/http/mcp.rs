@@ -18,15 +18,22 @@ use crate::auth_context::AuthContext;
 use crate::pipeline::answer::Answering;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
-use crate::session::{Session, Transport};
+use crate::session::{Session, StoreFull, Transport};
 use crate::state::Gateway;
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 1024;
 
-/// The session a request names, if it is live (and marks it used).
-fn session_of(req: &HttpRequest, worker: &Worker) -> Option<Arc<Session>> {
-    let id = req.headers().get("mcp-session-id")?.to_str().ok()?;
+/// The session a request names, if it is live (rebuilt from its id when this replica holds no actor for
+/// it), marked used; `Err` when the store cannot make room for its actor now.
+fn session_of(req: &HttpRequest, worker: &Worker) -> Result<Option<Arc<Session>>, StoreFull> {
+    let Some(id) = req
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return Ok(None);
+    };
     worker.gw.sessions.get(id)
 }
 
@@ -67,7 +74,10 @@ async fn handle(
     if let Err(r) = worker.origin.check(req) {
         return rejection_response(&r);
     }
-    let session = session_of(req, worker);
+    let session = match session_of(req, worker) {
+        Ok(session) => session,
+        Err(full) => return rejection_response(&Rejection::overloaded(&full.to_string(), None)),
+    };
     let answering = Answering {
         gw: &worker.gw,
         response: &worker.response,

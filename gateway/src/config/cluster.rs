@@ -1,0 +1,33 @@
+//! `[cluster]`: what replicas share — the key ring that seals session ids and request states, and Redis.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{ConfigError, invalid};
+
+/// `[cluster]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// The key ring: one key a line, `ID:BASE64` of 32 random bytes; the first seals, every line opens.
+    /// Re-read on SIGHUP. The environment variable `MCPGW_SESSION_KEYS` may hold the same text instead.
+    pub keys_file: Option<PathBuf>,
+    /// Redis (`redis://[user:password@]host:port[/db]` or `rediss://…`): the session state that changes
+    /// after `initialize`, revocations, answers that cross replicas.
+    pub redis: Option<String>,
+}
+
+impl ClusterConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(url) = &self.redis
+            && !(url.starts_with("redis://") || url.starts_with("rediss://"))
+        {
+            return Err(invalid(
+                "cluster.redis",
+                "must be a redis:// or rediss:// URL",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,78 @@
+//! 2024-11-05 HTTP+SSE streams waiting for their session's `initialize`.
+
+use dashmap::DashMap;
+
+use super::new_session_id;
+use super::store::Slots;
+
+/// 2024-11-05 HTTP+SSE streams opened with `GET /sse` whose session has not sent `initialize` yet, by the id
+/// their endpoint event named. Bounded exactly, as sessions are (a slot taken before a stream is inserted,
+/// given back when it is taken out); streams whose client went away are swept out when it is full.
+#[derive(Debug)]
+pub struct PendingStreams {
+    map: DashMap<String, tokio::sync::mpsc::Sender<bytes::Bytes>>,
+    slots: Slots,
+}
+
+impl PendingStreams {
+    /// Holds at most `max` streams.
+    pub fn new(max: usize) -> PendingStreams {
+        PendingStreams {
+            map: DashMap::new(),
+            slots: Slots::new(max),
+        }
+    }
+
+    /// Registers a new stream and returns its id; `None` when too many are open.
+    pub fn open(&self, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) -> Option<String> {
+        let slot = match self.slots.take() {
+            Some(slot) => slot,
+            None => {
+                self.map.retain(|_, tx| {
+                    let open = !tx.is_closed();
+                    if !open {
+                        self.slots.give_back();
+                    }
+                    open
+                });
+                self.slots.take()?
+            }
+        };
+        let id = new_session_id();
+        self.map.insert(id.clone(), tx);
+        slot.keep();
+        Some(id)
+    }
+
+    /// Takes the stream out (to become a session's, or to be put back).
+    pub fn take(&self, id: &str) -> Option<tokio::sync::mpsc::Sender<bytes::Bytes>> {
+        let (_, tx) = self.map.remove(id)?;
+        self.slots.give_back();
+        Some(tx).filter(|tx| !tx.is_closed())
+    }
+
+    /// Puts a stream back after a message that did not start the session. When its slot went to another
+    /// stream meanwhile, it is dropped instead (its client sees the stream end).
+    pub fn put_back(&self, id: &str, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
+        if tx.is_closed() {
+            return;
+        }
+        let Some(slot) = self.slots.take() else {
+            tracing::warn!("HTTP+SSE stream closed: too many open SSE connections to put it back");
+            return;
+        };
+        if self.map.insert(id.to_owned(), tx).is_none() {
+            slot.keep();
+        }
+    }
+
+    /// Streams held.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// No streams held.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}

@@ -1,0 +1,464 @@
+//! The legacy session store: the session actors this replica holds, by id, bounded exactly, and what it
+//! remembers of the sealed sessions it holds no actor for ([`Dormant`]). A Streamable HTTP session's id is
+//! its sealed state ([`SealedSession`]): a request naming a session with no actor here opens the id and
+//! rebuilds the actor (a restart, another replica's session, an actor dropped to make room). When the store
+//! is full, the idlest actors with nothing open (no stream, no request, no subscription) are dropped, their
+//! sessions kept as records; only when none can be dropped is a new actor refused.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use dashmap::mapref::entry::Entry;
+use protocol::Generation;
+use protocol::payload::InitializeRequestParams;
+use serde_json::Value;
+
+use super::dormant::{Dormant, Record, secs};
+use super::sealed::{SealedSession, TooLarge, unix_now};
+use super::subscriptions::Subscriptions;
+use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
+use crate::cluster::ClusterKeys;
+
+/// The store is full: `initialize` is refused instead of growing without bound.
+#[derive(Debug, thiserror::Error)]
+#[error("the gateway holds its maximum of {0} sessions")]
+pub struct StoreFull(pub usize);
+
+/// Why a session could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// No room (see [`StoreFull`]).
+    #[error(transparent)]
+    Full(#[from] StoreFull),
+    /// The client's state does not fit in an id.
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
+}
+
+/// The store's bounds and clocks.
+#[derive(Debug, Clone, Copy)]
+pub struct StoreLimits {
+    /// Session actors held at most.
+    pub max: usize,
+    /// A session unused this long is over (`session_idle_secs`).
+    pub idle: Duration,
+    /// A session's id expires this long after `initialize` (`session_max_lifetime_secs`).
+    pub lifetime: Duration,
+}
+
+impl StoreLimits {
+    /// `max` actors, the default idle time (30 minutes) and lifetime (24 hours).
+    pub fn of(max: usize) -> StoreLimits {
+        StoreLimits {
+            max,
+            idle: Duration::from_secs(30 * 60),
+            lifetime: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Sessions a replica remembers per session actor it may hold (records are about 40 bytes each).
+const RECORDS_PER_ACTOR: usize = 16;
+
+/// Every live legacy session, by id. Guards are never held across an `.await`: callers get an `Arc` clone.
+#[derive(Debug)]
+pub struct SessionStore {
+    sessions: Arc<Sessions>,
+    keys: Arc<ClusterKeys>,
+    limits: StoreLimits,
+    resumed: AtomicU64,
+}
+
+/// The sessions by id, and a count of slots taken: a slot is taken (compare-and-swap below the maximum)
+/// before a session is inserted and given back when it is removed, so the map never holds more than the
+/// maximum, however many `initialize`s race.
+#[derive(Debug)]
+pub(super) struct Sessions {
+    pub(super) map: DashMap<String, Arc<Session>>,
+    slots: Slots,
+    subscriptions: Arc<Subscriptions>,
+    dormant: Dormant,
+    /// Actors dropped to make room so far.
+    rested: AtomicU64,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The client sent DELETE.
+    Deleted,
+    /// No request for `session_idle_secs`.
+    Idle,
+    /// `session_max_lifetime_secs` after its `initialize`.
+    Expired,
+    /// `mcpgw serve --stdio`: standard input ended (or a new `initialize` replaced it).
+    StdioClosed,
+    /// 2024-11-05 HTTP+SSE: the client closed the session's stream.
+    StreamClosed,
+}
+
+impl Ending {
+    fn as_str(self) -> &'static str {
+        match self {
+            Ending::Deleted => "deleted by the client",
+            Ending::Idle => "expired after being idle",
+            Ending::Expired => "reached its maximum lifetime",
+            Ending::StdioClosed => "standard input closed",
+            Ending::StreamClosed => "its HTTP+SSE stream closed",
+        }
+    }
+}
+
+impl Sessions {
+    /// The one way a session ends, whatever ends it: removed from the store (its slot given back), its
+    /// actor stopped (its stream closes), its subscriptions dropped (the backends' own shrink when the
+    /// change watcher wakes on `Subscriptions::shrunk`), and a sealed session's record marked ended until
+    /// its id expires (the id never opens again here). Requests of it still in flight finish; answers to
+    /// its open questions can no longer arrive (no session to send them on), so those questions end at
+    /// their deadline.
+    pub(super) fn end(&self, id: &str, why: Ending) -> bool {
+        let Some((_, session)) = self.map.remove(id) else {
+            return false;
+        };
+        self.slots.give_back();
+        self.subscriptions.end_session(id);
+        session.handle.end();
+        if let Some(key) = session.key {
+            let record = Record {
+                last_use: secs(unix_now()),
+                expires: secs(session.expires_at),
+                level: NO_LEVEL,
+                ended: true,
+            };
+            self.dormant.put(key, record, unix_now());
+        }
+        tracing::info!(session = %ShortId(id), why = why.as_str(), "session ended");
+        true
+    }
+
+    /// Whether the session's actor may be dropped and rebuilt later: a sealed session that nothing uses now
+    /// (no request holds it, no stream, no subscription).
+    fn can_rest(&self, id: &str, session: &Arc<Session>) -> bool {
+        session.key.is_some()
+            && Arc::strong_count(session) == 1
+            && !session.handle.has_open_stream()
+            && !self.subscriptions.has_session(id)
+    }
+
+    /// Drops the actors of the idlest sessions that can rest (a 64th of the maximum at a time, at least
+    /// one), keeping each as a record; how many.
+    fn rest_idlest(&self) -> usize {
+        let mut idle: Vec<(Duration, String)> = self
+            .map
+            .iter()
+            .filter(|r| self.can_rest(r.key(), r.value()))
+            .map(|r| (r.value().idle_for(), r.key().clone()))
+            .collect();
+        if idle.is_empty() {
+            return 0;
+        }
+        let n = (self.slots.max / 64).clamp(1, idle.len());
+        if n < idle.len() {
+            idle.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
+            idle.truncate(n);
+        }
+        let now = unix_now();
+        let mut rested = 0;
+        for (_, id) in idle {
+            let Some((_, session)) = self.map.remove_if(&id, |id, s| self.can_rest(id, s)) else {
+                continue;
+            };
+            self.slots.give_back();
+            session.handle.end();
+            if let Some(key) = session.key {
+                let record = Record {
+                    last_use: secs(now.saturating_sub(session.idle_for().as_secs())),
+                    expires: secs(session.expires_at),
+                    level: session.log_level.load(Ordering::Relaxed),
+                    ended: false,
+                };
+                self.dormant.put(key, record, now);
+            }
+            rested += 1;
+        }
+        self.rested.fetch_add(rested as u64, Ordering::Relaxed);
+        rested
+    }
+
+    /// A free slot, making room by resting idle actors when there is none.
+    fn slot(&self) -> Result<Slot<'_>, StoreFull> {
+        if let Some(slot) = self.slots.take() {
+            return Ok(slot);
+        }
+        if self.rest_idlest() > 0
+            && let Some(slot) = self.slots.take()
+        {
+            return Ok(slot);
+        }
+        Err(StoreFull(self.slots.max))
+    }
+}
+
+/// At most `max` slots taken at once.
+#[derive(Debug)]
+pub(super) struct Slots {
+    taken: AtomicUsize,
+    max: usize,
+}
+
+impl Slots {
+    pub(super) fn new(max: usize) -> Slots {
+        Slots {
+            taken: AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Takes a slot if one is free; it is given back when the returned guard drops, unless kept.
+    pub(super) fn take(&self) -> Option<Slot<'_>> {
+        self.taken
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(Some(self)))
+    }
+
+    pub(super) fn give_back(&self) {
+        self.taken.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A slot taken and not yet kept: given back on drop (a session that was not inserted after all).
+pub(super) struct Slot<'a>(Option<&'a Slots>);
+
+impl Slot<'_> {
+    /// The slot now belongs to an entry in the map; the entry's removal gives it back.
+    pub(super) fn keep(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Some(slots) = self.0 {
+            slots.give_back();
+        }
+    }
+}
+
+impl SessionStore {
+    /// An empty store holding at most `max` sessions with a key ring of its own (tests).
+    pub fn new(max: usize, subscriptions: Arc<Subscriptions>) -> SessionStore {
+        SessionStore::with_keys(
+            StoreLimits::of(max),
+            subscriptions,
+            Arc::new(ClusterKeys::random()),
+        )
+    }
+
+    /// An empty store within `limits`, sealing ids with `keys`, whose subscriptions are kept in
+    /// `subscriptions`.
+    pub fn with_keys(
+        limits: StoreLimits,
+        subscriptions: Arc<Subscriptions>,
+        keys: Arc<ClusterKeys>,
+    ) -> SessionStore {
+        SessionStore {
+            sessions: Arc::new(Sessions {
+                map: DashMap::new(),
+                slots: Slots::new(limits.max),
+                subscriptions,
+                dormant: Dormant::new(limits.max.saturating_mul(RECORDS_PER_ACTOR)),
+                rested: AtomicU64::new(0),
+            }),
+            keys,
+            limits,
+            resumed: AtomicU64::new(0),
+        }
+    }
+
+    /// Creates a session for an accepted `initialize` and starts its actor on the current arbiter. `id` is
+    /// given when the transport minted it already (HTTP+SSE names it in its endpoint event); a Streamable
+    /// HTTP session's id is minted here, sealed.
+    pub fn create(
+        &self,
+        id: Option<String>,
+        generation: Generation,
+        params: &InitializeRequestParams,
+        transport: Transport,
+        idle_timeout: Duration,
+    ) -> Result<Arc<Session>, CreateError> {
+        let client_capabilities = serde_json::to_value(&params.capabilities)
+            .unwrap_or_else(|_| Value::Object(Default::default()));
+        let (id, key, expires_at) = match (id, transport) {
+            (None, Transport::StreamableHttp) => {
+                let issued_at = unix_now();
+                let expires_at = issued_at.saturating_add(self.limits.lifetime.as_secs());
+                let sealed = SealedSession {
+                    generation,
+                    client_capabilities: client_capabilities.clone(),
+                    client_info: params.client_info.clone(),
+                    issued_at,
+                    expires_at,
+                    principal: String::new(),
+                };
+                let (id, key) = sealed.seal(&self.keys.ring())?;
+                (id, Some(key), expires_at)
+            }
+            (id, _) => (id.unwrap_or_else(new_session_id), None, u64::MAX),
+        };
+        let slot = self.sessions.slot()?;
+        let session = Arc::new(Session::new(
+            id.clone(),
+            key,
+            expires_at,
+            generation,
+            client_capabilities,
+            params.client_info.clone(),
+            transport,
+            self.actor(&id, idle_timeout, transport),
+        ));
+        if let Some(replaced) = self.sessions.map.insert(id, session.clone()) {
+            // An id given twice (never minted twice): the old session is gone, its slot is this one's.
+            replaced.handle.end();
+        } else {
+            slot.keep();
+        }
+        Ok(session)
+    }
+
+    fn actor(&self, id: &str, idle: Duration, transport: Transport) -> SessionHandle {
+        SessionHandle::start(
+            id.to_owned(),
+            Arc::downgrade(&self.sessions),
+            idle,
+            transport == Transport::HttpSse,
+        )
+    }
+
+    /// The session with this id, marked used: its actor, or one rebuilt from its sealed id (a session of
+    /// another replica, of this one before a restart, or one whose actor rested). `Ok(None)` for an id that
+    /// is unknown, forged, altered, expired, idle too long or ended, all alike; `Err` when no actor can be
+    /// made room for now.
+    pub fn get(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
+        if let Some(session) = self.sessions.map.get(id).map(|r| r.value().clone()) {
+            if session.expires_at <= unix_now() {
+                self.sessions.end(id, Ending::Expired);
+                return Ok(None);
+            }
+            session.touch();
+            return Ok(Some(session));
+        }
+        self.resume(id)
+    }
+
+    fn resume(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
+        let now = unix_now();
+        let Some((state, key)) = SealedSession::open(&self.keys.ring(), id, now) else {
+            return Ok(None);
+        };
+        let record = self.sessions.dormant.get(key);
+        if let Some(r) = record {
+            if r.ended {
+                return Ok(None);
+            }
+            if now.saturating_sub(u64::from(r.last_use)) >= self.limits.idle.as_secs() {
+                let ended = Record { ended: true, ..r };
+                self.sessions.dormant.put(key, ended, now);
+                tracing::info!(session = %ShortId(id), why = Ending::Idle.as_str(), "session ended");
+                return Ok(None);
+            }
+        }
+        let slot = self.sessions.slot()?;
+        let session = match self.sessions.map.entry(id.to_owned()) {
+            Entry::Occupied(e) => e.get().clone(),
+            Entry::Vacant(e) => {
+                let session = Arc::new(Session::new(
+                    id.to_owned(),
+                    Some(key),
+                    state.expires_at,
+                    state.generation,
+                    state.client_capabilities,
+                    state.client_info,
+                    Transport::StreamableHttp,
+                    self.actor(id, self.limits.idle, Transport::StreamableHttp),
+                ));
+                session.mark_initialized();
+                if let Some(r) = record {
+                    session.log_level.store(r.level, Ordering::Relaxed);
+                }
+                e.insert(session.clone());
+                slot.keep();
+                self.sessions.dormant.take(key);
+                self.resumed.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(session = %ShortId(id), "session resumed from its id");
+                session
+            }
+        };
+        session.touch();
+        Ok(Some(session))
+    }
+
+    /// The live session with this id, without marking it used or rebuilding it (deliveries must not keep
+    /// a session alive).
+    pub fn peek(&self, id: &str) -> Option<Arc<Session>> {
+        self.sessions.map.get(id).map(|r| r.value().clone())
+    }
+
+    /// Ends a session and releases everything it holds (see [`Ending`]); `false` when no such session.
+    pub fn end(&self, id: &str, why: Ending) -> bool {
+        self.sessions.end(id, why)
+    }
+
+    /// Drops idle actors to make room, as a full store does (tests and benchmarks); how many.
+    pub fn rest_idlest(&self) -> usize {
+        self.sessions.rest_idlest()
+    }
+
+    /// Actors dropped to make room so far (their sessions kept as records).
+    pub fn rested(&self) -> u64 {
+        self.sessions.rested.load(Ordering::Relaxed)
+    }
+
+    /// Every live session (cloned out: no map guard is held by the caller).
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        self.sessions
+            .map
+            .iter()
+            .map(|r| r.value().clone())
+            .collect()
+    }
+
+    /// Session actors held.
+    pub fn len(&self) -> usize {
+        self.sessions.map.len()
+    }
+
+    /// No session actors.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.map.is_empty()
+    }
+
+    /// Sessions remembered without an actor (resting, or ended until their ids expire).
+    pub fn records(&self) -> usize {
+        self.sessions.dormant.len()
+    }
+
+    /// Ended sessions forgotten before their ids expired, to stay within the records' bound.
+    pub fn records_pruned_early(&self) -> u64 {
+        self.sessions.dormant.pruned_early()
+    }
+
+    /// Sessions rebuilt from their ids so far.
+    pub fn resumed(&self) -> u64 {
+        self.resumed.load(Ordering::Relaxed)
+    }
+
+    /// The key ring in use.
+    pub fn keys(&self) -> &Arc<ClusterKeys> {
+        &self.keys
+    }
+}
