@@ -77,6 +77,7 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let backends = start_backends(&config, events_tx);
     let gw = Arc::new(Gateway::new(config, backends, keys));
+    share_sessions(&gw);
     // The front door serves at once; requests wait for the first catalog (`/readyz` says "starting").
     let first = first_catalog(gw.clone(), events_rx);
     let result = match front {
@@ -97,6 +98,37 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
         tracing::warn!("a backend process did not end in time: it is killed as the gateway exits");
     }
     result
+}
+
+/// With Redis: other replicas' events applied here, the kept DELETEs published when it is back, and the
+/// last uses of sessions published every `TOUCH_EVERY`. Bounded: the events wait in a channel of 1,024
+/// (the listener waits when it is full; Redis buffers the rest for the subscriber, within its own limits).
+fn share_sessions(gw: &Arc<Gateway>) {
+    let Some(link) = gw.redis.clone() else {
+        return;
+    };
+    tracing::info!(replica = link.replica(), "sessions shared through redis");
+    let (tx, mut rx) = mpsc::channel(1024);
+    let listening = link.clone();
+    actix_rt::spawn(async move { listening.listen(tx).await });
+    let applying = gw.clone();
+    actix_rt::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            applying.sessions.apply(event);
+        }
+    });
+    let touching = gw.clone();
+    actix_rt::spawn(async move {
+        let mut every = tokio::time::interval(crate::session::TOUCH_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            touching.sessions.publish_uses().await;
+            if link.pending() > 0 {
+                link.flush_pending().await;
+            }
+        }
+    });
 }
 
 /// Says at start what the key ring allows: with none configured, sessions live only in this process.

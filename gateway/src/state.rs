@@ -53,6 +53,8 @@ pub struct Gateway {
     pub parked: Arc<ParkedCalls>,
     /// The shutdown's phase and the requests in flight it waits for.
     pub drain: crate::drain::Drain,
+    /// Redis, when replicas share one (`[cluster] redis`).
+    pub redis: Option<Arc<crate::cluster::redis::RedisLink>>,
     /// Tools' own deadlines (`tool_timeouts_ms`), by backend and the backend's tool name; empty unless set.
     pub tool_timeouts: BTreeMap<String, BTreeMap<String, std::time::Duration>>,
 }
@@ -97,7 +99,18 @@ impl Gateway {
             idle: Duration::from_secs(config.server.session_idle_secs),
             lifetime: Duration::from_secs(config.server.session_max_lifetime_secs),
         };
-        let sessions = SessionStore::with_keys(limits, subscriptions.clone(), keys.clone());
+        let redis = config.cluster.redis.as_deref().and_then(|url| {
+            match crate::cluster::redis::RedisLink::open(url, crate::cluster::replica()) {
+                Ok(link) => Some(Arc::new(link)),
+                Err(e) => {
+                    // The URL was checked at start (`[cluster] redis`); what remains is the client's own refusal.
+                    tracing::error!(error = %e, "redis is not used: its URL is refused");
+                    None
+                }
+            }
+        });
+        let sessions =
+            SessionStore::with_keys(limits, subscriptions.clone(), keys.clone(), redis.clone());
         let sse_connections = PendingStreams::new(config.server.max_sessions);
         let ledger = Ledger::new(
             config.backends.iter().map(|b| b.name.as_str()),
@@ -113,6 +126,7 @@ impl Gateway {
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
             server_info,
             sealer: Arc::new(StateSealer::new(keys)),
+            redis,
             subscriptions,
             resource_cache: ResourceCache::new(
                 crate::cache::MAX_ENTRIES,

@@ -5,6 +5,7 @@
 //! It must not be on a request's path with I/O: the ring is read at start and on reload, never per request.
 
 pub mod keys;
+pub mod redis;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -12,6 +13,17 @@ use std::sync::{Arc, RwLock};
 use keys::{KeyRing, KeyRingError};
 
 use crate::config::ClusterConfig;
+
+/// This process's name among the replicas (8 random hex digits): the questions it asks legacy clients
+/// carry it, so an answer that reaches another replica is sent here.
+pub fn replica() -> &'static str {
+    static REPLICA: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    REPLICA.get_or_init(|| {
+        let mut bytes = [0u8; 4];
+        let _ = getrandom::fill(&mut bytes);
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    })
+}
 
 /// The environment variable holding the key ring's text (instead of `[cluster] keys_file`).
 pub const KEYS_ENV: &str = "MCPGW_SESSION_KEYS";

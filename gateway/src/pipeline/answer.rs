@@ -141,10 +141,10 @@ impl Answering<'_> {
                 let routed = self
                     .session
                     .is_some_and(|s| s.input_requests().answer(r.clone()));
-                if !routed {
-                    tracing::debug!(id = ?r.id, "client response dropped: no question with that id is open");
+                if routed {
+                    return Answer::Accepted;
                 }
-                Answer::Accepted
+                self.answer_elsewhere(&r, generation).await
             }
 
             ValidKind::Call(call) if call.method() == Method::SubscriptionsListen => {
@@ -350,6 +350,40 @@ pub(crate) fn not_a_call() -> Response {
         }),
         None,
     )
+}
+
+impl Answering<'_> {
+    /// A client's answer to a question another replica asked (its id names the replica): sent there through
+    /// Redis. One that no replica can take (the replica is gone, Redis is down) is refused at once, 503,
+    /// never dropped in silence; one that names no question of this gateway is dropped (debug).
+    async fn answer_elsewhere(&self, r: &protocol::Response, generation: Generation) -> Answer {
+        let asker = crate::session::asked_by(r);
+        let (Some(asker), Some(session)) = (asker, self.session) else {
+            tracing::debug!(id = ?r.id, "client response dropped: no question with that id is open");
+            return Answer::Accepted;
+        };
+        if asker == crate::cluster::replica() {
+            tracing::debug!(id = ?r.id, "client response dropped: its question is no longer open");
+            return Answer::Accepted;
+        }
+        let refuse = |why: String| {
+            tracing::warn!(session = %ShortId(&session.id), replica = %asker, %why, "a client's answer cannot reach the replica that asked");
+            Answer::Message(protocol::Rejection::overloaded(&why, Some(generation)).shaped())
+        };
+        let Some(link) = self.gw.redis.as_ref() else {
+            return refuse(format!(
+                "the question was asked by replica {asker}, and no [cluster] redis connects the replicas"
+            ));
+        };
+        let response = serde_json::to_string(r).unwrap_or_default();
+        match link.deliver_answer(&asker, &session.id, &response).await {
+            Ok(true) => Answer::Accepted,
+            Ok(false) => refuse(format!(
+                "replica {asker}, which asked the question, is gone"
+            )),
+            Err(e) => refuse(e.to_string()),
+        }
+    }
 }
 
 /// A stdio session does not expire while the process lives.

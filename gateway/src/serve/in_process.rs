@@ -147,10 +147,14 @@ impl InProcessGateway {
     /// One POST to `/mcp` through the pipeline: validation, the middleware chain, the dispatch, shaping.
     pub async fn post(&self, headers: HeaderMap, body: Bytes) -> Exchange {
         let worker = &self.worker;
-        let session = headers
+        let id = headers
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
-            .and_then(|id| worker.gw.sessions.get(id).ok().flatten());
+            .map(str::to_owned);
+        let session = match id {
+            Some(id) => worker.gw.sessions.find(&id).await.ok().flatten(),
+            None => None,
+        };
         let answering = Answering {
             gw: &worker.gw,
             response: &worker.response,

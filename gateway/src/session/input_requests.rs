@@ -14,6 +14,17 @@ use tokio::sync::oneshot;
 /// A client's answer: its result, or the error it answered with.
 pub type Answer = Result<Box<RawValue>, Error>;
 
+/// How the ids of the gateway's questions start: `mcpgw-ask-{replica}-{n}`.
+const ASK_PREFIX: &str = "mcpgw-ask-";
+
+/// The replica that asked the question a client's response answers, when it was this gateway's.
+pub fn asked_by(response: &Response) -> Option<String> {
+    let id = response.id.as_ref().and_then(RequestId::as_string)?;
+    let rest = id.strip_prefix(ASK_PREFIX)?;
+    let (replica, _) = rest.split_once('-')?;
+    Some(replica.to_owned())
+}
+
 /// Questions one session may have open at once.
 pub const MAX_OUTSTANDING: usize = 64;
 
@@ -55,7 +66,12 @@ impl Drop for OpenInputRequest<'_> {
 impl InputRequests {
     /// Opens a question.
     pub fn open(&self) -> Result<OpenInputRequest<'_>, InputRequestError> {
-        let key = format!("mcpgw-ask-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let key = format!(
+            "{}{}-{}",
+            ASK_PREFIX,
+            crate::cluster::replica(),
+            self.next.fetch_add(1, Ordering::Relaxed)
+        );
         let (tx, rx) = oneshot::channel();
         let mut open = self.open.lock().map_err(|_| InputRequestError::TooMany)?;
         if open.len() >= MAX_OUTSTANDING {

@@ -8,6 +8,7 @@ mod in_flight;
 mod input_requests;
 mod pending;
 pub mod sealed;
+mod shared;
 mod sse;
 mod store;
 pub mod subscriptions;
@@ -21,11 +22,12 @@ use serde_json::Value;
 
 pub use actor::{SessionHandle, StreamClosed, dropped, note_stream_dropped};
 pub use in_flight::{InFlight, Registered};
-pub use input_requests::{InputRequestError, InputRequests};
+pub use input_requests::{InputRequestError, InputRequests, asked_by};
 pub use pending::PendingStreams;
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;
 pub use sealed::SessionKey;
+pub use shared::TOUCH_EVERY;
 pub use sse::sse_event;
 pub use store::{CreateError, Ending, SessionStore, StoreFull, StoreLimits};
 
@@ -78,6 +80,8 @@ pub struct Session {
     in_flight: InFlight,
     log_level: AtomicU8,
     epoch: Instant,
+    /// The last use published to the other replicas (Unix seconds; 0: none).
+    published_use: AtomicU64,
 }
 
 const NO_LEVEL: u8 = u8::MAX;
@@ -109,6 +113,7 @@ impl Session {
             in_flight: InFlight::default(),
             log_level: AtomicU8::new(NO_LEVEL),
             epoch: Instant::now(),
+            published_use: AtomicU64::new(0),
         }
     }
 

@@ -20,6 +20,7 @@ use super::sealed::{SealedSession, TooLarge, unix_now};
 use super::subscriptions::Subscriptions;
 use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
 use crate::cluster::ClusterKeys;
+use crate::cluster::redis::RedisLink;
 
 /// The store is full: `initialize` is refused instead of growing without bound.
 #[derive(Debug, thiserror::Error)]
@@ -59,16 +60,27 @@ impl StoreLimits {
     }
 }
 
+/// A sealed id that opened and passed this replica's records: what rebuilding its actor needs.
+#[derive(Debug)]
+pub(super) struct Opened {
+    pub(super) state: SealedSession,
+    pub(super) key: super::SessionKey,
+    /// The log level (its index; `NO_LEVEL` for none).
+    pub(super) level: u8,
+}
+
 /// Sessions a replica remembers per session actor it may hold (records are about 40 bytes each).
 const RECORDS_PER_ACTOR: usize = 16;
 
 /// Every live legacy session, by id. Guards are never held across an `.await`: callers get an `Arc` clone.
 #[derive(Debug)]
 pub struct SessionStore {
-    sessions: Arc<Sessions>,
-    keys: Arc<ClusterKeys>,
-    limits: StoreLimits,
+    pub(super) sessions: Arc<Sessions>,
+    pub(super) keys: Arc<ClusterKeys>,
+    pub(super) limits: StoreLimits,
     resumed: AtomicU64,
+    /// Redis, when replicas share one (`[cluster] redis`).
+    pub(super) redis: Option<Arc<RedisLink>>,
 }
 
 /// The sessions by id, and a count of slots taken: a slot is taken (compare-and-swap below the maximum)
@@ -79,7 +91,7 @@ pub(super) struct Sessions {
     pub(super) map: DashMap<String, Arc<Session>>,
     slots: Slots,
     subscriptions: Arc<Subscriptions>,
-    dormant: Dormant,
+    pub(super) dormant: Dormant,
     /// Actors dropped to make room so far.
     rested: AtomicU64,
 }
@@ -256,6 +268,7 @@ impl SessionStore {
             StoreLimits::of(max),
             subscriptions,
             Arc::new(ClusterKeys::random()),
+            None,
         )
     }
 
@@ -265,6 +278,7 @@ impl SessionStore {
         limits: StoreLimits,
         subscriptions: Arc<Subscriptions>,
         keys: Arc<ClusterKeys>,
+        redis: Option<Arc<RedisLink>>,
     ) -> SessionStore {
         SessionStore {
             sessions: Arc::new(Sessions {
@@ -277,6 +291,7 @@ impl SessionStore {
             keys,
             limits,
             resumed: AtomicU64::new(0),
+            redis,
         }
     }
 
@@ -342,36 +357,75 @@ impl SessionStore {
     /// The session with this id, marked used: its actor, or one rebuilt from its sealed id (a session of
     /// another replica, of this one before a restart, or one whose actor rested). `Ok(None)` for an id that
     /// is unknown, forged, altered, expired, idle too long or ended, all alike; `Err` when no actor can be
-    /// made room for now.
-    pub fn get(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
-        if let Some(session) = self.sessions.map.get(id).map(|r| r.value().clone()) {
-            if session.expires_at <= unix_now() {
-                self.sessions.end(id, Ending::Expired);
-                return Ok(None);
-            }
-            session.touch();
-            return Ok(Some(session));
+    /// made room for now. With Redis, a rebuild costs one read (revoked? last use? log level?); a session
+    /// with an actor costs none.
+    pub async fn find(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
+        if let Some(live) = self.live(id) {
+            return Ok(live);
         }
-        self.resume(id)
-    }
-
-    fn resume(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
-        let now = unix_now();
-        let Some((state, key)) = SealedSession::open(&self.keys.ring(), id, now) else {
+        let Some(opened) = self.open(id) else {
             return Ok(None);
         };
+        let opened = match &self.redis {
+            Some(link) => match super::shared::checked(link, opened, self.limits.idle).await {
+                Some(opened) => opened,
+                None => return Ok(None),
+            },
+            None => opened,
+        };
+        self.rebuild(id, opened)
+    }
+
+    /// As [`SessionStore::find`] without asking Redis (tests; a store without Redis).
+    pub fn get(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
+        if let Some(live) = self.live(id) {
+            return Ok(live);
+        }
+        match self.open(id) {
+            Some(opened) => self.rebuild(id, opened),
+            None => Ok(None),
+        }
+    }
+
+    /// `Some` when this replica holds the session's actor: the session (marked used), or `None` when it just
+    /// reached its maximum lifetime (and ended).
+    fn live(&self, id: &str) -> Option<Option<Arc<Session>>> {
+        let session = self.sessions.map.get(id).map(|r| r.value().clone())?;
+        if session.expires_at <= unix_now() {
+            self.sessions.end(id, Ending::Expired);
+            return Some(None);
+        }
+        session.touch();
+        Some(Some(session))
+    }
+
+    /// Opens a sealed id and checks this replica's record of it.
+    fn open(&self, id: &str) -> Option<Opened> {
+        let now = unix_now();
+        let (state, key) = SealedSession::open(&self.keys.ring(), id, now)?;
         let record = self.sessions.dormant.get(key);
         if let Some(r) = record {
             if r.ended {
-                return Ok(None);
+                return None;
             }
             if now.saturating_sub(u64::from(r.last_use)) >= self.limits.idle.as_secs() {
-                let ended = Record { ended: true, ..r };
-                self.sessions.dormant.put(key, ended, now);
+                self.sessions
+                    .dormant
+                    .put(key, Record { ended: true, ..r }, now);
                 tracing::info!(session = %ShortId(id), why = Ending::Idle.as_str(), "session ended");
-                return Ok(None);
+                return None;
             }
         }
+        Some(Opened {
+            state,
+            key,
+            level: record.map_or(NO_LEVEL, |r| r.level),
+        })
+    }
+
+    /// Starts the actor of an opened session (unless a concurrent request did).
+    fn rebuild(&self, id: &str, opened: Opened) -> Result<Option<Arc<Session>>, StoreFull> {
+        let Opened { state, key, level } = opened;
         let slot = self.sessions.slot()?;
         let session = match self.sessions.map.entry(id.to_owned()) {
             Entry::Occupied(e) => e.get().clone(),
@@ -387,9 +441,7 @@ impl SessionStore {
                     self.actor(id, self.limits.idle, Transport::StreamableHttp),
                 ));
                 session.mark_initialized();
-                if let Some(r) = record {
-                    session.log_level.store(r.level, Ordering::Relaxed);
-                }
+                session.log_level.store(level, Ordering::Relaxed);
                 e.insert(session.clone());
                 slot.keep();
                 self.sessions.dormant.take(key);
@@ -408,9 +460,21 @@ impl SessionStore {
         self.sessions.map.get(id).map(|r| r.value().clone())
     }
 
-    /// Ends a session and releases everything it holds (see [`Ending`]); `false` when no such session.
+    /// Ends a session and releases everything it holds (see [`Ending`]); `false` when no such session. A
+    /// DELETE is published to every replica (with Redis).
     pub fn end(&self, id: &str, why: Ending) -> bool {
-        self.sessions.end(id, why)
+        let key = self
+            .sessions
+            .map
+            .get(id)
+            .and_then(|s| s.key.map(|k| (k, s.expires_at)));
+        let ended = self.sessions.end(id, why);
+        if let (true, Ending::Deleted, Some((key, expires_at)), Some(link)) =
+            (ended, why, key, &self.redis)
+        {
+            super::shared::publish_revocation(link, key, id, expires_at);
+        }
+        ended
     }
 
     /// Drops idle actors to make room, as a full store does (tests and benchmarks); how many.

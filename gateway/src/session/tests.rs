@@ -271,7 +271,7 @@ fn store_with(ring: &str, max: usize, idle: Duration) -> SessionStore {
         idle,
         lifetime: Duration::from_secs(3600),
     };
-    SessionStore::with_keys(limits, Default::default(), Arc::new(keys))
+    SessionStore::with_keys(limits, Default::default(), Arc::new(keys), None)
 }
 
 #[actix_rt::test]

@@ -24,6 +24,7 @@ mod load_example;
 mod operations;
 mod pipeline;
 mod readme;
+mod replicas;
 mod resilience;
 mod slow_consumers;
 mod startup;

@@ -88,6 +88,8 @@ pub struct Opened {
     pub backend: String,
     /// Its own `requestState`, byte for byte.
     pub state: Box<RawValue>,
+    /// Its single-use id and expiry (Unix milliseconds): what replicas sharing a Redis claim once there.
+    pub single_use: (String, u64),
 }
 
 impl StateSealer {
@@ -166,6 +168,7 @@ impl StateSealer {
         Ok(Opened {
             backend: envelope.b,
             state: envelope.s,
+            single_use: (envelope.j, envelope.e),
         })
     }
 }

@@ -26,7 +26,7 @@ const STREAM_BUFFER: usize = 1024;
 
 /// The session a request names, if it is live (rebuilt from its id when this replica holds no actor for
 /// it), marked used; `Err` when the store cannot make room for its actor now.
-fn session_of(req: &HttpRequest, worker: &Worker) -> Result<Option<Arc<Session>>, StoreFull> {
+async fn session_of(req: &HttpRequest, worker: &Worker) -> Result<Option<Arc<Session>>, StoreFull> {
     let Some(id) = req
         .headers()
         .get("mcp-session-id")
@@ -34,7 +34,7 @@ fn session_of(req: &HttpRequest, worker: &Worker) -> Result<Option<Arc<Session>>
     else {
         return Ok(None);
     };
-    worker.gw.sessions.get(id)
+    worker.gw.sessions.find(id).await
 }
 
 pub(super) async fn post(
@@ -74,7 +74,7 @@ async fn handle(
     if let Err(r) = worker.origin.check(req) {
         return rejection_response(&r);
     }
-    let session = match session_of(req, worker) {
+    let session = match session_of(req, worker).await {
         Ok(session) => session,
         Err(full) => return rejection_response(&Rejection::overloaded(&full.to_string(), None)),
     };

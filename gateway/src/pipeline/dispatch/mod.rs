@@ -26,6 +26,9 @@ use crate::session::Session;
 use crate::state::Gateway;
 use replay::Replay;
 
+/// What a retry's sealed state gave: the replay it holds, and its single-use claim.
+type Opened = (Option<Replay>, Option<(String, u64)>);
+
 /// The result `_meta` key naming the backends a list or `server/discover` is missing or holds stale:
 /// `{"missing": [names], "stale": [names]}` (see [`CatalogSnapshot::degraded`]).
 pub const DEGRADED: &str = "io.mcpgw/degraded";
@@ -128,7 +131,10 @@ impl Dispatch<'_> {
             | Method::PromptsGet
             | Method::ResourcesRead
             | Method::CompletionComplete => match self.backend_request(call) {
-                Ok((backend, request, replay)) => {
+                Ok((backend, request, (replay, single_use))) => {
+                    if let Err(e) = self.claim_state(single_use).await {
+                        return Outcome::Error(e);
+                    }
                     if self.replays(call, &backend) {
                         replay::forward(self, call, &backend, request, replay.unwrap_or_default())
                             .await
@@ -238,6 +244,7 @@ impl Dispatch<'_> {
         match (call.request().params_as::<Level>(), self.session) {
             (Ok(l), Some(s)) => {
                 s.set_log_level(l.level);
+                self.gw.sessions.level_changed(s);
                 raw(&json!({}))
             }
             (Ok(_), None) => raw(&json!({})),
@@ -246,10 +253,7 @@ impl Dispatch<'_> {
     }
 
     /// The backend that owns the call's target and the request to send it.
-    fn backend_request(
-        &self,
-        call: &Call,
-    ) -> Result<(String, BackendRequest, Option<Replay>), Error> {
+    fn backend_request(&self, call: &Call) -> Result<(String, BackendRequest, Opened), Error> {
         let params = call.request().params.as_deref();
         let mut obj = RawObject::parse_or_empty(params).ok_or_else(|| {
             Error::new(
@@ -348,7 +352,7 @@ impl Dispatch<'_> {
         let replay = if self.generation.is_modern() {
             self.open_state(call, &backend, &mut obj)?
         } else {
-            None
+            (None, None)
         };
         let request = BackendRequest {
             method: call.method(),
@@ -372,9 +376,9 @@ impl Dispatch<'_> {
         call: &Call,
         backend: &str,
         obj: &mut RawObject<'_>,
-    ) -> Result<Option<Replay>, Error> {
+    ) -> Result<Opened, Error> {
         let Some(sealed) = obj.get("requestState") else {
-            return Ok(None);
+            return Ok((None, None));
         };
         let invalid = |why: String| {
             Error::new(
@@ -401,14 +405,36 @@ impl Dispatch<'_> {
         if opened.backend != backend {
             return Err(invalid(StateError::Mismatch.to_string()));
         }
+        let single_use = Some(opened.single_use);
         if replay::is_replay(&opened.state) {
             let replay = Replay::from_opened(&opened.state, obj.get("inputResponses"));
             obj.remove("requestState");
             obj.remove("inputResponses");
-            return Ok(replay);
+            return Ok((replay, single_use));
         }
         obj.set("requestState", opened.state);
-        Ok(None)
+        Ok((None, single_use))
+    }
+
+    /// A sealed state's single use, across every replica sharing a Redis (this replica has checked its own
+    /// already): a state used on another replica is refused as a replay; with Redis unreachable the state
+    /// cannot be checked and is refused at once (fail closed: a replay must not pass; the client starts
+    /// the request again).
+    async fn claim_state(&self, single_use: Option<(String, u64)>) -> Result<(), Error> {
+        let (Some((id, expires_ms)), Some(link)) = (single_use, self.gw.redis.as_ref()) else {
+            return Ok(());
+        };
+        match link.use_once(&id, expires_ms).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::new(
+                ErrorCode::InvalidParams,
+                format!("invalid requestState: {}", StateError::Replayed),
+            )),
+            Err(e) => Err(Error::new(
+                ErrorCode::InternalError,
+                format!("requestState cannot be checked for reuse now: {e}"),
+            )),
+        }
     }
 
     /// Whether the call goes through the replay: a 2026-07-28 client's request that may need input, to a

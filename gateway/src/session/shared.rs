@@ -1,0 +1,148 @@
+//! The session store across replicas, through Redis (`cluster::redis`): a rebuild's one read, DELETEs and
+//! log levels published, other replicas' events applied, last uses published in batches. Without Redis none
+//! of this runs, and a DELETE or idle expiry holds on the replica that saw it.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::dormant::{Record, secs};
+use super::sealed::{SealedSession, SessionKey, unix_now};
+use super::store::{Ending, Opened, SessionStore};
+use super::{NO_LEVEL, Session, ShortId};
+use crate::cluster::redis::{ClusterEvent, RedisLink};
+
+/// How often last uses are published: at most once per this per session.
+pub const TOUCH_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A session's name in Redis.
+pub fn key_text(key: SessionKey) -> String {
+    format!("{:032x}", key.0)
+}
+
+/// What Redis says of an opened session, before its actor is rebuilt here: revoked (a DELETE on another
+/// replica), idle too long everywhere (its last use published, or its `initialize` when none was), its log
+/// level. Redis unreachable: fails open (the session is rebuilt from what this replica knows).
+pub(super) async fn checked(
+    link: &RedisLink,
+    mut opened: Opened,
+    idle: std::time::Duration,
+) -> Option<Opened> {
+    match link.session(&key_text(opened.key)).await {
+        Ok(record) => {
+            if record.revoked {
+                return None;
+            }
+            let last_use = record.last_use.unwrap_or(opened.state.issued_at);
+            if unix_now().saturating_sub(last_use) >= idle.as_secs() {
+                return None;
+            }
+            if let Some(level) = record.level {
+                opened.level = level;
+            }
+            Some(opened)
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "a session rebuilt without asking redis");
+            Some(opened)
+        }
+    }
+}
+
+/// Publishes a DELETE (in the background: the DELETE is answered at once; kept while Redis is down).
+pub(super) fn publish_revocation(
+    link: &Arc<RedisLink>,
+    key: SessionKey,
+    id: &str,
+    expires_at: u64,
+) {
+    let (link, id) = (link.clone(), id.to_owned());
+    tokio::spawn(async move {
+        link.revoke(&key_text(key), &id, expires_at).await;
+    });
+}
+
+impl SessionStore {
+    /// Applies another replica's event.
+    pub fn apply(&self, event: ClusterEvent) {
+        match event {
+            ClusterEvent::Revoke { id } => {
+                if !self.sessions.end(&id, Ending::Deleted) {
+                    // No actor here: remembered as ended until its id expires.
+                    let now = unix_now();
+                    if let Some((state, key)) = SealedSession::open(&self.keys.ring(), &id, now) {
+                        let record = Record {
+                            last_use: secs(now),
+                            expires: secs(state.expires_at),
+                            level: NO_LEVEL,
+                            ended: true,
+                        };
+                        self.sessions.dormant.put(key, record, now);
+                    }
+                }
+            }
+            ClusterEvent::Level { id, level } => {
+                if let Some(s) = self.peek(&id) {
+                    s.log_level.store(level, Ordering::Relaxed);
+                }
+            }
+            ClusterEvent::Answer { id, response } => {
+                let answered = match (
+                    self.peek(&id),
+                    protocol::Message::parse(response.as_bytes()),
+                ) {
+                    (Some(s), Ok(protocol::Message::Response(r))) => s.input_requests().answer(r),
+                    _ => false,
+                };
+                if !answered {
+                    tracing::info!(session = %ShortId(&id), "an answer from another replica found no open question here (it ended)");
+                }
+            }
+        }
+    }
+
+    /// Publishes a session's new log level (in the background).
+    pub fn level_changed(&self, session: &Session) {
+        let (Some(link), Some(key)) = (&self.redis, session.key) else {
+            return;
+        };
+        let level = session.log_level.load(Ordering::Relaxed);
+        let (link, id, expires_at) = (link.clone(), session.id.clone(), session.expires_at);
+        tokio::spawn(async move {
+            if let Err(e) = link.set_level(&key_text(key), &id, level, expires_at).await {
+                tracing::warn!(error = %e, "a log level is not shared with the other replicas");
+            }
+        });
+    }
+
+    /// Publishes the last use of every session used since its last publication (one round trip); how many.
+    pub async fn publish_uses(&self) -> usize {
+        let Some(link) = &self.redis else {
+            return 0;
+        };
+        let now = unix_now();
+        let touched: Vec<(String, u64, u64)> = self
+            .all()
+            .into_iter()
+            .filter_map(|s| {
+                let key = s.key?;
+                let last_use = now.saturating_sub(s.idle_for().as_secs());
+                let published = s.published_use.load(Ordering::Relaxed);
+                (last_use > published).then(|| {
+                    s.published_use.store(last_use, Ordering::Relaxed);
+                    (key_text(key), last_use, s.expires_at)
+                })
+            })
+            .collect();
+        let n = touched.len();
+        if let Err(e) = link.touch(&touched).await {
+            tracing::debug!(error = %e, sessions = n, "last uses not published");
+            return 0;
+        }
+        n
+    }
+
+    /// Redis, when configured.
+    pub fn redis(&self) -> Option<&Arc<RedisLink>> {
+        self.redis.as_ref()
+    }
+}
