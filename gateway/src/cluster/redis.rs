@@ -4,8 +4,10 @@
 //! - `mcpgw:s:{key}`, a hash per sealed session that changed after `initialize`: `u` last use (Unix seconds,
 //!   written in batches at most once per 30 s per session), `r` revoked, `l` log level; it expires with the
 //!   session's id. Read once by a replica that rebuilds the session.
-//! - `mcpgw:session`, a channel: revocations (a DELETE) and log levels, applied by every replica holding the
-//!   session (a replica that has none records a revocation until the id expires).
+//! - `mcpgw:sub:{key}`, a set per sealed session that subscribed to resources: `BACKEND URI` members, read
+//!   with the hash by a replica that rebuilds the session; it expires with the session's id.
+//! - `mcpgw:session`, a channel: revocations (a DELETE), log levels and resource subscriptions, applied by
+//!   every replica holding the session (a replica that has none records a revocation until the id expires).
 //! - `mcpgw:answer:{replica}`, a channel per replica: a legacy client's answer to a question that another
 //!   replica asked (the question's id names the replica).
 //! - `mcpgw:used:{id}`: a sealed `requestState`'s single use, set if absent until the state expires.
@@ -35,8 +37,10 @@ const SESSION_CHANNEL: &str = "mcpgw:session";
 pub struct Unavailable(pub String);
 
 /// What Redis holds of a session.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SessionRecord {
+    /// Its resource subscriptions, `(backend, uri)`.
+    pub subscriptions: Vec<(String, String)>,
     /// Last use published, Unix seconds.
     pub last_use: Option<u64>,
     /// A DELETE was made.
@@ -60,6 +64,17 @@ pub enum ClusterEvent {
         id: String,
         /// The level's index.
         level: u8,
+    },
+    /// `resources/subscribe` (`on`) or `resources/unsubscribe` on another replica.
+    Subscribe {
+        /// The session's id.
+        id: String,
+        /// The resource.
+        uri: String,
+        /// The backend serving it.
+        backend: String,
+        /// Subscribed (else unsubscribed).
+        on: bool,
     },
     /// A legacy client's answer to a question this replica asked.
     Answer {
@@ -101,6 +116,11 @@ impl std::fmt::Debug for RedisLink {
 /// The key of a session's hash.
 fn session_hash(key: &str) -> String {
     format!("mcpgw:s:{key}")
+}
+
+/// The key of a session's set of subscriptions.
+fn session_subscriptions(key: &str) -> String {
+    format!("mcpgw:sub:{key}")
 }
 
 impl RedisLink {
@@ -172,8 +192,14 @@ impl RedisLink {
     pub async fn session(&self, key: &str) -> Result<SessionRecord, Unavailable> {
         let mut pipe = redis::pipe();
         pipe.cmd("HGETALL").arg(session_hash(key));
-        let (fields,): (HashMap<String, String>,) = self.run(&pipe, 1).await?;
+        pipe.cmd("SMEMBERS").arg(session_subscriptions(key));
+        let (fields, members): (HashMap<String, String>, Vec<String>) = self.run(&pipe, 2).await?;
         Ok(SessionRecord {
+            subscriptions: members
+                .iter()
+                .filter_map(|m| m.split_once(' '))
+                .map(|(b, u)| (b.to_owned(), u.to_owned()))
+                .collect(),
             last_use: fields.get("u").and_then(|v| v.parse().ok()),
             revoked: fields.get("r").is_some_and(|v| v == "1"),
             level: fields.get("l").and_then(|v| v.parse().ok()),
@@ -267,6 +293,32 @@ impl RedisLink {
         let mut pipe = redis::pipe();
         pipe.cmd("HSET").arg(&hash).arg("l").arg(level).ignore();
         pipe.cmd("EXPIREAT").arg(&hash).arg(expires_at).ignore();
+        pipe.cmd("PUBLISH").arg(SESSION_CHANNEL).arg(event).ignore();
+        self.run::<()>(&pipe, 3).await
+    }
+
+    /// Records and publishes a session's resource subscription (`on`) or its end.
+    pub async fn set_subscription(
+        &self,
+        key: &str,
+        event: ClusterEvent,
+        expires_at: u64,
+    ) -> Result<(), Unavailable> {
+        let ClusterEvent::Subscribe {
+            uri, backend, on, ..
+        } = &event
+        else {
+            return Ok(());
+        };
+        let set = session_subscriptions(key);
+        let member = format!("{backend} {uri}");
+        let mut pipe = redis::pipe();
+        pipe.cmd(if *on { "SADD" } else { "SREM" })
+            .arg(&set)
+            .arg(member)
+            .ignore();
+        pipe.cmd("EXPIREAT").arg(&set).arg(expires_at).ignore();
+        let event = serde_json::to_string(&event).unwrap_or_default();
         pipe.cmd("PUBLISH").arg(SESSION_CHANNEL).arg(event).ignore();
         self.run::<()>(&pipe, 3).await
     }

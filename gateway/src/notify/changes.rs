@@ -62,7 +62,7 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
         let event = match wake_at {
             Some(at) => tokio::select! {
                 event = events.recv() => event,
-                () = gw.subscriptions.shrunk() => {
+                () = gw.subscriptions.changed() => {
                     sync_all(&gw);
                     continue;
                 }
@@ -100,7 +100,7 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
             },
             None => tokio::select! {
                 event = events.recv() => event,
-                () = gw.subscriptions.shrunk() => {
+                () = gw.subscriptions.changed() => {
                     sync_all(&gw);
                     continue;
                 }

@@ -39,6 +39,7 @@ pub(super) async fn checked(
             if let Some(level) = record.level {
                 opened.level = level;
             }
+            opened.subscriptions = record.subscriptions;
             Some(opened)
         }
         Err(e) => {
@@ -85,6 +86,23 @@ impl SessionStore {
                     s.log_level.store(level, Ordering::Relaxed);
                 }
             }
+            ClusterEvent::Subscribe {
+                id,
+                uri,
+                backend,
+                on,
+            } => {
+                // Only where the session has its actor (a replica that rebuilds it later reads Redis).
+                if self.peek(&id).is_some() {
+                    let subscriptions = &self.sessions.subscriptions;
+                    if on {
+                        let _ = subscriptions.subscribe(&id, &uri, &backend);
+                    } else {
+                        subscriptions.unsubscribe(&id, &uri);
+                    }
+                    subscriptions.follow();
+                }
+            }
             ClusterEvent::Answer { id, response } => {
                 let answered = match (
                     self.peek(&id),
@@ -110,6 +128,28 @@ impl SessionStore {
         tokio::spawn(async move {
             if let Err(e) = link.set_level(&key_text(key), &id, level, expires_at).await {
                 tracing::warn!(error = %e, "a log level is not shared with the other replicas");
+            }
+        });
+    }
+
+    /// Publishes a session's `resources/subscribe` (`on`) or `resources/unsubscribe` (in the background).
+    pub fn subscription_changed(&self, session: &Session, uri: &str, backend: &str, on: bool) {
+        let (Some(link), Some(key)) = (&self.redis, session.key) else {
+            return;
+        };
+        let event = ClusterEvent::Subscribe {
+            id: session.id.clone(),
+            uri: uri.to_owned(),
+            backend: backend.to_owned(),
+            on,
+        };
+        let (link, expires_at) = (link.clone(), session.expires_at);
+        tokio::spawn(async move {
+            if let Err(e) = link
+                .set_subscription(&key_text(key), event, expires_at)
+                .await
+            {
+                tracing::warn!(error = %e, "a resource subscription is not shared with the other replicas");
             }
         });
     }

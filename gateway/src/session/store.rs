@@ -67,6 +67,8 @@ pub(super) struct Opened {
     pub(super) key: super::SessionKey,
     /// The log level (its index; `NO_LEVEL` for none).
     pub(super) level: u8,
+    /// Resource subscriptions made on other replicas, `(backend, uri)`.
+    pub(super) subscriptions: Vec<(String, String)>,
 }
 
 /// Sessions a replica remembers per session actor it may hold (records are about 40 bytes each).
@@ -90,7 +92,7 @@ pub struct SessionStore {
 pub(super) struct Sessions {
     pub(super) map: DashMap<String, Arc<Session>>,
     slots: Slots,
-    subscriptions: Arc<Subscriptions>,
+    pub(super) subscriptions: Arc<Subscriptions>,
     pub(super) dormant: Dormant,
     /// Actors dropped to make room so far.
     rested: AtomicU64,
@@ -126,7 +128,7 @@ impl Ending {
 impl Sessions {
     /// The one way a session ends, whatever ends it: removed from the store (its slot given back), its
     /// actor stopped (its stream closes), its subscriptions dropped (the backends' own shrink when the
-    /// change watcher wakes on `Subscriptions::shrunk`), and a sealed session's record marked ended until
+    /// change watcher wakes on `Subscriptions::changed`), and a sealed session's record marked ended until
     /// its id expires (the id never opens again here). Requests of it still in flight finish; answers to
     /// its open questions can no longer arrive (no session to send them on), so those questions end at
     /// their deadline.
@@ -420,12 +422,18 @@ impl SessionStore {
             state,
             key,
             level: record.map_or(NO_LEVEL, |r| r.level),
+            subscriptions: Vec::new(),
         })
     }
 
     /// Starts the actor of an opened session (unless a concurrent request did).
     fn rebuild(&self, id: &str, opened: Opened) -> Result<Option<Arc<Session>>, StoreFull> {
-        let Opened { state, key, level } = opened;
+        let Opened {
+            state,
+            key,
+            level,
+            subscriptions,
+        } = opened;
         let slot = self.sessions.slot()?;
         let session = match self.sessions.map.entry(id.to_owned()) {
             Entry::Occupied(e) => e.get().clone(),
@@ -443,6 +451,13 @@ impl SessionStore {
                 session.mark_initialized();
                 session.log_level.store(level, Ordering::Relaxed);
                 e.insert(session.clone());
+                for (backend, uri) in &subscriptions {
+                    // Within the per-session bound: they were accepted on the replica that took them.
+                    let _ = self.sessions.subscriptions.subscribe(id, uri, backend);
+                }
+                if !subscriptions.is_empty() {
+                    self.sessions.subscriptions.follow();
+                }
                 slot.keep();
                 self.sessions.dormant.take(key);
                 self.resumed.fetch_add(1, Ordering::Relaxed);

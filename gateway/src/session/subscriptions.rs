@@ -68,8 +68,9 @@ struct State {
 pub struct Subscriptions {
     state: Mutex<State>,
     next: AtomicU64,
-    /// Woken when a session's subscriptions went: the backends' own subscriptions may shrink.
-    shrunk: tokio::sync::Notify,
+    /// Woken when the backends' own subscriptions must follow: a session's subscriptions went, or came
+    /// from another replica (a session rebuilt here, or subscribed there).
+    changed: tokio::sync::Notify,
 }
 
 impl std::fmt::Debug for Subscriptions {
@@ -134,7 +135,7 @@ impl Subscriptions {
         remove_subscriber(&mut state, uri, session);
     }
 
-    /// A legacy session ended: all its subscriptions go (and [`Subscriptions::shrunk`] wakes when it had
+    /// A legacy session ended: all its subscriptions go (and [`Subscriptions::changed`] wakes when it had
     /// any).
     pub fn end_session(&self, session: &str) {
         let removed = {
@@ -146,7 +147,7 @@ impl Subscriptions {
             !uris.is_empty()
         };
         if removed {
-            self.shrunk.notify_one();
+            self.changed.notify_one();
         }
     }
 
@@ -155,10 +156,15 @@ impl Subscriptions {
         self.lock().sessions.contains_key(session)
     }
 
-    /// Resolves once some session's subscriptions went since the last call (the wake-ups coalesce: never a
-    /// queue).
-    pub async fn shrunk(&self) {
-        self.shrunk.notified().await;
+    /// Resolves once subscriptions changed since the last call in a way the backends' own must follow (the
+    /// wake-ups coalesce: never a queue).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// Subscriptions came from elsewhere (another replica): the backends' own must follow.
+    pub fn follow(&self) {
+        self.changed.notify_one();
     }
 
     /// A listen stream opens; it is removed when the guard drops.

@@ -186,7 +186,7 @@ async fn assert_released(
     session: &Session,
     how: &str,
 ) {
-    let woken = tokio::time::timeout(Duration::from_secs(5), subscriptions.shrunk()).await;
+    let woken = tokio::time::timeout(Duration::from_secs(5), subscriptions.changed()).await;
     assert!(woken.is_ok(), "{how}: the change watcher was not woken");
     let deadline = Instant::now() + Duration::from_secs(5);
     while store.peek(&session.id).is_some() && Instant::now() < deadline {

@@ -232,6 +232,9 @@ impl Dispatch<'_> {
         } else {
             self.gw.subscriptions.unsubscribe(&session.id, uri);
         }
+        self.gw
+            .sessions
+            .subscription_changed(session, uri, &backend, on);
         crate::notify::changes::sync_backend(self.gw, &backend);
         raw(&json!({}))
     }

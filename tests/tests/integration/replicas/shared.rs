@@ -1,0 +1,262 @@
+//! What two replicas sharing a key ring and a real Redis share after `initialize`: an established session's
+//! calls cost no Redis command (counted by Redis itself), a DELETE on one is a 404 on the other within a
+//! second (also when it was made while Redis was down: published when it is back), a resource subscription
+//! made on one replica brings updates to the session's GET stream on the other.
+
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::cluster::{Redis, Replica, have};
+use crate::support::{LegacyClient, TempDir, client, sse_messages};
+
+fn replicas(dir: &TempDir, redis: &Redis, backend: &str) -> (Replica, Replica) {
+    let config = dir.file(
+        "mcpgw.toml",
+        &format!("[cluster]\nredis = {:?}\n{backend}", redis.url()),
+    );
+    let ring = format!("{}\n", super::three::new_key());
+    let mut a = Replica::new(&config, &ring);
+    let mut b = Replica::new(&config, &ring);
+    a.start();
+    b.start();
+    (a, b)
+}
+
+const MOCK: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
+
+fn needs_redis() {
+    assert!(
+        have("redis-server"),
+        "redis-server is needed (Debian's package; .ci/run installs it)"
+    );
+}
+
+/// The same session, addressed to another replica.
+fn on(session: &LegacyClient, replica: &Replica) -> LegacyClient {
+    let mut other = LegacyClient::connect(&format!("{}/mcp", replica.base()), &session.version);
+    other.session = session.session.clone();
+    other
+}
+
+fn echo(session: &mut LegacyClient, text: &str) -> u16 {
+    let r = session.request(
+        "tools/call",
+        json!({"name": "m__echo", "arguments": {"text": text}}),
+    );
+    if r.status == 200 {
+        assert_eq!(r.json()["result"]["content"][0]["text"], text, "{r:?}");
+    }
+    r.status
+}
+
+/// Commands Redis ran, but for what the test itself sends (`INFO`) and pub/sub bookkeeping.
+fn commands(redis: &Redis) -> u64 {
+    redis
+        .command_calls()
+        .into_iter()
+        .filter(|(name, _)| name != "info")
+        .map(|(_, n)| n)
+        .sum()
+}
+
+#[test]
+fn an_established_sessions_tool_call_costs_no_redis_command() {
+    needs_redis();
+    let dir = TempDir::new("replicas-commands");
+    let redis = Redis::start(&dir);
+    let (a, b) = replicas(&dir, &redis, MOCK);
+    let mut here = LegacyClient::connect(&format!("{}/mcp", a.base()), "2025-11-25");
+    assert_eq!(echo(&mut here, "first"), 200);
+    let mut there = on(&here, &b);
+
+    // The first request on a replica that holds no actor for the session: one round trip (its record).
+    let reads = |r: &Redis| r.command_calls().get("hgetall").copied().unwrap_or(0);
+    let before = reads(&redis);
+    assert_eq!(echo(&mut there, "rebuilt"), 200);
+    assert_eq!(reads(&redis), before + 1, "one read rebuilds the session");
+
+    // From then on: 200 calls on the two replicas, no command. (Each replica publishes last uses every
+    // 30 s, one pipeline: allow one such batch per replica, not one command per call.)
+    let before = commands(&redis);
+    for i in 0..100 {
+        assert_eq!(echo(&mut here, &format!("a{i}")), 200);
+        assert_eq!(echo(&mut there, &format!("b{i}")), 200);
+    }
+    let sent = commands(&redis) - before;
+    assert!(
+        sent <= 2 * 4,
+        "200 calls of established sessions sent {sent} commands to redis: {:?}",
+        redis.command_calls()
+    );
+    assert_eq!(reads(&redis), reads(&redis), "no read either");
+}
+
+fn delete(session: &LegacyClient) -> u16 {
+    client()
+        .delete(&session.url)
+        .header("Mcp-Session-Id", &session.session)
+        .send()
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Polls `session` with calls until one is 404 (bounded by `within`); how long it took.
+fn ended_within(session: &mut LegacyClient, within: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        match echo(session, "still?") {
+            404 => return Some(started.elapsed()),
+            200 => std::thread::sleep(Duration::from_millis(20)),
+            other => panic!("a call answered {other}"),
+        }
+    }
+    None
+}
+
+#[test]
+fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_while_redis_was_down_when_it_is_back()
+ {
+    needs_redis();
+    let dir = TempDir::new("replicas-delete");
+    let mut redis = Redis::start(&dir);
+    let (a, b) = replicas(&dir, &redis, MOCK);
+    let url_a = format!("{}/mcp", a.base());
+
+    // Both replicas hold the session's actor; a DELETE on one ends it on the other within a second.
+    let mut here = LegacyClient::connect(&url_a, "2025-11-25");
+    let mut there = on(&here, &b);
+    assert_eq!(echo(&mut there, "both"), 200);
+    assert_eq!(delete(&here), 204);
+    let took = ended_within(&mut there, Duration::from_secs(1));
+    assert!(
+        took.is_some(),
+        "the DELETE did not reach the other replica in 1 s"
+    );
+    assert_eq!(echo(&mut here, "gone"), 404);
+
+    // A replica that never held the session refuses it too (the revocation is kept where no actor was).
+    let mut third = LegacyClient::connect(&url_a, "2025-11-25");
+    let mut third_there = on(&third, &b);
+    assert_eq!(delete(&third), 204);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(echo(&mut third_there, "never held here"), 404);
+    let _ = &mut third;
+
+    // Redis down: established sessions go on, a DELETE is applied where it was made and kept.
+    let mut kept = LegacyClient::connect(&url_a, "2025-11-25");
+    let mut kept_there = on(&kept, &b);
+    assert_eq!(echo(&mut kept_there, "before"), 200);
+    redis.kill();
+    for i in 0..20 {
+        assert_eq!(echo(&mut kept, &format!("down {i}")), 200, "fail open");
+        assert_eq!(echo(&mut kept_there, &format!("down {i}")), 200);
+    }
+    let fresh = LegacyClient::connect(&url_a, "2025-11-25");
+    let mut fresh_there = on(&fresh, &b);
+    assert_eq!(
+        echo(&mut fresh_there, "rebuilt without redis"),
+        200,
+        "a session first seen while redis is down is rebuilt from its id"
+    );
+    assert_eq!(
+        delete(&kept),
+        204,
+        "a DELETE while redis is down is applied"
+    );
+    assert_eq!(echo(&mut kept, "deleted here"), 404);
+    assert_eq!(echo(&mut kept_there, "not yet there"), 200);
+    redis.restart();
+    let took = ended_within(&mut kept_there, Duration::from_secs(10));
+    assert!(
+        took.is_some(),
+        "the DELETE kept while redis was down reached the other replica once it was back"
+    );
+}
+
+fn get_stream(replica: &Replica, session: &str) -> Receiver<Value> {
+    let resp = client()
+        .get(format!("{}/mcp", replica.base()))
+        .header("Accept", "text/event-stream")
+        .header("Mcp-Session-Id", session)
+        .send()
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    sse_messages(resp)
+}
+
+fn updated(rx: &Receiver<Value>, within: Duration) -> Option<Value> {
+    let deadline = Instant::now() + within;
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(v) if v["method"] == "notifications/resources/updated" => return Some(v),
+            Ok(_) => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+#[test]
+fn a_subscription_made_on_one_replica_brings_updates_to_the_stream_on_another() {
+    needs_redis();
+    let dir = TempDir::new("replicas-subscribe");
+    let redis = Redis::start(&dir);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/subscribing_server.py");
+    let backend = format!(
+        "[[backend]]\nname = \"memo\"\nprefix = \"\"\ncommand = [\"python3\", {:?}]\n",
+        script.to_string_lossy()
+    );
+    let (a, b) = replicas(&dir, &redis, &backend);
+    let mut here = LegacyClient::connect(&format!("{}/mcp", a.base()), "2025-06-18");
+    let stream = get_stream(&a, &here.session);
+    let mut there = on(&here, &b);
+    let r = there.request("resources/subscribe", json!({"uri": "memo://one"}));
+    assert_eq!(r.status, 200, "{r:?}");
+    // The backend of the replica that holds the stream is subscribed (through Redis) and announces it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = None;
+    while got.is_none() && Instant::now() < deadline {
+        let touched = here.request(
+            "tools/call",
+            json!({"name": "touch", "arguments": {"uri": "memo://one"}}),
+        );
+        assert_eq!(touched.status, 200, "{touched:?}");
+        got = updated(&stream, Duration::from_millis(300));
+    }
+    let got = got.expect("the update reached the GET stream on the other replica");
+    assert_eq!(got["params"]["uri"], "memo://one");
+
+    // A replica started later rebuilds the session with its subscriptions, read from Redis: its own
+    // backend announces the update on the stream the client opens there.
+    let mut c = a.sibling();
+    c.start();
+    let stream = get_stream(&c, &here.session);
+    let mut third = on(&here, &c);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = None;
+    while got.is_none() && Instant::now() < deadline {
+        let touched = third.request(
+            "tools/call",
+            json!({"name": "touch", "arguments": {"uri": "memo://one"}}),
+        );
+        assert_eq!(touched.status, 200, "{touched:?}");
+        got = updated(&stream, Duration::from_millis(300));
+    }
+    assert!(
+        got.is_some(),
+        "a replica that rebuilt the session took its subscription from redis"
+    );
+    // Never subscribed: no update.
+    let touched = third.request(
+        "tools/call",
+        json!({"name": "touch", "arguments": {"uri": "memo://two"}}),
+    );
+    assert_eq!(
+        touched.json()["result"]["content"][0]["text"],
+        "not subscribed"
+    );
+}
