@@ -101,6 +101,8 @@ impl KeySource {
 pub struct ClusterKeys {
     current: RwLock<Arc<KeyRing>>,
     source: KeySource,
+    /// Rings read so far after the first: a session checked under an older one is checked again.
+    version: std::sync::atomic::AtomicU64,
 }
 
 impl ClusterKeys {
@@ -115,6 +117,7 @@ impl ClusterKeys {
         ClusterKeys {
             current: RwLock::new(Arc::new(ring)),
             source,
+            version: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -131,6 +134,11 @@ impl ClusterKeys {
         }
     }
 
+    /// How many times the ring was replaced (0 for the first).
+    pub fn version(&self) -> u64 {
+        self.version.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Where it comes from.
     pub fn source(&self) -> &KeySource {
         &self.source
@@ -142,6 +150,8 @@ impl ClusterKeys {
             Ok(mut current) => *current = ring,
             Err(poisoned) => *poisoned.into_inner() = ring,
         }
+        self.version
+            .fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 }
 

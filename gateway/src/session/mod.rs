@@ -82,6 +82,8 @@ pub struct Session {
     epoch: Instant,
     /// The last use published to the other replicas (Unix seconds; 0: none).
     published_use: AtomicU64,
+    /// The key ring's version its id was last opened under (`ClusterKeys::version`).
+    ring_version: AtomicU64,
 }
 
 const NO_LEVEL: u8 = u8::MAX;
@@ -114,6 +116,7 @@ impl Session {
             log_level: AtomicU8::new(NO_LEVEL),
             epoch: Instant::now(),
             published_use: AtomicU64::new(0),
+            ring_version: AtomicU64::new(0),
         }
     }
 

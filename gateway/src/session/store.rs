@@ -107,6 +107,8 @@ pub enum Ending {
     Idle,
     /// `session_max_lifetime_secs` after its `initialize`.
     Expired,
+    /// The key that sealed its id was dropped from the key ring.
+    KeyDropped,
     /// `mcpgw serve --stdio`: standard input ended (or a new `initialize` replaced it).
     StdioClosed,
     /// 2024-11-05 HTTP+SSE: the client closed the session's stream.
@@ -119,6 +121,7 @@ impl Ending {
             Ending::Deleted => "deleted by the client",
             Ending::Idle => "expired after being idle",
             Ending::Expired => "reached its maximum lifetime",
+            Ending::KeyDropped => "its key was dropped from the key ring",
             Ending::StdioClosed => "standard input closed",
             Ending::StreamClosed => "its HTTP+SSE stream closed",
         }
@@ -396,6 +399,16 @@ impl SessionStore {
         if session.expires_at <= unix_now() {
             self.sessions.end(id, Ending::Expired);
             return Some(None);
+        }
+        // Once per session after a ring is read again: its id must still open (a dropped key ends the
+        // sessions it sealed on every replica, the ones with an actor here too).
+        let version = self.keys.version();
+        if session.key.is_some() && session.ring_version.load(Ordering::Relaxed) != version {
+            if SealedSession::open(&self.keys.ring(), id, unix_now()).is_none() {
+                self.sessions.end(id, Ending::KeyDropped);
+                return Some(None);
+            }
+            session.ring_version.store(version, Ordering::Relaxed);
         }
         session.touch();
         Some(Some(session))

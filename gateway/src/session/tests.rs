@@ -367,3 +367,51 @@ async fn a_rested_session_idle_past_its_limit_is_over_everywhere_it_is_known() {
     assert!(store.get(&first).unwrap().is_none(), "idle too long");
     assert!(store.get(&first).unwrap().is_none(), "and stays ended");
 }
+
+#[actix_rt::test]
+async fn a_session_sealed_with_a_dropped_key_ends_where_its_actor_lives() {
+    use crate::reload::Reload;
+    let dir = std::env::temp_dir().join(format!("mcpgw-dropped-key-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("keys");
+    let (old, new) = (
+        crate::cluster::keys::new_key_line(),
+        crate::cluster::keys::new_key_line(),
+    );
+    std::fs::write(&path, format!("{old}\n")).unwrap();
+    let keys = Arc::new(crate::cluster::ClusterKeys::with(
+        crate::cluster::keys::KeyRing::parse(&old).unwrap(),
+        crate::cluster::KeySource::File(path.clone()),
+    ));
+    let limits = StoreLimits {
+        max: 8,
+        idle: Duration::from_secs(60),
+        lifetime: Duration::from_secs(3600),
+    };
+    let store = SessionStore::with_keys(limits, Default::default(), keys.clone(), None);
+    let create = || {
+        store
+            .create(
+                None,
+                Generation::V2025_06_18,
+                &initialize_params(),
+                Transport::StreamableHttp,
+                Duration::from_secs(60),
+            )
+            .unwrap()
+    };
+    let sealed_with_old = create();
+    // Rotation: the new key added, then moved first; the old one still opens.
+    std::fs::write(&path, format!("{old}\n{new}\n")).unwrap();
+    keys.reload().unwrap();
+    std::fs::write(&path, format!("{new}\n{old}\n")).unwrap();
+    keys.reload().unwrap();
+    assert!(store.get(&sealed_with_old.id).unwrap().is_some());
+    let sealed_with_new = create();
+    // The old key dropped: its session ends although its actor lives here; the new one goes on.
+    std::fs::write(&path, format!("{new}\n")).unwrap();
+    keys.reload().unwrap();
+    assert!(store.get(&sealed_with_old.id).unwrap().is_none());
+    assert!(store.get(&sealed_with_new.id).unwrap().is_some());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

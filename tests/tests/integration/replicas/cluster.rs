@@ -295,23 +295,24 @@ fn write_upstream(dir: &Path, upstreams: &[u16]) {
 pub struct Replica {
     pub port: u16,
     config: PathBuf,
-    ring: String,
+    /// The key ring in `MCPGW_SESSION_KEYS`, unless the config names a `keys_file`.
+    ring: Option<String>,
     pub process: Option<Running>,
 }
 
 impl Replica {
-    pub fn new(config: &Path, ring: &str) -> Replica {
+    pub fn new(config: &Path, ring: Option<&str>) -> Replica {
         Replica {
             port: free_port(),
             config: config.to_owned(),
-            ring: ring.to_owned(),
+            ring: ring.map(str::to_owned),
             process: None,
         }
     }
 
     /// Another replica of the same deployment (same config and ring), not started.
     pub fn sibling(&self) -> Replica {
-        Replica::new(&self.config, &self.ring)
+        Replica::new(&self.config, self.ring.as_deref())
     }
 
     pub fn base(&self) -> String {
@@ -326,7 +327,10 @@ impl Replica {
             .arg(&self.config)
             .args(["--listen", &format!("127.0.0.1:{}", self.port)])
             .env("RUST_LOG", "info")
-            .env("MCPGW_SESSION_KEYS", &self.ring);
+            .env_remove("MCPGW_SESSION_KEYS");
+        if let Some(ring) = &self.ring {
+            cmd.env("MCPGW_SESSION_KEYS", ring);
+        }
         self.process = Some(start(cmd, "mcpgw listening on "));
         wait_ready(&self.base());
     }
@@ -337,6 +341,21 @@ impl Replica {
             p.signal("KILL");
             drop(p);
         }
+    }
+
+    /// Sends SIGHUP and waits (bounded: 10 s) for the log line saying the key ring was read again.
+    pub fn reload_keys(&self) {
+        let p = self.process.as_ref().expect("a running replica");
+        p.signal("HUP");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match p.log.recv_timeout(left) {
+                Ok(line) if line.contains("key ring read") => return,
+                Ok(_) => continue,
+                Err(_) => break,
+            }
+        }
+        panic!("replica {} did not read its key ring again within 10 s", self.port);
     }
 
     /// SIGTERM, and the drain waited for (bounded); its exit status.

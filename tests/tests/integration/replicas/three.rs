@@ -1,0 +1,319 @@
+//! Three mcpgw replicas behind nginx (the shipped config: round robin, no stickiness), sharing Redis and a
+//! key ring, under `mcpgw load --era mixed` through nginx, while faults happen: a replica killed with
+//! `kill -9` and brought back, a rolling restart of all three with drain (each taken out of nginx's upstream
+//! first, as a Kubernetes endpoint controller would), Redis killed and restarted. Every assertion is on what
+//! `mcpgw load` counted. Bounded: each load run has a duration, the whole test a few minutes.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::cluster::{Nginx, Redis, Replica, have};
+use crate::support::{TempDir, mcpgw};
+
+/// Concurrent sessions of every load run (half legacy, half 2026-07-28).
+const SESSIONS: usize = 12;
+
+/// A three-replica deployment.
+pub struct Deployment {
+    pub dir: TempDir,
+    /// The key ring's file.
+    pub keys: PathBuf,
+    pub redis: Redis,
+    pub replicas: Vec<Replica>,
+    pub nginx: Nginx,
+}
+
+/// The replicas' config: the mock backend, a short drain, Redis, the key ring in a file (re-read on SIGHUP).
+fn config(redis: &Redis, keys: &std::path::Path) -> String {
+    format!(
+        "[server]\n\
+         drain_grace_secs = 1\n\
+         drain_timeout_secs = 10\n\
+         [cluster]\n\
+         redis = {:?}\n\
+         keys_file = {:?}\n\
+         [[backend]]\n\
+         name = \"m\"\n\
+         builtin = [\"mock-backend\"]\n\
+         max_in_flight = 256\n\
+         max_in_flight_per_session = 256\n",
+        redis.url(),
+        keys.display().to_string(),
+    )
+}
+
+impl Deployment {
+    pub fn start(name: &str) -> Deployment {
+        let dir = TempDir::new(name);
+        let redis = Redis::start(&dir);
+        let keys = dir.file("keys", &format!("{}\n", new_key()));
+        let config = dir.file("mcpgw.toml", &config(&redis, &keys));
+        let mut replicas: Vec<Replica> = (0..3).map(|_| Replica::new(&config, None)).collect();
+        for r in &mut replicas {
+            r.start();
+        }
+        let nginx = Nginx::start(&dir, &ports(&replicas));
+        Deployment {
+            dir,
+            keys,
+            redis,
+            replicas,
+            nginx,
+        }
+    }
+}
+
+fn ports(replicas: &[Replica]) -> Vec<u16> {
+    replicas.iter().map(|r| r.port).collect()
+}
+
+pub fn new_key() -> String {
+    let out = Command::new(mcpgw())
+        .args(["cluster", "new-key"])
+        .output()
+        .expect("mcpgw cluster new-key runs");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A `mcpgw load` run in the background.
+pub struct Load {
+    child: std::process::Child,
+    json: PathBuf,
+    started: Instant,
+}
+
+impl Load {
+    pub fn start(url: &str, dir: &TempDir, name: &str, duration: Duration, extra: &[&str]) -> Load {
+        let json = dir.0.join(format!("{name}.json"));
+        let child = Command::new(mcpgw())
+            .args(["load", "--url", url, "--era", "mixed", "--no-progress"])
+            .args(["--sessions", &SESSIONS.to_string()])
+            .args(["--duration", &format!("{}ms", duration.as_millis())])
+            .args(["--timeout", "15s", "--threads", "2"])
+            .arg("--json")
+            .arg(&json)
+            .args(extra)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("mcpgw load starts");
+        Load {
+            child,
+            json,
+            started: Instant::now(),
+        }
+    }
+
+    /// Sleeps until `at` after the run's start.
+    pub fn at(&self, at: Duration) {
+        if let Some(left) = at.checked_sub(self.started.elapsed()) {
+            std::thread::sleep(left);
+        }
+    }
+
+    /// Waits for the run (bounded) and reads its JSON report.
+    pub fn report(mut self) -> Report {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "mcpgw load still runs after 120 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        use std::io::Read;
+        let _ = self
+            .child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr);
+        let text = std::fs::read_to_string(&self.json)
+            .unwrap_or_else(|e| panic!("no report ({e}), load exited {status}: {stderr}"));
+        Report(serde_json::from_str(&text).unwrap())
+    }
+}
+
+/// `mcpgw load`'s JSON report.
+pub struct Report(pub Value);
+
+impl Report {
+    pub fn requests(&self) -> u64 {
+        self.0["requests"].as_u64().unwrap()
+    }
+    pub fn errors(&self) -> u64 {
+        self.0["errors"].as_u64().unwrap()
+    }
+    pub fn status_count(&self, status: u16) -> u64 {
+        self.0["outcomes"]["by_http_status"][status.to_string()]
+            .as_u64()
+            .unwrap_or(0)
+    }
+    pub fn outcome(&self, kind: &str) -> u64 {
+        self.0["outcomes"][kind].as_u64().unwrap_or(0)
+    }
+    /// Errors of one operation (set-up and tear-down ones included).
+    pub fn op_errors(&self, op: &str) -> u64 {
+        self.0["operations"][op]["errors"].as_u64().unwrap_or(0)
+    }
+    /// One line for the test's output (and bench/RESULTS.md).
+    pub fn line(&self, phase: &str) -> String {
+        let l = &self.0["latency_ms"];
+        format!(
+            "{phase}: {} requests, {} errors {}, p50 {} ms, p99 {} ms, statuses {}",
+            self.requests(),
+            self.errors(),
+            self.0["outcomes"]["by_jsonrpc_code"],
+            l["p50"],
+            l["p99"],
+            self.0["outcomes"]["by_http_status"],
+        )
+    }
+    /// Every error of the run, set-up and tear-down included, as a readable list.
+    pub fn all_errors(&self) -> u64 {
+        let ops = self.0["operations"].as_object().unwrap();
+        ops.values()
+            .map(|o| o["errors"].as_u64().unwrap_or(0))
+            .sum()
+    }
+}
+
+#[test]
+fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_redis() {
+    if !have("redis-server") || !have("nginx") {
+        panic!("redis-server and nginx are needed (Debian's packages; .ci/run installs them)");
+    }
+    let mut d = Deployment::start("three");
+    let url = d.nginx.url();
+    let mut lines = Vec::new();
+
+    // Before: every replica takes traffic, nothing fails.
+    let before = Load::start(&url, &d.dir, "before", Duration::from_secs(4), &[]).report();
+    lines.push(before.line("before"));
+    assert_eq!(before.all_errors(), 0, "{}", before.0);
+    for r in &d.replicas {
+        assert!(
+            d.nginx.served_by(r.port) > 0,
+            "replica {} served nothing",
+            r.port
+        );
+    }
+
+    // A key rotation under load: the new key added everywhere (second: it opens), moved first (it seals),
+    // each step a SIGHUP to every replica; then the old key dropped, once the run's sessions are over.
+    let old_key = std::fs::read_to_string(&d.keys).unwrap().trim().to_owned();
+    let new = new_key();
+    let sealed_with_old = crate::support::LegacyClient::connect(&url, "2025-11-25");
+    let run = Load::start(&url, &d.dir, "rotation", Duration::from_secs(8), &[]);
+    run.at(Duration::from_secs(2));
+    std::fs::write(&d.keys, format!("{old_key}\n{new}\n")).unwrap();
+    d.replicas.iter().for_each(Replica::reload_keys);
+    run.at(Duration::from_secs(5));
+    std::fs::write(&d.keys, format!("{new}\n{old_key}\n")).unwrap();
+    d.replicas.iter().for_each(Replica::reload_keys);
+    let rotation = run.report();
+    lines.push(rotation.line("key rotation"));
+    assert_eq!(rotation.all_errors(), 0, "{}", rotation.0);
+    std::fs::write(&d.keys, format!("{new}\n")).unwrap();
+    d.replicas.iter().for_each(Replica::reload_keys);
+    let mut sealed_after = crate::support::LegacyClient::connect(&url, "2025-11-25");
+    for _ in 0..3 {
+        // Every replica in turn (round robin) opens it.
+        assert_eq!(sealed_after.request("ping", serde_json::json!({})).status, 200);
+    }
+    let mut dropped = sealed_with_old;
+    for _ in 0..3 {
+        assert_eq!(
+            dropped.request("ping", serde_json::json!({})).status,
+            404,
+            "a session sealed with a dropped key is unknown everywhere"
+        );
+    }
+
+    // kill -9 one replica mid-run, bring it back.
+    // nginx leaves a server that failed alone for its fail_timeout (10 s by default) before it tries again.
+    let run = Load::start(&url, &d.dir, "kill", Duration::from_secs(16), &[]);
+    run.at(Duration::from_secs(2));
+    d.replicas[0].kill();
+    run.at(Duration::from_secs(4));
+    d.replicas[0].start();
+    let back_at = d.nginx.served_by(d.replicas[0].port);
+    let kill = run.report();
+    lines.push(kill.line("kill -9 one replica"));
+    println!("{}", kill.line("kill -9 one replica"));
+    assert_eq!(
+        kill.status_count(404),
+        0,
+        "no legacy session is lost: {}",
+        kill.0
+    );
+    assert_eq!(kill.outcome("timeout"), 0, "nothing hangs: {}", kill.0);
+    // What was in flight on the killed replica failed visibly (nginx's 502): at most one per session.
+    let failed = kill.all_errors();
+    assert!(
+        failed <= SESSIONS as u64,
+        "only requests in flight on the killed replica fail: {}",
+        kill.0
+    );
+    assert_eq!(
+        failed,
+        kill.status_count(502),
+        "every failure is the killed replica's 502: {}",
+        kill.0
+    );
+    assert!(
+        d.nginx.served_by(d.replicas[0].port) > back_at,
+        "the replica brought back takes traffic again"
+    );
+
+    // A rolling restart with drain, one replica at a time: out of nginx's upstream, SIGTERM, started
+    // again, back in.
+    let run = Load::start(&url, &d.dir, "rolling", Duration::from_secs(24), &[]);
+    run.at(Duration::from_secs(2));
+    for i in 0..d.replicas.len() {
+        let others: Vec<u16> = d
+            .replicas
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, r)| r.port)
+            .collect();
+        d.nginx.set_upstreams(&others);
+        let status = d.replicas[i].stop(Duration::from_secs(20));
+        assert!(status.success(), "replica {i} drained and exited: {status}");
+        d.replicas[i].start();
+        d.nginx.set_upstreams(&ports(&d.replicas));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let rolling = run.report();
+    lines.push(rolling.line("rolling restart"));
+    assert_eq!(rolling.all_errors(), 0, "{}", rolling.0);
+
+    // Redis killed and restarted mid-run: established sessions' calls keep working.
+    let run = Load::start(&url, &d.dir, "redis", Duration::from_secs(10), &[]);
+    run.at(Duration::from_secs(3));
+    d.redis.kill();
+    run.at(Duration::from_secs(6));
+    d.redis.restart();
+    let redis = run.report();
+    lines.push(redis.line("redis killed and restarted"));
+    assert_eq!(redis.op_errors("tools/call"), 0, "{}", redis.0);
+
+    // After: everything recovered by itself.
+    std::thread::sleep(Duration::from_secs(2));
+    let after = Load::start(&url, &d.dir, "after", Duration::from_secs(4), &[]).report();
+    lines.push(after.line("after"));
+    assert_eq!(after.all_errors(), 0, "{}", after.0);
+    for l in &lines {
+        println!("{l}");
+    }
+}
