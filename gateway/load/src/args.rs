@@ -85,7 +85,7 @@ pub struct LoadArgs {
     /// `overflow` (default: 4 × sessions, at least 256).
     #[arg(long, requires = "rate")]
     pub max_in_flight: Option<usize>,
-    /// Scenario mix as weights: tools/list=1,tools/call=8,resources/read=1,churn=0.
+    /// Scenario mix as weights: tools/list=1,tools/call=8,resources/read=1,churn=0,ask=0.
     #[arg(long, default_value = "tools/call=1", value_parser = Mix::parse)]
     pub mix: Mix,
     /// Tool for tools/call (default: `echo` or `*__echo` if listed, else the first tool listed).
@@ -94,6 +94,13 @@ pub struct LoadArgs {
     /// Arguments of tools/call, a JSON object (default {"text":"mcpgw load"}).
     #[arg(long, value_parser = parse_args_json)]
     pub args: Option<Map<String, Value>>,
+    /// Tool for ask: a tools/call whose server asks the client (elicitation, sampling, roots) while it runs,
+    /// each question answered (required when --mix has ask).
+    #[arg(long, value_name = "NAME")]
+    pub ask_tool: Option<String>,
+    /// Arguments of the ask tool's call, a JSON object (default {}).
+    #[arg(long, value_name = "JSON", value_parser = parse_args_json)]
+    pub ask_args: Option<Map<String, Value>>,
     /// Resource for resources/read (default: the first one resources/list names).
     #[arg(long)]
     pub uri: Option<String>,
@@ -127,7 +134,7 @@ pub struct Mix {
 }
 
 impl Mix {
-    /// Parses `op=weight,…` (ops: tools/list, tools/call, resources/read, churn); a bare op weighs 1.
+    /// Parses `op=weight,…` (ops: tools/list, tools/call, resources/read, churn, ask); a bare op weighs 1.
     pub fn parse(s: &str) -> Result<Mix, String> {
         let mut weights: Vec<(Op, u32)> = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
@@ -147,7 +154,7 @@ impl Mix {
                 .find(|op| op.name() == name)
                 .ok_or_else(|| {
                     format!(
-                        "unknown operation {name:?} (known: tools/list, tools/call, resources/read, churn)"
+                        "unknown operation {name:?} (known: tools/list, tools/call, resources/read, churn, ask)"
                     )
                 })?;
             if weights.iter().any(|(o, _)| *o == op) {
@@ -257,8 +264,8 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
 fn parse_args_json(s: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(s) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err("--args must be a JSON object".into()),
-        Err(e) => Err(format!("--args is not JSON: {e}")),
+        Ok(_) => Err("not a JSON object".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
     }
 }
 
@@ -300,6 +307,9 @@ pub(crate) struct Plan {
     pub(crate) mix: Mix,
     pub(crate) tool: Option<String>,
     pub(crate) args: Map<String, Value>,
+    /// The tool of `ask` (given whenever the mix has it).
+    pub(crate) ask_tool: Option<String>,
+    pub(crate) ask_args: Map<String, Value>,
     pub(crate) uri: Option<String>,
     pub(crate) threads: usize,
     pub(crate) timeout: Duration,
@@ -349,6 +359,9 @@ impl Plan {
                 }
             }
         };
+        if args.mix.has(Op::Ask) && args.ask_tool.is_none() {
+            return bad("--mix has ask: give --ask-tool NAME, a tool that asks the client".into());
+        }
         let mut tool_args = args.args.clone().unwrap_or_default();
         if args.args.is_none() {
             tool_args.insert("text".into(), Value::from("mcpgw load"));
@@ -364,6 +377,8 @@ impl Plan {
             mix: args.mix.clone(),
             tool: args.tool.clone(),
             args: tool_args,
+            ask_tool: args.ask_tool.clone(),
+            ask_args: args.ask_args.clone().unwrap_or_default(),
             uri: args.uri.clone(),
             threads,
             timeout: args.timeout,

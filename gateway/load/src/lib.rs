@@ -18,10 +18,12 @@
 //! own ceiling.
 //!
 //! Files: `args` (command line, plan), `target` (loopback rule), `request` (request templates), `wire`
-//! (HTTP and answer checks), `session` (era drivers), `probe`, `scheduler` (closed/open loop), `stats`
-//! (histograms, outcomes), `report` (table, JSON), `progress` (progress line, CPU), `selftest`.
+//! (HTTP and answer checks), `session` (era drivers), `ask` (a call whose server asks the client, each
+//! question answered), `probe`, `scheduler` (closed/open loop), `stats` (histograms, outcomes), `report`
+//! (table, JSON), `progress` (progress line, CPU), `selftest`.
 
 mod args;
+mod ask;
 mod probe;
 mod progress;
 mod report;
@@ -45,6 +47,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 pub use args::{Era, LoadArgs, Mix};
+pub use ask::{AskEras, AskReport, EraAsks};
 pub use report::{CpuUse, OpReport, Report};
 pub use stats::{Latency, Outcomes};
 
@@ -300,6 +303,7 @@ async fn drive(
         mix: plan.mix.describe(),
         tool: prepared.tool,
         uri: prepared.uri,
+        ask_tool: prepared.ask_tool,
         setup_s,
         duration_s,
         cpu: CpuUse {

@@ -1,15 +1,18 @@
 //! Before the load: one client checks that the target answers (a modern `server/discover` and/or a legacy
-//! handshake, per `--era`), lists the tools (to find the tool and its `x-mcp-header` annotations) and, when
-//! needed, the resources, and the requests of the run are built from what it learnt. A target that fails
-//! here stops the run with the reason, before any session starts.
+//! handshake, per `--era`), lists the tools (to find the tool, and `--ask-tool`, with their `x-mcp-header`
+//! annotations) and, when needed, the resources, and the requests of the run are built from what it learnt.
+//! With `ask` in the mix, the sessions declare that they answer questions (elicitation, sampling, roots). A
+//! target that fails here stops the run with the reason, before any session starts.
 
 use protocol::headers::{ParamHeader, param_headers};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::LoadError;
 use super::args::Plan;
+use super::ask::AskCall;
 use super::request::{
-    LegacyHeaders, Template, call_params, initialize_params, page_params, read_params,
+    LegacyHeaders, Template, answering_capabilities, call_params, initialize_params, page_params,
+    read_params,
 };
 use super::session::{EraCalls, HandshakeError, discover, legacy_handshake};
 use super::stats::{Op, Outcome};
@@ -27,6 +30,8 @@ pub(crate) struct Prepared {
     pub(crate) tool: Option<String>,
     /// The resource of `resources/read`, when the mix reads one.
     pub(crate) uri: Option<String>,
+    /// The tool of `ask`, when the mix has it.
+    pub(crate) ask_tool: Option<String>,
 }
 
 /// Who lists: a modern client, or the probe's legacy session.
@@ -38,7 +43,16 @@ enum Lister {
 /// Probes the target and builds the requests of the run.
 pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadError> {
     let fail = |why: String| LoadError::Probe(why);
-    let initialize = Template::legacy("initialize", initialize_params(plan.legacy_version));
+    // Sessions that may be asked say they can answer (the gateway relays a question only to a client that can).
+    let capabilities = if plan.mix.has(Op::Ask) {
+        answering_capabilities()
+    } else {
+        json!({})
+    };
+    let initialize = Template::legacy(
+        "initialize",
+        initialize_params(plan.legacy_version, capabilities),
+    );
     let discovery = Template::modern("server/discover", Map::new(), None, &[]);
     let mut next_id = 0u64;
     let mut id = || {
@@ -80,7 +94,7 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
         (Some(h), false) => Lister::Legacy(h.clone()),
         (None, false) => return Err(fail("no era to probe".into())),
     };
-    let tools = if plan.mix.has(Op::ToolsCall) {
+    let tools = if plan.mix.has(Op::ToolsCall) || plan.mix.has(Op::Ask) {
         let tools = list(wire, &lister, "tools/list", "tools", &mut id).await;
         Some(tools.map_err(fail)?)
     } else {
@@ -107,8 +121,16 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
         let _ = wire.delete(headers).await;
     }
     let tool = match &tools {
-        Some(list) => Some(pick_tool(list, plan.tool.as_deref()).map_err(fail)?),
-        None => None,
+        Some(list) if plan.mix.has(Op::ToolsCall) => {
+            Some(pick_tool(list, plan.tool.as_deref()).map_err(fail)?)
+        }
+        _ => None,
+    };
+    let asker = match (&tools, &plan.ask_tool) {
+        (Some(list), Some(wanted)) if plan.mix.has(Op::Ask) => {
+            Some(pick_tool(list, Some(wanted)).map_err(fail)?)
+        }
+        _ => None,
     };
     let calls = |modern: bool| {
         let template = |method: &'static str,
@@ -134,6 +156,13 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
             resources_read: uri
                 .as_deref()
                 .map(|u| template("resources/read", read_params(u), Some(u), &[])),
+            ask: asker.as_ref().map(|(name, hdrs)| {
+                if modern {
+                    AskCall::modern(name, &plan.ask_args, hdrs)
+                } else {
+                    AskCall::legacy(name, &plan.ask_args)
+                }
+            }),
             handshake: if modern {
                 discovery.clone()
             } else {
@@ -146,6 +175,7 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
         modern: plan.era.uses_modern().then(|| calls(true)),
         tool: tool.as_ref().map(|(n, _)| n.clone()),
         uri: uri.clone(),
+        ask_tool: asker.map(|(n, _)| n),
     })
 }
 

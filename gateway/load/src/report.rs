@@ -1,8 +1,8 @@
 //! The result of a run: [`Report`], printed as a table on standard output and written as JSON by
 //! `--json FILE`. The JSON's top level has `throughput_rps`, `latency_ms` (`p50`, `p90`, `p99`, `p999`,
 //! `max`, plus `min` and `mean`) and `outcomes`, and also `requests`, `errors`, `duration_s`, `sessions`,
-//! `era`, the per-operation breakdown (set-up and tear-down included, apart from the headline numbers) and
-//! the generator's CPU use.
+//! `era`, the per-operation breakdown (set-up and tear-down included, apart from the headline numbers; `ask`
+//! with its questions answered and declined and its answers refused, in all and per era) and the generator's CPU use.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -10,6 +10,7 @@ use std::path::Path;
 
 use super::LoadError;
 use super::args::Era;
+use super::ask::AskReport;
 use super::stats::{Latency, Op, Outcomes, Stats};
 
 /// What one operation did.
@@ -25,6 +26,9 @@ pub struct OpReport {
     pub latency_ms: Latency,
     /// Outcome counts.
     pub outcomes: Outcomes,
+    /// `ask` only: `questions_answered`, `answers_refused` and `by_era` (beside the fields above).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub asks: Option<AskReport>,
 }
 
 /// CPU used during the load, in cores (CPU seconds per second); `None` where it cannot be measured.
@@ -61,6 +65,8 @@ pub struct Report {
     pub tool: Option<String>,
     /// The resource read, if any.
     pub uri: Option<String>,
+    /// The tool of `ask`, if any.
+    pub ask_tool: Option<String>,
     /// Time to set the sessions up, before the load.
     pub setup_s: f64,
     /// Length of the load (from its start to the end of its last request).
@@ -96,6 +102,7 @@ pub(crate) struct Context {
     pub(crate) mix: String,
     pub(crate) tool: Option<String>,
     pub(crate) uri: Option<String>,
+    pub(crate) ask_tool: Option<String>,
     pub(crate) setup_s: f64,
     pub(crate) duration_s: f64,
     pub(crate) cpu: CpuUse,
@@ -119,6 +126,7 @@ impl Report {
                         measured: op.measured(),
                         latency_ms: s.latency.as_ref().map(Latency::of).unwrap_or_default(),
                         outcomes: s.outcomes.clone(),
+                        asks: (op == Op::Ask).then(|| AskReport::of(&stats.asks)),
                     };
                     (op.name(), r)
                 })
@@ -134,6 +142,7 @@ impl Report {
             mix: c.mix,
             tool: c.tool,
             uri: c.uri,
+            ask_tool: c.ask_tool,
             setup_s: round(c.setup_s, 3),
             duration_s: round(c.duration_s, 3),
             requests,
@@ -179,6 +188,9 @@ impl Report {
         if let Some(uri) = &self.uri {
             let _ = writeln!(t, "  resource {uri}");
         }
+        if let Some(tool) = &self.ask_tool {
+            let _ = writeln!(t, "  ask tool {tool}");
+        }
         let pct = |n: u64| 100.0 * n as f64 / self.requests.max(1) as f64;
         let _ = writeln!(
             t,
@@ -217,6 +229,21 @@ impl Report {
                 t,
                 "  {label:<24}{:>10}{:>9}{:>10.3}{:>10.3}{:>10.3}",
                 op.requests, op.errors, op.latency_ms.p50, op.latency_ms.p99, op.latency_ms.max
+            );
+        }
+        if let Some(a) = self.operations.get(Op::Ask.name()).and_then(|op| op.asks) {
+            let (l, m) = (a.by_era.legacy, a.by_era.modern);
+            let _ = writeln!(
+                t,
+                "asks        questions answered {} (legacy {} in {} asks, modern {} in {} asks and {} input_required rounds); declined {}; answers refused {}",
+                a.questions_answered,
+                l.questions_answered,
+                l.requests,
+                m.questions_answered,
+                m.requests,
+                m.input_required_rounds,
+                a.questions_declined,
+                a.answers_refused
             );
         }
         if let Some(g) = self.cpu.generator_cores {
@@ -336,6 +363,7 @@ mod tests {
             mix: "tools/call=1".into(),
             tool: Some("echo".into()),
             uri: None,
+            ask_tool: None,
             setup_s: 0.01,
             duration_s: 2.0,
             cpu: CpuUse {

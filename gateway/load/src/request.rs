@@ -36,9 +36,20 @@ impl Template {
     /// mirrors; `params_headers` are the tool's `x-mcp-header` annotations.
     pub(crate) fn modern(
         method: &'static str,
+        params: Map<String, Value>,
+        name: Option<&str>,
+        param_headers: &[ParamHeader],
+    ) -> Template {
+        Template::modern_with(method, params, name, param_headers, json!({}))
+    }
+
+    /// [`Template::modern`] declaring the client `capabilities`.
+    pub(crate) fn modern_with(
+        method: &'static str,
         mut params: Map<String, Value>,
         name: Option<&str>,
         param_headers: &[ParamHeader],
+        capabilities: Value,
     ) -> Template {
         let mut headers = base_headers();
         headers.insert(
@@ -60,7 +71,7 @@ impl Template {
                 headers.insert(h, header_value(&v));
             }
         }
-        params.insert("_meta".into(), modern_meta());
+        params.insert("_meta".into(), modern_meta(capabilities));
         Template::with(method, Value::Object(params), headers)
     }
 
@@ -143,20 +154,33 @@ fn base_headers() -> HeaderMap {
     h
 }
 
-/// The `_meta` of every modern request.
-fn modern_meta() -> Value {
+/// The `_meta` of a modern request declaring the client `capabilities`.
+pub(crate) fn modern_meta(capabilities: Value) -> Value {
     json!({
         meta::PROTOCOL_VERSION: Generation::V2026_07_28.as_str(),
-        meta::CLIENT_CAPABILITIES: {},
+        meta::CLIENT_CAPABILITIES: capabilities,
         meta::CLIENT_INFO: client_info(),
     })
 }
 
-/// `params` of a legacy `initialize` for `version`.
-pub(crate) fn initialize_params(version: Generation) -> Map<String, Value> {
+/// The capabilities of a client that answers a server's questions (`--mix` with `ask`): `{}` for each of
+/// elicitation (form mode), sampling and roots.
+pub(crate) fn answering_capabilities() -> Value {
+    json!({"elicitation": {}, "sampling": {}, "roots": {}})
+}
+
+/// The headers of a legacy session's POST of an answer (a JSON-RPC response): its session's too.
+pub(crate) fn answer_headers(session: &LegacyHeaders) -> HeaderMap {
+    let mut h = base_headers();
+    session.apply(&mut h);
+    h
+}
+
+/// `params` of a legacy `initialize` for `version`, declaring the client `capabilities`.
+pub(crate) fn initialize_params(version: Generation, capabilities: Value) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("protocolVersion".into(), Value::from(version.as_str()));
-    m.insert("capabilities".into(), json!({}));
+    m.insert("capabilities".into(), capabilities);
     m.insert("clientInfo".into(), client_info());
     m
 }
@@ -249,10 +273,22 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}})
         );
         let init: Value = serde_json::from_slice(
-            &Template::legacy("initialize", initialize_params(Generation::V2025_06_18)).body(0),
+            &Template::legacy(
+                "initialize",
+                initialize_params(Generation::V2025_06_18, answering_capabilities()),
+            )
+            .body(0),
         )
         .unwrap();
         assert_eq!(init["params"]["protocolVersion"], "2025-06-18");
+        assert_eq!(
+            init["params"]["capabilities"],
+            json!({"elicitation": {}, "sampling": {}, "roots": {}})
+        );
+        let answer = answer_headers(&s);
+        assert_eq!(header(&answer, "mcp-session-id"), Some("abc"));
+        assert_eq!(header(&answer, "mcp-protocol-version"), Some("2025-11-25"));
+        assert_eq!(header(&answer, "content-type"), Some("application/json"));
         let note: Value = serde_json::from_slice(INITIALIZED).unwrap();
         assert!(note.get("id").is_none());
     }

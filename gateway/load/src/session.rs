@@ -15,6 +15,7 @@ use std::time::Instant;
 use protocol::Generation;
 use serde_json::Value;
 
+use super::ask::{self, AskCall, Asked, Tally};
 use super::progress::Live;
 use super::request::{INITIALIZED, LegacyHeaders, Template};
 use super::stats::{Op, Outcome, Shards};
@@ -26,6 +27,8 @@ pub(crate) struct EraCalls {
     pub(crate) tools_list: Template,
     pub(crate) tools_call: Option<Template>,
     pub(crate) resources_read: Option<Template>,
+    /// `ask`: a call of `--ask-tool`.
+    pub(crate) ask: Option<AskCall>,
     /// `initialize` (legacy) or `server/discover` (modern).
     pub(crate) handshake: Template,
 }
@@ -139,6 +142,12 @@ impl Session {
         ctx.live.in_flight.fetch_add(1, Ordering::Relaxed);
         let (status, outcome) = match op {
             Op::Churn => self.churn(ctx).await,
+            Op::Ask => {
+                let a = self.ask(ctx).await;
+                let ok = a.outcome == Outcome::Ok;
+                ctx.stats.record_ask(self.index, self.modern, &a.tally, ok);
+                (a.status, a.outcome)
+            }
             _ => self.call(ctx, op).await,
         };
         ctx.live.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -178,6 +187,31 @@ impl Session {
             }
             Err(f) => (None, f.outcome()),
         }
+    }
+
+    /// A call of `--ask-tool`, the server's questions answered (see `ask`).
+    async fn ask(&self, ctx: &Ctx) -> Asked {
+        let unasked = |(status, outcome)| Asked {
+            status,
+            outcome,
+            tally: Tally::default(),
+        };
+        let Some(call) = self.calls(ctx).and_then(|c| c.ask.as_ref()) else {
+            return unasked((None, Outcome::Invalid("operation not prepared")));
+        };
+        if self.modern {
+            return ask::modern(&ctx.wire, call, || self.id()).await;
+        }
+        let (conn, _in_use) = match self.in_use(ctx).await {
+            Ok(c) => c,
+            Err(ended) => return unasked(ended),
+        };
+        let asked = ask::legacy(&ctx.wire, call, &conn.headers, self.id()).await;
+        if asked.status == Some(404) {
+            // The server forgot the session (on the call or on an answer): the next request starts a new one.
+            self.forget(&conn);
+        }
+        asked
     }
 
     /// The current legacy session, held in use. One being churned out (its deletion waiting for the

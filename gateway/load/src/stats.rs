@@ -11,12 +11,14 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::ask::{AskEras, Tally};
+
 /// The largest latency a histogram tells apart (larger values are recorded as this): one hour.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 /// Significant decimal digits kept by the histograms.
 const SIGFIG: u8 = 3;
 
-/// What a request did. The first four are what `--mix` chooses from and what the headline numbers count;
+/// What a request did. The first five are what `--mix` chooses from and what the headline numbers count;
 /// the others are the session set-up and tear-down around them, reported apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Op {
@@ -26,6 +28,8 @@ pub(crate) enum Op {
     /// Legacy: a new session (`initialize` + `notifications/initialized`) replacing the old one, which is
     /// then deleted. Modern: `server/discover` again, as a fresh client would.
     Churn,
+    /// A `tools/call` of `--ask-tool`, the server's questions answered while it runs (`ask`).
+    Ask,
     /// Legacy set-up: `initialize` + `notifications/initialized`.
     Initialize,
     /// Modern set-up: `server/discover`.
@@ -36,11 +40,12 @@ pub(crate) enum Op {
 
 impl Op {
     /// Every operation, in report order.
-    pub(crate) const ALL: [Op; 7] = [
+    pub(crate) const ALL: [Op; 8] = [
         Op::ToolsList,
         Op::ToolsCall,
         Op::ResourcesRead,
         Op::Churn,
+        Op::Ask,
         Op::Initialize,
         Op::Discover,
         Op::Delete,
@@ -53,6 +58,7 @@ impl Op {
             Op::ToolsCall => "tools/call",
             Op::ResourcesRead => "resources/read",
             Op::Churn => "churn",
+            Op::Ask => "ask",
             Op::Initialize => "initialize",
             Op::Discover => "server/discover",
             Op::Delete => "delete",
@@ -63,7 +69,7 @@ impl Op {
     pub(crate) const fn measured(self) -> bool {
         matches!(
             self,
-            Op::ToolsList | Op::ToolsCall | Op::ResourcesRead | Op::Churn
+            Op::ToolsList | Op::ToolsCall | Op::ResourcesRead | Op::Churn | Op::Ask
         )
     }
 
@@ -81,7 +87,8 @@ pub(crate) enum Outcome {
     ToolError,
     /// A JSON-RPC error with this code (whatever the HTTP status).
     RpcError(i64),
-    /// A non-2xx HTTP status without a JSON-RPC error in the body.
+    /// A non-2xx HTTP status without a JSON-RPC error in the body (or an ask's answer not accepted with
+    /// 202).
     HttpError,
     /// A result the load generator does not follow up (`resultType` `input_required`, `task`, …).
     Incomplete,
@@ -111,9 +118,9 @@ pub struct Outcomes {
     pub tool_error: u64,
     /// JSON-RPC errors (any HTTP status).
     pub jsonrpc_error: u64,
-    /// Non-2xx answers without a JSON-RPC error.
+    /// Non-2xx answers without a JSON-RPC error, and asks whose answer was not accepted with 202.
     pub http_error: u64,
-    /// `input_required` or `task` results, not followed up.
+    /// `input_required` or `task` results not followed up (an ask: still `input_required` after its rounds).
     pub incomplete: u64,
     /// Answers that break the protocol (id mismatch, not JSON-RPC, no `resultType` on 2026-07-28, …).
     pub invalid_response: u64,
@@ -253,6 +260,8 @@ pub(crate) struct OpStats {
 #[derive(Debug, Clone)]
 pub(crate) struct Stats {
     ops: Vec<OpStats>,
+    /// What the asks did besides their outcomes, per era.
+    pub(crate) asks: AskEras,
 }
 
 impl Default for Stats {
@@ -263,6 +272,7 @@ impl Default for Stats {
         };
         Stats {
             ops: vec![empty; Op::ALL.len()],
+            asks: AskEras::default(),
         }
     }
 }
@@ -286,8 +296,14 @@ impl Stats {
         }
     }
 
+    /// Records what one ask did besides its outcome (recorded by [`Stats::record`]).
+    pub(crate) fn record_ask(&mut self, modern: bool, tally: &Tally, ok: bool) {
+        self.asks.add(modern, tally, ok);
+    }
+
     /// Adds another shard's records.
     pub(crate) fn merge(&mut self, other: &Stats) {
+        self.asks.merge(&other.asks);
         for (mine, theirs) in self.ops.iter_mut().zip(&other.ops) {
             mine.outcomes.merge(&theirs.outcomes);
             if let Some(h) = &theirs.latency {
@@ -350,6 +366,13 @@ impl Shards {
         s.record(op, status, outcome, latency);
     }
 
+    /// Records what one ask of session `key` did besides its outcome.
+    pub(crate) fn record_ask(&self, key: usize, modern: bool, tally: &Tally, ok: bool) {
+        let shard = &self.0[key % self.0.len()];
+        let mut s = shard.lock().unwrap_or_else(|p| p.into_inner());
+        s.record_ask(modern, tally, ok);
+    }
+
     /// All shards merged.
     pub(crate) fn merged(&self) -> Stats {
         let mut all = Stats::default();
@@ -362,118 +385,4 @@ impl Shards {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ms(n: u64) -> Option<Duration> {
-        Some(Duration::from_millis(n))
-    }
-
-    #[test]
-    fn percentiles_of_a_known_distribution() {
-        let mut s = Stats::default();
-        // 1..=1000 ms, once each: p50 = 500, p90 = 900, p99 = 990, p99.9 = 999, max = 1000.
-        for i in 1..=1000 {
-            s.record(Op::ToolsCall, Some(200), &Outcome::Ok, ms(i));
-        }
-        let l = Latency::of(s.op(Op::ToolsCall).latency.as_ref().unwrap());
-        let near = |got: f64, want: f64| (got - want).abs() <= want * 0.001 + 1e-9;
-        assert!(near(l.p50, 500.0), "{l:?}");
-        assert!(near(l.p90, 900.0), "{l:?}");
-        assert!(near(l.p99, 990.0), "{l:?}");
-        assert!(near(l.p999, 999.0), "{l:?}");
-        assert!(near(l.max, 1000.0), "{l:?}");
-        assert!(near(l.min, 1.0), "{l:?}");
-        assert!(near(l.mean, 500.5), "{l:?}");
-    }
-
-    #[test]
-    fn small_and_huge_latencies_are_kept() {
-        let mut s = Stats::default();
-        s.record(Op::ToolsCall, Some(200), &Outcome::Ok, Some(Duration::ZERO));
-        s.record(
-            Op::ToolsCall,
-            Some(200),
-            &Outcome::Ok,
-            Some(Duration::from_micros(37)),
-        );
-        s.record(
-            Op::ToolsCall,
-            None,
-            &Outcome::Timeout,
-            Some(Duration::from_secs(10 * 3600)),
-        );
-        let h = s.op(Op::ToolsCall).latency.as_ref().unwrap();
-        assert_eq!(h.len(), 3);
-        assert_eq!(h.min(), 0);
-        assert!(h.max() >= MAX_LATENCY_US);
-        assert_eq!(h.value_at_quantile(0.5), 37);
-    }
-
-    #[test]
-    fn outcomes_are_counted_by_class_status_and_code() {
-        let mut o = Outcomes::default();
-        o.add(Some(200), &Outcome::Ok);
-        o.add(Some(200), &Outcome::Ok);
-        o.add(Some(200), &Outcome::ToolError);
-        o.add(Some(200), &Outcome::RpcError(-32603));
-        o.add(Some(400), &Outcome::RpcError(-32020));
-        o.add(Some(404), &Outcome::HttpError);
-        o.add(Some(200), &Outcome::Invalid("id mismatch"));
-        o.add(None, &Outcome::Timeout);
-        o.add(None, &Outcome::Transport);
-        o.add(None, &Outcome::Overflow);
-        o.add(Some(200), &Outcome::Incomplete);
-        assert_eq!(
-            (o.ok, o.tool_error, o.jsonrpc_error, o.http_error),
-            (2, 1, 2, 1)
-        );
-        assert_eq!(
-            (o.invalid_response, o.timeout, o.transport_error),
-            (1, 1, 1)
-        );
-        assert_eq!((o.overflow, o.incomplete), (1, 1));
-        assert_eq!(o.total(), 11);
-        assert_eq!(o.errors(), 9);
-        assert_eq!(o.by_http_status[&200], 6);
-        assert_eq!(o.by_http_status[&400], 1);
-        assert_eq!(o.by_http_status[&404], 1);
-        assert_eq!(o.by_http_status.values().sum::<u64>(), 8);
-        assert_eq!(o.by_jsonrpc_code[&-32603], 1);
-        assert_eq!(o.by_jsonrpc_code[&-32020], 1);
-        assert_eq!(o.invalid_reasons["id mismatch"], 1);
-        let json = serde_json::to_value(&o).unwrap();
-        assert_eq!(json["by_http_status"]["200"], 6);
-        assert_eq!(json["by_jsonrpc_code"]["-32603"], 1);
-    }
-
-    #[test]
-    fn shards_merge_exactly_and_setup_is_kept_apart() {
-        let shards = Shards::new(4);
-        for i in 0..100u64 {
-            let outcome = if i % 10 == 0 {
-                Outcome::ToolError
-            } else {
-                Outcome::Ok
-            };
-            shards.record(i as usize, Op::ToolsCall, Some(200), &outcome, ms(i + 1));
-        }
-        shards.record(0, Op::Initialize, Some(200), &Outcome::Ok, ms(5));
-        shards.record(1, Op::ToolsList, Some(200), &Outcome::Ok, ms(1));
-        shards.record(2, Op::ToolsCall, None, &Outcome::Overflow, None);
-        let all = shards.merged();
-        let call = all.op(Op::ToolsCall);
-        assert_eq!(call.outcomes.total(), 101);
-        assert_eq!(call.outcomes.tool_error, 10);
-        assert_eq!(call.outcomes.overflow, 1);
-        assert_eq!(
-            call.latency.as_ref().unwrap().len(),
-            100,
-            "overflow has no latency"
-        );
-        let (h, o) = all.measured();
-        assert_eq!(o.total(), 102, "initialize is not a measured request");
-        assert_eq!(h.len(), 101);
-        assert_eq!(all.op(Op::Initialize).outcomes.ok, 1);
-    }
-}
+mod tests;

@@ -5,7 +5,8 @@
 //! `isError`, and on 2026-07-28 a `resultType`.
 
 use std::borrow::Cow;
-use std::time::Duration;
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use protocol::headers::names;
@@ -145,51 +146,142 @@ impl Wire {
 
     /// POSTs `body`; the whole exchange (connect, send, read the body) within the request deadline.
     pub(crate) async fn post(&self, headers: HeaderMap, body: Bytes) -> Result<Answer, Failure> {
-        let req = self
-            .client
-            .post(self.url.clone())
-            .headers(headers)
-            .body(body);
-        self.exchange(req).await
+        self.post_by(headers, body, Instant::now() + self.timeout)
+            .await
+    }
+
+    /// POSTs `body`; the whole exchange by `deadline`.
+    pub(crate) async fn post_by(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+        deadline: Instant,
+    ) -> Result<Answer, Failure> {
+        let work = async {
+            let opened = self.send(self.post_request(headers, body)).await?;
+            opened.rest().await
+        };
+        by(deadline, work).await
+    }
+
+    /// POSTs `body` and returns once the answer's head is in (by `deadline`): its body is read by the caller,
+    /// piece by piece ([`Opened::chunk`]), as an SSE stream is.
+    pub(crate) async fn open(
+        &self,
+        headers: HeaderMap,
+        body: Bytes,
+        deadline: Instant,
+    ) -> Result<Opened, Failure> {
+        by(deadline, self.send(self.post_request(headers, body))).await
     }
 
     /// `DELETE` (the end of a legacy session).
     pub(crate) async fn delete(&self, headers: HeaderMap) -> Result<Answer, Failure> {
         let req = self.client.delete(self.url.clone()).headers(headers);
-        self.exchange(req).await
+        let work = async { self.send(req).await?.rest().await };
+        by(Instant::now() + self.timeout, work).await
     }
 
-    async fn exchange(&self, req: reqwest::RequestBuilder) -> Result<Answer, Failure> {
-        let work = async {
-            let mut resp = req.send().await.map_err(|e| Failure::of(&e))?;
-            let status = resp.status().as_u16();
-            let session_id = resp
-                .headers()
-                .get(names::SESSION_ID)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            let event_stream = resp
-                .headers()
-                .get(names::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
-            let mut body = BytesMut::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| Failure::of(&e))? {
-                if body.len() + chunk.len() > MAX_BODY {
-                    return Err(Failure::TooLarge);
-                }
-                body.extend_from_slice(&chunk);
+    fn post_request(&self, headers: HeaderMap, body: Bytes) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.url.clone())
+            .headers(headers)
+            .body(body)
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<Opened, Failure> {
+        let resp = req.send().await.map_err(|e| Failure::of(&e))?;
+        let status = resp.status().as_u16();
+        let session_id = resp
+            .headers()
+            .get(names::SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let event_stream = resp
+            .headers()
+            .get(names::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.trim_start().starts_with("text/event-stream"));
+        Ok(Opened {
+            status,
+            session_id,
+            event_stream,
+            resp,
+            read: 0,
+        })
+    }
+}
+
+/// `work`, or [`Failure::Timeout`] at `deadline`.
+async fn by<T>(
+    deadline: Instant,
+    work: impl Future<Output = Result<T, Failure>>,
+) -> Result<T, Failure> {
+    tokio::time::timeout_at(deadline.into(), work)
+        .await
+        .unwrap_or(Err(Failure::Timeout))
+}
+
+/// An answer whose head is in and whose body is still to be read.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub(crate) status: u16,
+    pub(crate) event_stream: bool,
+    session_id: Option<String>,
+    resp: reqwest::Response,
+    /// Bytes of the body read so far.
+    read: usize,
+}
+
+impl Opened {
+    /// The next piece of the body (`None` at its end), by `deadline`; more than [`MAX_BODY`] in all is
+    /// [`Failure::TooLarge`].
+    pub(crate) async fn chunk(&mut self, deadline: Instant) -> Result<Option<Bytes>, Failure> {
+        let next = by(deadline, async {
+            self.resp.chunk().await.map_err(|e| Failure::of(&e))
+        })
+        .await?;
+        if let Some(c) = &next {
+            self.read += c.len();
+            if self.read > MAX_BODY {
+                return Err(Failure::TooLarge);
             }
-            Ok(Answer {
-                status,
-                session_id,
-                event_stream,
-                body: body.freeze(),
-            })
-        };
-        tokio::time::timeout(self.timeout, work)
-            .await
-            .unwrap_or(Err(Failure::Timeout))
+        }
+        Ok(next)
+    }
+
+    /// The whole body (no deadline of its own: the caller's bounds it).
+    async fn rest(mut self) -> Result<Answer, Failure> {
+        let mut body = BytesMut::new();
+        while let Some(chunk) = self.resp.chunk().await.map_err(|e| Failure::of(&e))? {
+            if body.len() + chunk.len() > MAX_BODY {
+                return Err(Failure::TooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Answer {
+            status: self.status,
+            session_id: self.session_id,
+            event_stream: self.event_stream,
+            body: body.freeze(),
+        })
+    }
+
+    /// The whole body, by `deadline`.
+    pub(crate) async fn read_to_end(self, deadline: Instant) -> Result<Answer, Failure> {
+        by(deadline, self.rest()).await
+    }
+}
+
+impl Answer {
+    /// One JSON-RPC message (taken out of an SSE stream) as if it were the body of an answer with `status`.
+    pub(crate) fn message(status: u16, body: Bytes) -> Answer {
+        Answer {
+            status,
+            session_id: None,
+            event_stream: false,
+            body,
+        }
     }
 }
 
@@ -338,7 +430,7 @@ fn message(answer: &Answer, id: u64) -> Option<Cow<'_, [u8]>> {
 }
 
 /// Whether an SSE event's data is a response to `id` (or an error without an id).
-fn answers(data: &str, id: u64) -> bool {
+pub(crate) fn answers(data: &str, id: u64) -> bool {
     match serde_json::from_str::<Envelope<'_>>(data) {
         Ok(env) if env.result.is_some() || env.error.is_some() => {
             env.id.as_ref().is_none_or(|v| v.as_u64() == Some(id))
@@ -348,135 +440,4 @@ fn answers(data: &str, id: u64) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn json(status: u16, body: &str) -> Answer {
-        Answer {
-            status,
-            session_id: None,
-            event_stream: false,
-            body: Bytes::from(body.to_owned()),
-        }
-    }
-
-    fn sse(body: &str) -> Answer {
-        Answer {
-            event_stream: true,
-            ..json(200, body)
-        }
-    }
-
-    const LEGACY: Expect = Expect {
-        id: 7,
-        modern: false,
-    };
-    const MODERN: Expect = Expect {
-        id: 7,
-        modern: true,
-    };
-
-    #[test]
-    fn results_and_errors() {
-        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
-        assert_eq!(classify(&json(200, ok), LEGACY), Outcome::Ok);
-        assert_eq!(
-            classify(&json(200, ok), MODERN),
-            Outcome::Invalid("no resultType")
-        );
-        let modern = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","content":[]}}"#;
-        assert_eq!(classify(&json(200, modern), MODERN), Outcome::Ok);
-        let tool_err = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","isError":true,"content":[]}}"#;
-        assert_eq!(classify(&json(200, tool_err), MODERN), Outcome::ToolError);
-        let input = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required"}}"#;
-        assert_eq!(classify(&json(200, input), MODERN), Outcome::Incomplete);
-        let err = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}}"#;
-        assert_eq!(classify(&json(200, err), MODERN), Outcome::RpcError(-32603));
-        let hdr = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"mismatch"}}"#;
-        assert_eq!(classify(&json(400, hdr), MODERN), Outcome::RpcError(-32020));
-        let parse = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#;
-        assert_eq!(
-            classify(&json(200, parse), MODERN),
-            Outcome::RpcError(-32700)
-        );
-    }
-
-    #[test]
-    fn broken_answers() {
-        let other_id = r#"{"jsonrpc":"2.0","id":8,"result":{}}"#;
-        assert_eq!(
-            classify(&json(200, other_id), LEGACY),
-            Outcome::Invalid("id mismatch")
-        );
-        let string_id = r#"{"jsonrpc":"2.0","id":"7","result":{}}"#;
-        assert_eq!(
-            classify(&json(200, string_id), LEGACY),
-            Outcome::Invalid("id mismatch")
-        );
-        let err_other = r#"{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":""}}"#;
-        assert_eq!(
-            classify(&json(200, err_other), LEGACY),
-            Outcome::Invalid("id mismatch")
-        );
-        let v1 = r#"{"jsonrpc":"1.0","id":7,"result":{}}"#;
-        assert!(matches!(
-            classify(&json(200, v1), LEGACY),
-            Outcome::Invalid(_)
-        ));
-        let neither = r#"{"jsonrpc":"2.0","id":7}"#;
-        assert!(matches!(
-            classify(&json(200, neither), LEGACY),
-            Outcome::Invalid(_)
-        ));
-        let array = r#"{"jsonrpc":"2.0","id":7,"result":[1]}"#;
-        assert!(matches!(
-            classify(&json(200, array), LEGACY),
-            Outcome::Invalid(_)
-        ));
-        assert!(matches!(
-            classify(&json(200, "hello"), LEGACY),
-            Outcome::Invalid("not json")
-        ));
-        assert!(matches!(
-            classify(&json(202, ""), LEGACY),
-            Outcome::Invalid(_)
-        ));
-        assert_eq!(classify(&json(404, ""), LEGACY), Outcome::HttpError);
-        assert_eq!(classify(&json(503, "busy"), LEGACY), Outcome::HttpError);
-        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
-        assert_eq!(classify(&json(500, ok), LEGACY), Outcome::HttpError);
-    }
-
-    #[test]
-    fn sse_answers_skip_notifications() {
-        let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n\
-                    : comment\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\n\
-                    data: \"result\":{\"isError\":true}}\n\n";
-        assert_eq!(classify(&sse(body), LEGACY), Outcome::ToolError);
-        let none = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n";
-        assert_eq!(
-            classify(&sse(none), LEGACY),
-            Outcome::Invalid("no response in the event stream")
-        );
-        let unterminated = "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
-        assert_eq!(classify(&sse(unterminated), LEGACY), Outcome::Ok);
-    }
-
-    #[test]
-    fn bare_answers_and_results() {
-        assert_eq!(classify_bare(202, &[]), Outcome::Ok);
-        assert_eq!(classify_bare(405, &[405]), Outcome::Ok);
-        assert_eq!(classify_bare(404, &[405]), Outcome::HttpError);
-        let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#;
-        assert_eq!(
-            result_of(&json(200, ok), LEGACY).unwrap()["tools"],
-            serde_json::json!([])
-        );
-        let err = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#;
-        assert!(
-            result_of(&json(404, err), LEGACY)
-                .unwrap_err()
-                .contains("-32601")
-        );
-    }
-}
+mod tests;

@@ -20,6 +20,7 @@ mod errors;
 mod fairness;
 mod hardening;
 mod interop;
+mod load_asks;
 mod load_example;
 mod operations;
 mod pipeline;

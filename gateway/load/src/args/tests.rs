@@ -32,6 +32,7 @@ fn defaults() {
     assert_eq!(p.mode, Mode::Closed);
     assert_eq!(p.mix.cycle(), vec![Op::ToolsCall]);
     assert_eq!(p.args["text"], "mcpgw load");
+    assert!(p.ask_tool.is_none() && p.ask_args.is_empty());
     assert!(p.threads >= 1);
 }
 
@@ -51,11 +52,15 @@ fn every_flag() {
         "--max-in-flight",
         "50",
         "--mix",
-        "tools/list=1,tools/call=8,resources/read=1,churn=0",
+        "tools/list=1,tools/call=8,resources/read=1,churn=0,ask=2",
         "--tool",
         "m__echo",
         "--args",
         r#"{"text":"hi","n":3}"#,
+        "--ask-tool",
+        "m__ask",
+        "--ask-args",
+        r#"{"greeting":"hi"}"#,
         "--uri",
         "mock://m/readme",
         "--json",
@@ -81,7 +86,9 @@ fn every_flag() {
             max_in_flight: 50
         }
     );
-    assert!(p.mix.has(Op::ToolsList) && !p.mix.has(Op::Churn));
+    assert!(p.mix.has(Op::ToolsList) && !p.mix.has(Op::Churn) && p.mix.has(Op::Ask));
+    assert_eq!(p.ask_tool.as_deref(), Some("m__ask"));
+    assert_eq!(p.ask_args["greeting"], "hi");
     assert_eq!(p.tool.as_deref(), Some("m__echo"));
     assert_eq!(p.args["n"], 3);
     assert_eq!(p.uri.as_deref(), Some("mock://m/readme"));
@@ -125,6 +132,8 @@ fn refusals() {
         &["--url", "u", "--mix", "churn=1,churn=2"],       // twice
         &["--url", "u", "--args", "[1]"],                  // not an object
         &["--url", "u", "--args", "{"],                    // not JSON
+        &["--url", "u", "--ask-args", "\"hi\""],           // not an object
+        &["--url", "u", "--mix", "ask=x"],                 // weight
         &["--url", "u", "--legacy-version", "2026-07-28"], // not legacy
     ] {
         assert!(try_parse(words).is_err(), "{words:?} should be refused");
@@ -136,6 +145,7 @@ fn refusals() {
         &["--url", "u", "--threads", "0"],
         &["--url", "u", "--timeout", "0ms"],
         &["--url", "u", "--rate", "5", "--max-in-flight", "0"],
+        &["--url", "u", "--mix", "tools/call=1,ask=1"], // no --ask-tool
     ] {
         let err = Plan::from_args(&parse(words)).unwrap_err();
         assert!(matches!(err, LoadError::InvalidArgs(_)), "{words:?}: {err}");
@@ -178,4 +188,10 @@ fn mix_cycles_are_exact_and_spread() {
     assert_eq!(m.describe(), "tools/list=1,tools/call=8,resources/read=1");
     let even = Mix::parse("tools/list, churn").unwrap().cycle();
     assert_eq!(even, vec![Op::ToolsList, Op::Churn]);
+    let asking = Mix::parse("tools/call=1,ask=1").unwrap();
+    assert_eq!(asking.cycle(), vec![Op::ToolsCall, Op::Ask]);
+    assert_eq!(asking.describe(), "tools/call=1,ask=1");
+    // The ask's tool is its own: with --ask-tool, a mix of ask alone needs no --tool.
+    let only = parse(&["--url", "u", "--mix", "ask", "--ask-tool", "t"]);
+    assert_eq!(Plan::from_args(&only).unwrap().mix.cycle(), vec![Op::Ask]);
 }

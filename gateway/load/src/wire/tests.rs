@@ -1,0 +1,132 @@
+//! The checks of answers: results, errors, broken answers, SSE bodies.
+
+use super::*;
+
+fn json(status: u16, body: &str) -> Answer {
+    Answer {
+        status,
+        session_id: None,
+        event_stream: false,
+        body: Bytes::from(body.to_owned()),
+    }
+}
+
+fn sse(body: &str) -> Answer {
+    Answer {
+        event_stream: true,
+        ..json(200, body)
+    }
+}
+
+const LEGACY: Expect = Expect {
+    id: 7,
+    modern: false,
+};
+const MODERN: Expect = Expect {
+    id: 7,
+    modern: true,
+};
+
+#[test]
+fn results_and_errors() {
+    let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+    assert_eq!(classify(&json(200, ok), LEGACY), Outcome::Ok);
+    assert_eq!(
+        classify(&json(200, ok), MODERN),
+        Outcome::Invalid("no resultType")
+    );
+    let modern = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","content":[]}}"#;
+    assert_eq!(classify(&json(200, modern), MODERN), Outcome::Ok);
+    let tool_err = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","isError":true,"content":[]}}"#;
+    assert_eq!(classify(&json(200, tool_err), MODERN), Outcome::ToolError);
+    let input = r#"{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required"}}"#;
+    assert_eq!(classify(&json(200, input), MODERN), Outcome::Incomplete);
+    let err = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}}"#;
+    assert_eq!(classify(&json(200, err), MODERN), Outcome::RpcError(-32603));
+    let hdr = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32020,"message":"mismatch"}}"#;
+    assert_eq!(classify(&json(400, hdr), MODERN), Outcome::RpcError(-32020));
+    let parse = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}"#;
+    assert_eq!(
+        classify(&json(200, parse), MODERN),
+        Outcome::RpcError(-32700)
+    );
+}
+
+#[test]
+fn broken_answers() {
+    let other_id = r#"{"jsonrpc":"2.0","id":8,"result":{}}"#;
+    assert_eq!(
+        classify(&json(200, other_id), LEGACY),
+        Outcome::Invalid("id mismatch")
+    );
+    let string_id = r#"{"jsonrpc":"2.0","id":"7","result":{}}"#;
+    assert_eq!(
+        classify(&json(200, string_id), LEGACY),
+        Outcome::Invalid("id mismatch")
+    );
+    let err_other = r#"{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":""}}"#;
+    assert_eq!(
+        classify(&json(200, err_other), LEGACY),
+        Outcome::Invalid("id mismatch")
+    );
+    let v1 = r#"{"jsonrpc":"1.0","id":7,"result":{}}"#;
+    assert!(matches!(
+        classify(&json(200, v1), LEGACY),
+        Outcome::Invalid(_)
+    ));
+    let neither = r#"{"jsonrpc":"2.0","id":7}"#;
+    assert!(matches!(
+        classify(&json(200, neither), LEGACY),
+        Outcome::Invalid(_)
+    ));
+    let array = r#"{"jsonrpc":"2.0","id":7,"result":[1]}"#;
+    assert!(matches!(
+        classify(&json(200, array), LEGACY),
+        Outcome::Invalid(_)
+    ));
+    assert!(matches!(
+        classify(&json(200, "hello"), LEGACY),
+        Outcome::Invalid("not json")
+    ));
+    assert!(matches!(
+        classify(&json(202, ""), LEGACY),
+        Outcome::Invalid(_)
+    ));
+    assert_eq!(classify(&json(404, ""), LEGACY), Outcome::HttpError);
+    assert_eq!(classify(&json(503, "busy"), LEGACY), Outcome::HttpError);
+    let ok = r#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+    assert_eq!(classify(&json(500, ok), LEGACY), Outcome::HttpError);
+}
+
+#[test]
+fn sse_answers_skip_notifications() {
+    let body = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n\
+                : comment\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\n\
+                data: \"result\":{\"isError\":true}}\n\n";
+    assert_eq!(classify(&sse(body), LEGACY), Outcome::ToolError);
+    let none = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n";
+    assert_eq!(
+        classify(&sse(none), LEGACY),
+        Outcome::Invalid("no response in the event stream")
+    );
+    let unterminated = "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}";
+    assert_eq!(classify(&sse(unterminated), LEGACY), Outcome::Ok);
+}
+
+#[test]
+fn bare_answers_and_results() {
+    assert_eq!(classify_bare(202, &[]), Outcome::Ok);
+    assert_eq!(classify_bare(405, &[405]), Outcome::Ok);
+    assert_eq!(classify_bare(404, &[405]), Outcome::HttpError);
+    let ok = r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[]}}"#;
+    assert_eq!(
+        result_of(&json(200, ok), LEGACY).unwrap()["tools"],
+        serde_json::json!([])
+    );
+    let err = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#;
+    assert!(
+        result_of(&json(404, err), LEGACY)
+            .unwrap_err()
+            .contains("-32601")
+    );
+}
