@@ -314,6 +314,7 @@ async fn drive(
         },
         stopped,
         abandoned: ended.abandoned,
+        resent: ctx.wire.resent(),
     };
     Ok(Report::new(context, &stats))
 }

@@ -89,6 +89,9 @@ pub struct Report {
     pub stopped: &'static str,
     /// Requests still in flight when the hard deadline ended the run (not counted).
     pub abandoned: u64,
+    /// Requests sent a second time, once, on a new connection, because their keep-alive connection was
+    /// closed before any answer came back (each is counted once, by the outcome of the second sending).
+    pub resent: u64,
 }
 
 /// What the run knows besides its statistics.
@@ -108,6 +111,7 @@ pub(crate) struct Context {
     pub(crate) cpu: CpuUse,
     pub(crate) stopped: &'static str,
     pub(crate) abandoned: u64,
+    pub(crate) resent: u64,
 }
 
 impl Report {
@@ -154,6 +158,7 @@ impl Report {
             cpu: c.cpu,
             stopped: c.stopped,
             abandoned: c.abandoned,
+            resent: c.resent,
         }
     }
 
@@ -269,6 +274,13 @@ impl Report {
                 "self-test   the generator's ceiling on this machine: a target measured near this rate is limited by the generator, not by itself"
             );
         }
+        if self.resent > 0 {
+            let _ = writeln!(
+                t,
+                "resent      {} requests, once each: their keep-alive connection closed before any answer",
+                self.resent
+            );
+        }
         if self.abandoned > 0 {
             let _ = writeln!(
                 t,
@@ -374,6 +386,7 @@ mod tests {
             },
             stopped: "requests",
             abandoned: 0,
+            resent: 0,
         }
     }
 

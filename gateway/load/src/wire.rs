@@ -35,6 +35,39 @@ pub(crate) struct Wire {
     client: Client,
     url: Url,
     timeout: Duration,
+    /// Requests sent a second time (see [`closed_before_any_answer`]).
+    resent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Whether an exchange failed because its connection was closed or reset after the request went out and
+/// before any byte of an answer came back, on a connection that had been made (not a refused connect, not
+/// a timeout). That is what a keep-alive connection meets when the server, or a load balancer in front of
+/// it (nginx on `-s reload` closes its idle client connections, also one whose next request has just
+/// arrived), closes it as the request crosses: the request was never read. Browsers send such a request
+/// again on a new connection; so does the generator, once, and counts it (`resent`).
+fn closed_before_any_answer(error: &reqwest::Error) -> bool {
+    if error.is_connect() || error.is_timeout() || !error.is_request() {
+        return false;
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind::{
+                BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof,
+            };
+            return matches!(
+                io.kind(),
+                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+            );
+        }
+        if e.to_string()
+            .contains("connection closed before message completed")
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// An HTTP answer, read whole.
@@ -131,12 +164,18 @@ impl Wire {
             client,
             url: target.url.clone(),
             timeout,
+            resent: Default::default(),
         })
     }
 
     /// The target's URL.
     pub(crate) fn url(&self) -> &Url {
         &self.url
+    }
+
+    /// Requests sent a second time so far, because their keep-alive connection closed before any answer.
+    pub(crate) fn resent(&self) -> u64 {
+        self.resent.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The deadline of one request.
@@ -190,7 +229,16 @@ impl Wire {
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Opened, Failure> {
-        let resp = req.send().await.map_err(|e| Failure::of(&e))?;
+        let again = req.try_clone();
+        let resp = match (req.send().await, again) {
+            (Ok(resp), _) => resp,
+            (Err(e), Some(again)) if closed_before_any_answer(&e) => {
+                self.resent
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                again.send().await.map_err(|e| Failure::of(&e))?
+            }
+            (Err(e), _) => return Err(Failure::of(&e)),
+        };
         let status = resp.status().as_u16();
         let session_id = resp
             .headers()

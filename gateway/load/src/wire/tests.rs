@@ -130,3 +130,71 @@ fn bare_answers_and_results() {
             .contains("-32601")
     );
 }
+
+/// A server on a free loopback port that answers the first request of its first connection (keep-alive),
+/// then resets that connection as the second request arrives (unread: the kernel sends RST), and answers
+/// every request of later connections, unless `reset_all`. What a load balancer's reload does to a client's
+/// idle keep-alive connection.
+fn resetting_server(reset_all: bool) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+        for (n, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { return };
+            let mut buf = [0u8; 4096];
+            if n == 0 || reset_all {
+                if !reset_all {
+                    let _ = conn.read(&mut buf);
+                    let _ = conn.write_all(ok.as_bytes());
+                }
+                // The next request arrives and is never read: dropping the socket resets it.
+                let _ = conn.peek(&mut buf);
+                std::thread::sleep(Duration::from_millis(20));
+                drop(conn);
+                continue;
+            }
+            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                if conn.write_all(ok.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+fn exchange(url: &str, posts: usize) -> (Vec<Result<u16, Failure>>, u64) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let target = crate::target::check(url, false).unwrap();
+        let wire = Wire::new(&target, 1, Duration::from_secs(5)).unwrap();
+        let mut out = Vec::new();
+        for _ in 0..posts {
+            let answer = wire.post(HeaderMap::new(), Bytes::from_static(b"{}")).await;
+            out.push(answer.map(|a| a.status));
+        }
+        (out, wire.resent())
+    })
+}
+
+#[test]
+fn a_request_whose_keep_alive_connection_is_reset_before_any_answer_is_sent_once_more() {
+    let (answers, resent) = exchange(&resetting_server(false), 3);
+    assert_eq!(answers, vec![Ok(200), Ok(200), Ok(200)]);
+    assert_eq!(resent, 1);
+}
+
+#[test]
+fn a_request_reset_again_is_not_sent_a_third_time() {
+    let (answers, resent) = exchange(&resetting_server(true), 1);
+    assert!(
+        matches!(answers[0], Err(Failure::Transport(_))),
+        "{answers:?}"
+    );
+    assert_eq!(resent, 1);
+}
