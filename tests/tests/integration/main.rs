@@ -14,6 +14,7 @@ mod circuit;
 mod connections;
 mod cors;
 mod deadlines;
+mod deploy;
 mod drain;
 mod eras;
 mod errors;
