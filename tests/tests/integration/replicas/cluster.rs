@@ -355,7 +355,10 @@ impl Replica {
                 Err(_) => break,
             }
         }
-        panic!("replica {} did not read its key ring again within 10 s", self.port);
+        panic!(
+            "replica {} did not read its key ring again within 10 s",
+            self.port
+        );
     }
 
     /// SIGTERM, and the drain waited for (bounded); its exit status.

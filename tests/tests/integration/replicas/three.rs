@@ -202,9 +202,6 @@ impl Report {
     pub fn requests(&self) -> u64 {
         self.0["requests"].as_u64().unwrap()
     }
-    pub fn errors(&self) -> u64 {
-        self.0["errors"].as_u64().unwrap()
-    }
     pub fn status_count(&self, status: u16) -> u64 {
         self.0["outcomes"]["by_http_status"][status.to_string()]
             .as_u64()
