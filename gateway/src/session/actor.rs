@@ -94,7 +94,7 @@ impl Actor for SessionActor {
                 None => true,
             };
             if expired {
-                store.end(&act.id, Ending::Idle);
+                store.idle_out(&act.id);
                 ctx.stop();
             }
         });

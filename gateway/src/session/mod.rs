@@ -9,6 +9,7 @@ mod input_requests;
 mod pending;
 pub mod sealed;
 mod shared;
+mod slots;
 mod sse;
 mod store;
 pub mod subscriptions;

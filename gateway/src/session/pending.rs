@@ -3,7 +3,7 @@
 use dashmap::DashMap;
 
 use super::new_session_id;
-use super::store::Slots;
+use super::slots::Slots;
 
 /// 2024-11-05 HTTP+SSE streams opened with `GET /sse` whose session has not sent `initialize` yet, by the id
 /// their endpoint event named. Bounded exactly, as sessions are (a slot taken before a stream is inserted,

@@ -20,8 +20,9 @@ pub fn key_text(key: SessionKey) -> String {
 }
 
 /// What Redis says of an opened session, before its actor is rebuilt here: revoked (a DELETE on another
-/// replica), idle too long everywhere (its last use published, or its `initialize` when none was), its log
-/// level. Redis unreachable: fails open (the session is rebuilt from what this replica knows).
+/// replica), idle too long everywhere (the later of its last use published and its last use here, or its
+/// `initialize`), its log level and subscriptions. Redis unreachable: fails open (the session is rebuilt
+/// from what this replica knows).
 pub(super) async fn checked(
     link: &RedisLink,
     mut opened: Opened,
@@ -32,7 +33,7 @@ pub(super) async fn checked(
             if record.revoked {
                 return None;
             }
-            let last_use = record.last_use.unwrap_or(opened.state.issued_at);
+            let last_use = record.last_use.unwrap_or(0).max(opened.last_use);
             if unix_now().saturating_sub(last_use) >= idle.as_secs() {
                 return None;
             }

@@ -6,7 +6,7 @@
 //! sessions kept as records; only when none can be dropped is a new actor refused.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -17,6 +17,7 @@ use serde_json::Value;
 
 use super::dormant::{Dormant, Record, secs};
 use super::sealed::{SealedSession, TooLarge, unix_now};
+use super::slots::{Slot, Slots};
 use super::subscriptions::Subscriptions;
 use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
 use crate::cluster::ClusterKeys;
@@ -69,6 +70,8 @@ pub(super) struct Opened {
     pub(super) level: u8,
     /// Resource subscriptions made on other replicas, `(backend, uri)`.
     pub(super) subscriptions: Vec<(String, String)>,
+    /// Its last use known here (Unix seconds; its `initialize` when none).
+    pub(super) last_use: u64,
 }
 
 /// Sessions a replica remembers per session actor it may hold (records are about 40 bytes each).
@@ -96,6 +99,8 @@ pub(super) struct Sessions {
     pub(super) dormant: Dormant,
     /// Actors dropped to make room so far.
     rested: AtomicU64,
+    /// Replicas share last uses through Redis: idleness is the deployment's verdict, not this replica's.
+    shared_idle: bool,
 }
 
 /// Why a session ended.
@@ -181,27 +186,48 @@ impl Sessions {
             idle.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
             idle.truncate(n);
         }
-        let now = unix_now();
         let mut rested = 0;
         for (_, id) in idle {
-            let Some((_, session)) = self.map.remove_if(&id, |id, s| self.can_rest(id, s)) else {
-                continue;
-            };
-            self.slots.give_back();
-            session.handle.end();
-            if let Some(key) = session.key {
-                let record = Record {
-                    last_use: secs(now.saturating_sub(session.idle_for().as_secs())),
-                    expires: secs(session.expires_at),
-                    level: session.log_level.load(Ordering::Relaxed),
-                    ended: false,
-                };
-                self.dormant.put(key, record, now);
+            if let Some((_, session)) = self.map.remove_if(&id, |id, s| self.can_rest(id, s)) {
+                self.rest(&session);
+                rested += 1;
             }
-            rested += 1;
         }
         self.rested.fetch_add(rested as u64, Ordering::Relaxed);
         rested
+    }
+
+    /// A session removed from the map keeps only its record: its slot given back, its actor stopped.
+    fn rest(&self, session: &Session) {
+        let now = unix_now();
+        self.slots.give_back();
+        session.handle.end();
+        if let Some(key) = session.key {
+            let record = Record {
+                last_use: secs(now.saturating_sub(session.idle_for().as_secs())),
+                expires: secs(session.expires_at),
+                level: session.log_level.load(Ordering::Relaxed),
+                ended: false,
+            };
+            self.dormant.put(key, record, now);
+        }
+    }
+
+    /// A session's actor saw no request here for `session_idle_secs`. On its own, or with a key ring but no
+    /// Redis, that ends the session (here). With Redis, other replicas may have served it meanwhile: the
+    /// actor is dropped and the session kept as a record, and its next request here asks Redis for its
+    /// last use on any replica (a session idle everywhere is 404 then).
+    pub(super) fn idle_out(&self, id: &str) {
+        if !self.shared_idle {
+            self.end(id, Ending::Idle);
+            return;
+        }
+        let Some((_, session)) = self.map.remove(id) else {
+            return;
+        };
+        self.subscriptions.end_session(id);
+        self.rest(&session);
+        tracing::debug!(session = %ShortId(id), "session idle here: its actor is dropped");
     }
 
     /// A free slot, making room by resting idle actors when there is none.
@@ -215,54 +241,6 @@ impl Sessions {
             return Ok(slot);
         }
         Err(StoreFull(self.slots.max))
-    }
-}
-
-/// At most `max` slots taken at once.
-#[derive(Debug)]
-pub(super) struct Slots {
-    taken: AtomicUsize,
-    max: usize,
-}
-
-impl Slots {
-    pub(super) fn new(max: usize) -> Slots {
-        Slots {
-            taken: AtomicUsize::new(0),
-            max,
-        }
-    }
-
-    /// Takes a slot if one is free; it is given back when the returned guard drops, unless kept.
-    pub(super) fn take(&self) -> Option<Slot<'_>> {
-        self.taken
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Slot(Some(self)))
-    }
-
-    pub(super) fn give_back(&self) {
-        self.taken.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// A slot taken and not yet kept: given back on drop (a session that was not inserted after all).
-pub(super) struct Slot<'a>(Option<&'a Slots>);
-
-impl Slot<'_> {
-    /// The slot now belongs to an entry in the map; the entry's removal gives it back.
-    pub(super) fn keep(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        if let Some(slots) = self.0 {
-            slots.give_back();
-        }
     }
 }
 
@@ -292,6 +270,7 @@ impl SessionStore {
                 subscriptions,
                 dormant: Dormant::new(limits.max.saturating_mul(RECORDS_PER_ACTOR)),
                 rested: AtomicU64::new(0),
+                shared_idle: redis.is_some(),
             }),
             keys,
             limits,
@@ -423,7 +402,9 @@ impl SessionStore {
             if r.ended {
                 return None;
             }
-            if now.saturating_sub(u64::from(r.last_use)) >= self.limits.idle.as_secs() {
+            let idle = now.saturating_sub(u64::from(r.last_use)) >= self.limits.idle.as_secs();
+            // With Redis, the last use on any replica decides (`shared::checked`).
+            if idle && !self.sessions.shared_idle {
                 self.sessions
                     .dormant
                     .put(key, Record { ended: true, ..r }, now);
@@ -432,6 +413,7 @@ impl SessionStore {
             }
         }
         Some(Opened {
+            last_use: record.map_or(state.issued_at, |r| u64::from(r.last_use)),
             state,
             key,
             level: record.map_or(NO_LEVEL, |r| r.level),
@@ -446,6 +428,7 @@ impl SessionStore {
             key,
             level,
             subscriptions,
+            ..
         } = opened;
         let slot = self.sessions.slot()?;
         let session = match self.sessions.map.entry(id.to_owned()) {

@@ -415,3 +415,49 @@ async fn a_session_sealed_with_a_dropped_key_ends_where_its_actor_lives() {
     assert!(store.get(&sealed_with_new.id).unwrap().is_some());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// With replicas sharing Redis, a session idle on this replica may be busy on another: its actor goes, the
+/// session does not (its next request here asks Redis). Alone, idle here is idle: it ends.
+#[actix_rt::test]
+async fn an_actor_idle_here_ends_its_session_alone_and_only_rests_with_redis() {
+    let ring = crate::cluster::keys::new_key_line();
+    let store = |redis: bool| {
+        let keys = crate::cluster::ClusterKeys::with(
+            crate::cluster::keys::KeyRing::parse(&ring).unwrap(),
+            crate::cluster::KeySource::Random,
+        );
+        let limits = StoreLimits {
+            max: 8,
+            idle: Duration::from_millis(300),
+            lifetime: Duration::from_secs(3600),
+        };
+        // Nothing listens on port 1: the link is never used by `get`.
+        let link = redis.then(|| {
+            Arc::new(crate::cluster::redis::RedisLink::open("redis://127.0.0.1:1", "test").unwrap())
+        });
+        SessionStore::with_keys(limits, Default::default(), Arc::new(keys), link)
+    };
+    for (redis, kept) in [(false, false), (true, true)] {
+        let store = store(redis);
+        let session = store
+            .create(
+                None,
+                Generation::V2025_06_18,
+                &initialize_params(),
+                Transport::StreamableHttp,
+                Duration::from_millis(300),
+            )
+            .unwrap();
+        let id = session.id.clone();
+        drop(session);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !store.is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the actor never idled out"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(store.get(&id).unwrap().is_some(), kept, "redis: {redis}");
+    }
+}

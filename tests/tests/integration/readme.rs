@@ -51,3 +51,42 @@ fn the_readme_curl_examples_work_against_the_demo_config() {
         "{stdout}"
     );
 }
+
+/// A loopback port free now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn the_readme_two_replicas_serve_one_session() {
+    let bin_dir = mcpgw().parent().unwrap().to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = readme_block("replicas")
+        .replace("127.0.0.1:7801", &format!("127.0.0.1:{}", free_port()))
+        .replace("127.0.0.1:7802", &format!("127.0.0.1:{}", free_port()));
+    let mut bash = Command::new("bash");
+    bash.args(["-euo", "pipefail", "-c", &script])
+        .env("PATH", path)
+        .env_remove("MCPGW_SESSION_KEYS");
+    let (ok, stdout, stderr) = run_bounded(bash, Duration::from_secs(60));
+    assert!(
+        ok,
+        "the README's replicas example failed:\n{stdout}\n{stderr}"
+    );
+    let answer: serde_json::Value = stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer: {stdout}\n{stderr}"));
+    assert_eq!(
+        answer["result"]["structuredContent"]["sum"], 42,
+        "the second replica served the first one's session: {stdout}"
+    );
+}
