@@ -39,14 +39,25 @@ pub struct Redis {
     pub port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// TLS only (`--tls-port`): its certificate, key and CA files.
+    tls: Option<[PathBuf; 3]>,
+    /// `--requirepass`.
+    password: Option<String>,
 }
 
 impl Redis {
     pub fn start(dir: &TempDir) -> Redis {
+        Redis::start_with(dir, None, None)
+    }
+
+    /// Redis over TLS only (`rediss://`) with `cert`, `key` and `ca` files, and/or with a password (AUTH).
+    pub fn start_with(dir: &TempDir, tls: Option<[PathBuf; 3]>, password: Option<&str>) -> Redis {
         let mut redis = Redis {
             port: free_port(),
             dir: dir.0.join("redis"),
             child: None,
+            tls,
+            password: password.map(str::to_owned),
         };
         std::fs::create_dir_all(&redis.dir).unwrap();
         redis.restart();
@@ -56,8 +67,24 @@ impl Redis {
     /// Starts it (again) on its port, and waits (bounded) until it answers.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "redis is running");
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+        let mut cmd = Command::new("redis-server");
+        match &self.tls {
+            Some([cert, key, ca]) => cmd
+                .args(["--port", "0", "--tls-port", &self.port.to_string()])
+                .arg("--tls-cert-file")
+                .arg(cert)
+                .arg("--tls-key-file")
+                .arg(key)
+                .arg("--tls-ca-cert-file")
+                .arg(ca)
+                .args(["--tls-auth-clients", "no"]),
+            None => cmd.args(["--port", &self.port.to_string()]),
+        };
+        if let Some(password) = &self.password {
+            cmd.args(["--requirepass", password]);
+        }
+        let child = cmd
+            .args(["--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
             .arg("--dir")
             .arg(&self.dir)
@@ -86,13 +113,29 @@ impl Redis {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
+        let auth = self
+            .password
+            .as_ref()
+            .map_or(String::new(), |p| format!(":{p}@"));
+        format!("{scheme}://{auth}127.0.0.1:{}", self.port)
     }
 
     /// `redis-cli` against it; its standard output.
     pub fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+        let mut cmd = Command::new("redis-cli");
+        cmd.args(["-h", "127.0.0.1", "-p", &self.port.to_string()]);
+        if let Some([_, _, ca]) = &self.tls {
+            cmd.arg("--tls").arg("--cacert").arg(ca);
+        }
+        if let Some(password) = &self.password {
+            cmd.env("REDISCLI_AUTH", password);
+        }
+        let out = cmd
             .args(args)
             .stdin(Stdio::null())
             .output()
@@ -297,6 +340,8 @@ pub struct Replica {
     config: PathBuf,
     /// The key ring in `MCPGW_SESSION_KEYS`, unless the config names a `keys_file`.
     ring: Option<String>,
+    /// More environment for the process.
+    pub env: Vec<(String, String)>,
     pub process: Option<Running>,
 }
 
@@ -306,6 +351,7 @@ impl Replica {
             port: free_port(),
             config: config.to_owned(),
             ring: ring.map(str::to_owned),
+            env: Vec::new(),
             process: None,
         }
     }
@@ -331,6 +377,7 @@ impl Replica {
         if let Some(ring) = &self.ring {
             cmd.env("MCPGW_SESSION_KEYS", ring);
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         self.process = Some(start(cmd, "mcpgw listening on "));
         wait_ready(&self.base());
     }

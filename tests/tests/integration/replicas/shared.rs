@@ -12,6 +12,15 @@ use super::cluster::{Redis, Replica, have};
 use crate::support::{LegacyClient, TempDir, client, sse_messages};
 
 fn replicas(dir: &TempDir, redis: &Redis, backend: &str) -> (Replica, Replica) {
+    replicas_with(dir, redis, backend, &[])
+}
+
+fn replicas_with(
+    dir: &TempDir,
+    redis: &Redis,
+    backend: &str,
+    env: &[(&str, &str)],
+) -> (Replica, Replica) {
     let config = dir.file(
         "mcpgw.toml",
         &format!("[cluster]\nredis = {:?}\n{backend}", redis.url()),
@@ -19,6 +28,12 @@ fn replicas(dir: &TempDir, redis: &Redis, backend: &str) -> (Replica, Replica) {
     let ring = format!("{}\n", super::three::new_key());
     let mut a = Replica::new(&config, Some(&ring));
     let mut b = Replica::new(&config, Some(&ring));
+    for r in [&mut a, &mut b] {
+        r.env = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+    }
     a.start();
     b.start();
     (a, b)
@@ -260,4 +275,40 @@ fn a_subscription_made_on_one_replica_brings_updates_to_the_stream_on_another() 
         touched.json()["result"]["content"][0]["text"],
         "not subscribed"
     );
+}
+
+#[test]
+fn replicas_share_a_redis_over_tls_with_a_password() {
+    needs_redis();
+    let dir = TempDir::new("replicas-rediss");
+    let authority = crate::tls::Authority::new(&dir, "redis-ca");
+    let (cert, key) = authority.issue(&dir, "redis", &["localhost", "127.0.0.1"]);
+    let redis = Redis::start_with(
+        &dir,
+        Some([cert, key, authority.ca.clone()]),
+        Some("s3cret"),
+    );
+    assert!(
+        redis.url().starts_with("rediss://:s3cret@"),
+        "{}",
+        redis.url()
+    );
+    // The replicas trust the test's CA through SSL_CERT_FILE (the system's trust store otherwise).
+    let ca = authority.ca.display().to_string();
+    let (a, b) = replicas_with(&dir, &redis, MOCK, &[("SSL_CERT_FILE", &ca)]);
+    let mut here = LegacyClient::connect(&format!("{}/mcp", a.base()), "2025-11-25");
+    let mut there = on(&here, &b);
+    assert_eq!(echo(&mut there, "both"), 200);
+    let before = redis.command_calls().get("hgetall").copied().unwrap_or(0);
+    assert!(
+        before >= 1,
+        "the rebuild read redis over TLS: {:?}",
+        redis.command_calls()
+    );
+    assert_eq!(delete(&here), 204);
+    assert!(
+        ended_within(&mut there, Duration::from_secs(2)).is_some(),
+        "the DELETE crossed over TLS with AUTH"
+    );
+    let _ = &mut here;
 }
