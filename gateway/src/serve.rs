@@ -101,7 +101,7 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
 }
 
 /// With Redis: other replicas' events applied here, the kept DELETEs published when it is back, and the
-/// last uses of sessions published every `TOUCH_EVERY`. Bounded: the events wait in a channel of 1,024
+/// last uses of sessions published every `session::touch_every(session_idle_secs)`. Bounded: the events wait in a channel of 1,024
 /// (the listener waits when it is full; Redis buffers the rest for the subscriber, within its own limits).
 fn share_sessions(gw: &Arc<Gateway>) {
     let Some(link) = gw.redis.clone() else {
@@ -119,7 +119,8 @@ fn share_sessions(gw: &Arc<Gateway>) {
     });
     let touching = gw.clone();
     actix_rt::spawn(async move {
-        let mut every = tokio::time::interval(crate::session::TOUCH_EVERY);
+        let idle = std::time::Duration::from_secs(touching.config.server.session_idle_secs);
+        let mut every = tokio::time::interval(crate::session::touch_every(idle));
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             every.tick().await;

@@ -28,7 +28,7 @@ pub use pending::PendingStreams;
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;
 pub use sealed::SessionKey;
-pub use shared::TOUCH_EVERY;
+pub use shared::touch_every;
 pub use sse::sse_event;
 pub use store::{CreateError, Ending, SessionStore, StoreFull, StoreLimits};
 

@@ -11,8 +11,14 @@ use super::store::{Ending, Opened, SessionStore};
 use super::{NO_LEVEL, Session, ShortId};
 use crate::cluster::redis::{ClusterEvent, RedisLink};
 
-/// How often last uses are published: at most once per this per session.
-pub const TOUCH_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often last uses are published (at most once per this per session): every 30 s, or four times per
+/// `session_idle_secs` when that is shorter, so a session busy on one replica is never idle on another.
+pub fn touch_every(idle: std::time::Duration) -> std::time::Duration {
+    (idle / 4).clamp(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(30),
+    )
+}
 
 /// A session's name in Redis.
 pub fn key_text(key: SessionKey) -> String {

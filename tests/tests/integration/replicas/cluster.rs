@@ -143,6 +143,15 @@ impl Redis {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Commands Redis ran so far, but for what the tests send themselves (`INFO`, `PING`).
+    pub fn commands(&self) -> u64 {
+        self.command_calls()
+            .into_iter()
+            .filter(|(name, _)| name != "info" && name != "ping")
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Calls of each command so far (`INFO commandstats`), by lower-case name.
     pub fn command_calls(&self) -> std::collections::BTreeMap<String, u64> {
         self.cli(&["INFO", "commandstats"])

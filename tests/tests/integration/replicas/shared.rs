@@ -66,14 +66,8 @@ fn echo(session: &mut LegacyClient, text: &str) -> u16 {
     r.status
 }
 
-/// Commands Redis ran, but for what the test itself sends (`INFO`) and pub/sub bookkeeping.
 fn commands(redis: &Redis) -> u64 {
-    redis
-        .command_calls()
-        .into_iter()
-        .filter(|(name, _)| name != "info")
-        .map(|(_, n)| n)
-        .sum()
+    redis.commands()
 }
 
 #[test]
@@ -185,7 +179,9 @@ fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_wh
     assert_eq!(echo(&mut kept, "deleted here"), 404);
     assert_eq!(echo(&mut kept_there, "not yet there"), 200);
     redis.restart();
-    let took = ended_within(&mut kept_there, Duration::from_secs(10));
+    // Within the next publication of last uses (every 30 s) at the latest: a DELETE whose first attempt
+    // was still waiting on its deadline as Redis came back is published with them.
+    let took = ended_within(&mut kept_there, Duration::from_secs(35));
     assert!(
         took.is_some(),
         "the DELETE kept while redis was down reached the other replica once it was back"
@@ -311,4 +307,108 @@ fn replicas_share_a_redis_over_tls_with_a_password() {
         "the DELETE crossed over TLS with AUTH"
     );
     let _ = &mut here;
+}
+
+#[test]
+fn a_session_busy_on_one_replica_is_not_idle_on_another_and_one_idle_everywhere_is_404_everywhere()
+{
+    needs_redis();
+    let dir = TempDir::new("replicas-idle");
+    let redis = Redis::start(&dir);
+    let idle = format!("[server]\nsession_idle_secs = 2\n{MOCK}");
+    let (a, b) = replicas(&dir, &redis, &idle);
+    let mut here = LegacyClient::connect(&format!("{}/mcp", a.base()), "2025-11-25");
+    assert_eq!(echo(&mut here, "first"), 200);
+    let mut there = on(&here, &b);
+    // Busy on the other replica for longer than the idle time: this one's actor idles out meanwhile.
+    let until = Instant::now() + Duration::from_millis(3500);
+    while Instant::now() < until {
+        assert_eq!(echo(&mut there, "busy there"), 200);
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        echo(&mut here, "still live"),
+        200,
+        "a session busy on another replica is not idle here"
+    );
+    // Idle everywhere past session_idle_secs: 404 on both.
+    std::thread::sleep(Duration::from_millis(3000));
+    assert_eq!(echo(&mut here, "idle"), 404);
+    assert_eq!(echo(&mut there, "idle"), 404);
+}
+
+/// A 2026-07-28 `tools/call` with `params` (the client declares elicitation).
+fn modern_call(url: &str, id: u64, mut params: Value) -> crate::support::Reply {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
+    });
+    let name = params["name"].as_str().unwrap().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+    let mut headers: Vec<(&str, &str)> = crate::support::JSON_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", "2026-07-28"));
+    headers.push(("Mcp-Method", "tools/call"));
+    headers.push(("Mcp-Name", &name));
+    crate::support::post_raw(url, &headers, body.to_string())
+}
+
+#[test]
+fn a_request_state_used_on_one_replica_is_refused_on_another() {
+    needs_redis();
+    let Some(deps) = crate::interop::peers::deps("replicas::shared::request_state") else {
+        return;
+    };
+    let mut py = std::process::Command::new(&deps.python);
+    py.arg(deps.dir.join("py_asking_server.py"))
+        .args(["--host", "127.0.0.1", "--port", "0", "--max-seconds", "300"])
+        .env("PYTHONUNBUFFERED", "1");
+    let py = crate::interop::peers::Proc::start(py, "py_asking_server listening on ");
+    let dir = TempDir::new("replicas-request-state");
+    let redis = Redis::start(&dir);
+    let backend = format!(
+        "[[backend]]\nname = \"asker\"\nprefix = \"ask\"\nurl = {}\n",
+        serde_json::to_string(&py.url).unwrap()
+    );
+    let (a, b) = replicas(&dir, &redis, &backend);
+    for r in [&a, &b] {
+        crate::interop::peers::wait_for_tools(r.process.as_ref().unwrap(), &["ask__py_ask_name"]);
+    }
+    let (url_a, url_b) = (format!("{}/mcp", a.base()), format!("{}/mcp", b.base()));
+    let call = json!({"name": "ask__py_ask_name", "arguments": {"greeting": "hi"}});
+    let first = modern_call(&url_a, 1, call.clone()).json();
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let keys: Vec<String> = result["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .keys()
+        .cloned()
+        .collect();
+    let answers: serde_json::Map<String, Value> = keys
+        .iter()
+        .map(|k| {
+            (
+                k.clone(),
+                json!({"action": "accept", "content": {"name": "Ada"}}),
+            )
+        })
+        .collect();
+    let mut retry = call.clone();
+    retry["inputResponses"] = Value::Object(answers);
+    retry["requestState"] = result["requestState"].clone();
+
+    // Answered on another replica than the one that asked: the sealed state carries what it needs.
+    let answered = modern_call(&url_b, 2, retry.clone()).json();
+    assert_eq!(
+        answered["result"]["content"][0]["text"], "hi, Ada!",
+        "{answered}"
+    );
+    // The same state again, on the replica that sealed it: used once already, on the other.
+    let replayed = modern_call(&url_a, 3, retry).json();
+    let text = replayed.to_string();
+    assert!(
+        replayed["result"]["content"][0]["text"] != "hi, Ada!" && text.contains("requestState"),
+        "a requestState used on one replica is refused on another: {replayed}"
+    );
 }

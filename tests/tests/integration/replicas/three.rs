@@ -114,6 +114,8 @@ pub fn new_key() -> String {
 
 /// A `mcpgw load` run in the background.
 pub struct Load {
+    /// Redis's commands when the run started.
+    redis_commands: u64,
     child: std::process::Child,
     json: PathBuf,
     started: Instant,
@@ -155,6 +157,7 @@ impl Load {
             .spawn()
             .expect("mcpgw load starts");
         Load {
+            redis_commands: d.redis.commands(),
             child,
             json,
             started: Instant::now(),
@@ -169,7 +172,7 @@ impl Load {
     }
 
     /// Waits for the run (bounded) and reads its JSON report.
-    pub fn report(mut self) -> Report {
+    pub fn report(mut self, d: &Deployment) -> Report {
         let deadline = Instant::now() + Duration::from_secs(120);
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -191,7 +194,14 @@ impl Load {
             .read_to_string(&mut stderr);
         let text = std::fs::read_to_string(&self.json)
             .unwrap_or_else(|e| panic!("no report ({e}), load exited {status}: {stderr}"));
-        Report(serde_json::from_str(&text).unwrap())
+        let mut report: Value = serde_json::from_str(&text).unwrap();
+        // Redis's own count of what the replicas sent it during the run (none when it was restarted).
+        report["redis_commands"] = d
+            .redis
+            .commands()
+            .checked_sub(self.redis_commands)
+            .map_or(Value::Null, Value::from);
+        Report(report)
     }
 }
 
@@ -224,7 +234,7 @@ impl Report {
         let ask = &self.0["operations"]["ask"];
         format!(
             "{phase}: {} requests ({} asks, {} answered), {} errors (tools/call {}, ask {}), JSON-RPC codes {}, \
-             p50 {} ms, p99 {} ms, statuses {}, resent {}",
+             p50 {} ms, p99 {} ms, statuses {}, resent {}, redis commands {}",
             self.requests(),
             ask["requests"].as_u64().unwrap_or(0),
             ask["questions_answered"].as_u64().unwrap_or(0),
@@ -236,6 +246,7 @@ impl Report {
             l["p99"],
             self.0["outcomes"]["by_http_status"],
             self.resent(),
+            self.0["redis_commands"],
         )
     }
     /// Every error of the run, set-up and tear-down included, as a readable list.
@@ -256,7 +267,7 @@ fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_re
     let url = d.nginx.url();
 
     // Before: every replica takes traffic, nothing fails.
-    let before = Load::start(&d, "before", Duration::from_secs(4)).report();
+    let before = Load::start(&d, "before", Duration::from_secs(4)).report(&d);
     println!("{}", before.line("before"));
     assert_eq!(before.all_errors(), 0, "{}", before.0);
     for r in &d.replicas {
@@ -279,7 +290,7 @@ fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_re
     run.at(Duration::from_secs(5));
     std::fs::write(&d.keys, format!("{new}\n{old_key}\n")).unwrap();
     d.replicas.iter().for_each(Replica::reload_keys);
-    let rotation = run.report();
+    let rotation = run.report(&d);
     println!("{}", rotation.line("key rotation"));
     assert_eq!(rotation.all_errors(), 0, "{}", rotation.0);
     std::fs::write(&d.keys, format!("{new}\n")).unwrap();
@@ -309,7 +320,7 @@ fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_re
     run.at(Duration::from_secs(4));
     d.replicas[0].start();
     let back_at = d.nginx.served_by(d.replicas[0].port);
-    let kill = run.report();
+    let kill = run.report(&d);
     println!("{}", kill.line("kill -9 one replica"));
     assert_eq!(
         kill.status_count(404),
@@ -360,7 +371,7 @@ fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_re
         d.nginx.set_upstreams(&ports(&d.replicas));
         std::thread::sleep(Duration::from_millis(500));
     }
-    let rolling = run.report();
+    let rolling = run.report(&d);
     println!("{}", rolling.line("rolling restart"));
     assert_eq!(rolling.all_errors(), 0, "{}", rolling.0);
     // nginx -s reload closes idle client keep-alive connections, also one whose next request has just
@@ -374,7 +385,7 @@ fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_re
     d.redis.kill();
     run.at(Duration::from_secs(6));
     d.redis.restart();
-    let redis = run.report();
+    let redis = run.report(&d);
     println!("{}", redis.line("redis killed and restarted"));
     assert_eq!(redis.op_errors("tools/call"), 0, "{}", redis.0);
     assert_eq!(redis.status_count(404), 0, "{}", redis.0);
@@ -393,7 +404,7 @@ fn three_replicas_behind_nginx_lose_no_session_to_a_kill_a_rolling_restart_or_re
 
     // After: everything recovered by itself.
     std::thread::sleep(Duration::from_secs(2));
-    let after = Load::start(&d, "after", Duration::from_secs(4)).report();
+    let after = Load::start(&d, "after", Duration::from_secs(4)).report(&d);
     println!("{}", after.line("after"));
     assert_eq!(after.all_errors(), 0, "{}", after.0);
 }
