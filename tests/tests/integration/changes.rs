@@ -19,7 +19,7 @@ fn gateway_with_subscribing_backend(dir: &TempDir) -> Running {
     gateway(&config, dir)
 }
 
-fn get_stream(url: &str, session: &str) -> Receiver<Value> {
+pub(crate) fn get_stream(url: &str, session: &str) -> Receiver<Value> {
     let resp = client()
         .get(url)
         .header("Accept", "text/event-stream")

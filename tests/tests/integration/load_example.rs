@@ -19,15 +19,6 @@ const MARKER: &str = "<!-- test: load-example -->";
 /// The whole example, processes started and stopped: well above its 3 s of load plus start-up.
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// A loopback port free at this moment.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The first ```sh block after `marker` in the README.
 fn readme_block(marker: &str) -> String {
     let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");

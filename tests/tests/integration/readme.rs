@@ -52,15 +52,6 @@ fn the_readme_curl_examples_work_against_the_demo_config() {
     );
 }
 
-/// A loopback port free now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 #[test]
 fn the_readme_two_replicas_serve_one_session() {
     let bin_dir = mcpgw().parent().unwrap().to_owned();

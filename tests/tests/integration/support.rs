@@ -34,6 +34,15 @@ pub fn mcpgw() -> PathBuf {
     .clone()
 }
 
+/// A loopback port free at this moment (for a process that must listen on a port known beforehand).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// A directory for one test's files, removed on drop.
 pub struct TempDir(pub PathBuf);
 

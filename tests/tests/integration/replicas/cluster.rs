@@ -7,16 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Running, TempDir, mcpgw, start, wait_ready};
-
-/// A loopback port free now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::support::{Running, TempDir, free_port, mcpgw, start, wait_ready};
 
 /// Whether `program` runs here (the replica tests need Debian's redis-server and nginx: `.ci/run`
 /// installs them).

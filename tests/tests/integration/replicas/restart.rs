@@ -10,17 +10,8 @@ use serde_json::{Value, json};
 
 use crate::interop::peers::{ScriptClient, deps, script_client};
 use crate::support::{
-    JSON_HEADERS, LegacyClient, Running, TempDir, mcpgw, post_raw, start, wait_ready,
+    JSON_HEADERS, LegacyClient, Running, TempDir, free_port, mcpgw, post_raw, start, wait_ready,
 };
-
-/// A loopback port free now (the restarted gateway must listen where the first one did).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 const CONFIG: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
 

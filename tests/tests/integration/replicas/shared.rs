@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::cluster::{Redis, Replica, have};
-use crate::support::{LegacyClient, TempDir, client, sse_messages};
+use crate::support::{LegacyClient, TempDir, client};
 
 fn replicas(dir: &TempDir, redis: &Redis, backend: &str) -> (Replica, Replica) {
     replicas_with(dir, redis, backend, &[])
@@ -189,14 +189,7 @@ fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_wh
 }
 
 fn get_stream(replica: &Replica, session: &str) -> Receiver<Value> {
-    let resp = client()
-        .get(format!("{}/mcp", replica.base()))
-        .header("Accept", "text/event-stream")
-        .header("Mcp-Session-Id", session)
-        .send()
-        .unwrap();
-    assert_eq!(resp.status().as_u16(), 200);
-    sse_messages(resp)
+    crate::changes::get_stream(&format!("{}/mcp", replica.base()), session)
 }
 
 fn updated(rx: &Receiver<Value>, within: Duration) -> Option<Value> {
