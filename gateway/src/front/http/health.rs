@@ -37,6 +37,15 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
             b
         })
         .collect();
+    // Redis (`[cluster] redis`): what this replica sent it, what failed, the DELETEs waiting for it. Its
+    // being down never makes the replica unready: established sessions go on without it.
+    let redis = gw.redis.as_ref().map(|link| {
+        json!({
+            "commands": link.commands(),
+            "failures": link.failures(),
+            "deletes_pending": link.pending(),
+        })
+    });
     let body = json!({
         "ready": ready,
         "status": if draining {
@@ -55,6 +64,7 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
         "in_flight": gw.drain.in_flight(),
         "messages_dropped": crate::session::dropped() + handlers::notifications_dropped(),
         "catalog_version": gw.catalog.snapshot().version(),
+        "redis": redis,
     });
     if ready {
         HttpResponse::Ok().json(body)

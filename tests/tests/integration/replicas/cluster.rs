@@ -390,6 +390,11 @@ impl Replica {
         }
     }
 
+    /// Its `/readyz` body (once it answers 200).
+    pub fn ready_body(&self) -> serde_json::Value {
+        wait_ready(&self.base())
+    }
+
     /// Sends SIGHUP and waits (bounded: 10 s) for the log line saying the key ring was read again.
     pub fn reload_keys(&self) {
         let p = self.process.as_ref().expect("a running replica");
