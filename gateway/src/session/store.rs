@@ -71,8 +71,12 @@ pub(super) struct Opened {
     pub(super) subscriptions: Vec<(String, String)>,
 }
 
-/// Sessions a replica remembers per session actor it may hold (records are about 40 bytes each).
+/// Sessions a replica remembers per session actor it may hold (records are 38 to 75 bytes resident each, an
+/// actor about 1.7 KiB: bench/RESULTS.md (d)).
 const RECORDS_PER_ACTOR: usize = 16;
+
+/// Rests a request needing a slot may try before it is refused (each rests a 64th of the maximum).
+const SLOT_TRIES: usize = 4;
 
 /// Every live legacy session, by id. Guards are never held across an `.await`: callers get an `Arc` clone.
 #[derive(Debug)]
@@ -90,7 +94,8 @@ pub struct SessionStore {
 /// maximum, however many `initialize`s race.
 #[derive(Debug)]
 pub(super) struct Sessions {
-    pub(super) map: DashMap<String, Arc<Session>>,
+    /// Keyed by the session's own id (the same allocation as `Session::id`).
+    pub(super) map: DashMap<Arc<str>, Arc<Session>>,
     slots: Slots,
     pub(super) subscriptions: Arc<Subscriptions>,
     pub(super) dormant: Dormant,
@@ -155,63 +160,102 @@ impl Sessions {
     /// Whether the session's actor may be dropped and rebuilt later: a sealed session that nothing uses now
     /// (no request holds it, no stream, no subscription).
     fn can_rest(&self, id: &str, session: &Arc<Session>) -> bool {
+        self.may_rest(id, session, true)
+    }
+
+    /// [`Sessions::can_rest`], the subscriptions asked only when `any_subscribed` (some session holds one).
+    fn may_rest(&self, id: &str, session: &Arc<Session>, any_subscribed: bool) -> bool {
         session.key.is_some()
             && Arc::strong_count(session) == 1
             && !session.handle.has_open_stream()
-            && !self.subscriptions.has_session(id)
+            && !(any_subscribed && self.subscriptions.has_session(id))
     }
 
     /// Drops the actors of the idlest sessions that can rest (a 64th of the maximum at a time, at least
-    /// one), keeping each as a record; how many.
-    fn rest_idlest(&self) -> usize {
-        let mut idle: Vec<(Duration, String)> = self
+    /// one), keeping each as a record. The scan copies no id (each is shared, counted) and asks the
+    /// subscriptions' lock about each session only while some session has a subscription.
+    fn rest_idlest(&self) -> Rest<'_> {
+        let any_subscribed = self.subscriptions.has_sessions();
+        let mut idle: Vec<(Duration, Arc<str>)> = self
             .map
             .iter()
-            .filter(|r| self.can_rest(r.key(), r.value()))
-            .map(|r| (r.value().idle_for(), r.key().clone()))
+            .filter(|r| self.may_rest(r.key(), r.value(), any_subscribed))
+            .map(|r| (r.value().idle_for(), Arc::clone(r.key())))
             .collect();
+        let mut rest = Rest {
+            candidates: idle.len(),
+            count: 0,
+            slot: None,
+        };
         if idle.is_empty() {
-            return 0;
+            return rest;
         }
         let n = (self.slots.max / 64).clamp(1, idle.len());
-        if n < idle.len() {
-            idle.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
-            idle.truncate(n);
-        }
+        let idlest_first = |a: &(Duration, Arc<str>), b: &(Duration, Arc<str>)| b.0.cmp(&a.0);
         let now = unix_now();
-        let mut rested = 0;
-        for (_, id) in idle {
-            let Some((_, session)) = self.map.remove_if(&id, |id, s| self.can_rest(id, s)) else {
-                continue;
-            };
-            self.slots.give_back();
-            session.handle.end();
-            if let Some(key) = session.key {
-                let record = Record {
-                    last_use: secs(now.saturating_sub(session.idle_for().as_secs())),
-                    expires: secs(session.expires_at),
-                    level: session.log_level.load(Ordering::Relaxed),
-                    ended: false,
-                };
-                self.dormant.put(key, record, now);
+        // The n idlest; those another request rested first (or that are in use again) are made up for by
+        // the next idlest, so that a request racing another for room still rests n.
+        let mut left = &mut idle[..];
+        while rest.count < n && !left.is_empty() {
+            let k = (n - rest.count).min(left.len());
+            if k < left.len() {
+                left.select_nth_unstable_by(k - 1, idlest_first);
             }
-            rested += 1;
+            let (batch, tail) = std::mem::take(&mut left).split_at_mut(k);
+            left = tail;
+            for (_, id) in batch.iter() {
+                if self.rest_one(id, now) {
+                    if rest.slot.is_none() {
+                        // The first slot freed stays taken, now the caller's.
+                        rest.slot = Some(Slot(Some(&self.slots)));
+                    } else {
+                        self.slots.give_back();
+                    }
+                    rest.count += 1;
+                }
+            }
         }
-        self.rested.fetch_add(rested as u64, Ordering::Relaxed);
-        rested
+        self.rested.fetch_add(rest.count as u64, Ordering::Relaxed);
+        rest
     }
 
-    /// A free slot, making room by resting idle actors when there is none.
+    /// Drops the actor of a session that can rest, keeping it as a record (its slot is the caller's to give
+    /// back); whether it did.
+    fn rest_one(&self, id: &str, now: u64) -> bool {
+        let Some((_, session)) = self.map.remove_if(id, |id, s| self.can_rest(id, s)) else {
+            return false;
+        };
+        session.handle.end();
+        if let Some(key) = session.key {
+            let record = Record {
+                last_use: secs(now.saturating_sub(session.idle_for().as_secs())),
+                expires: secs(session.expires_at),
+                level: session.log_level.load(Ordering::Relaxed),
+                ended: false,
+            };
+            self.dormant.put(key, record, now);
+        }
+        true
+    }
+
+    /// A free slot, making room by resting idle actors when there is none: the request that rests keeps one
+    /// of the slots it freed (no other request can take it first). A rest finds none to drop only when every
+    /// one it could have rested was taken or rested by other requests meanwhile: a few tries, refused at once
+    /// when nothing can rest.
     fn slot(&self) -> Result<Slot<'_>, StoreFull> {
-        if let Some(slot) = self.slots.take() {
-            return Ok(slot);
+        for _ in 0..SLOT_TRIES {
+            if let Some(slot) = self.slots.take() {
+                return Ok(slot);
+            }
+            let rest = self.rest_idlest();
+            if let Some(slot) = rest.slot {
+                return Ok(slot);
+            }
+            if rest.candidates == 0 {
+                break;
+            }
         }
-        if self.rest_idlest() > 0
-            && let Some(slot) = self.slots.take()
-        {
-            return Ok(slot);
-        }
-        Err(StoreFull(self.slots.max))
+        self.slots.take().ok_or(StoreFull(self.slots.max))
     }
 }
 
@@ -247,6 +291,14 @@ impl Slots {
 
 /// A slot taken and not yet kept: given back on drop (a session that was not inserted after all).
 pub(super) struct Slot<'a>(Option<&'a Slots>);
+
+/// What one rest did: the actors it could have rested, those it rested, and the slot of the first of them,
+/// still taken (for the request that needed room: no other can take it first).
+struct Rest<'a> {
+    candidates: usize,
+    count: usize,
+    slot: Option<Slot<'a>>,
+}
 
 impl Slot<'_> {
     /// The slot now belongs to an entry in the map; the entry's removal gives it back.
@@ -327,9 +379,10 @@ impl SessionStore {
             }
             (id, _) => (id.unwrap_or_else(new_session_id), None, u64::MAX),
         };
+        let id: Arc<str> = Arc::from(id);
         let slot = self.sessions.slot()?;
         let session = Arc::new(Session::new(
-            id.clone(),
+            Arc::clone(&id),
             key,
             expires_at,
             generation,
@@ -347,9 +400,9 @@ impl SessionStore {
         Ok(session)
     }
 
-    fn actor(&self, id: &str, idle: Duration, transport: Transport) -> SessionHandle {
+    fn actor(&self, id: &Arc<str>, idle: Duration, transport: Transport) -> SessionHandle {
         SessionHandle::start(
-            id.to_owned(),
+            Arc::clone(id),
             Arc::downgrade(&self.sessions),
             idle,
             transport == Transport::HttpSse,
@@ -435,25 +488,26 @@ impl SessionStore {
             subscriptions,
         } = opened;
         let slot = self.sessions.slot()?;
-        let session = match self.sessions.map.entry(id.to_owned()) {
+        let id: Arc<str> = Arc::from(id);
+        let session = match self.sessions.map.entry(Arc::clone(&id)) {
             Entry::Occupied(e) => e.get().clone(),
             Entry::Vacant(e) => {
                 let session = Arc::new(Session::new(
-                    id.to_owned(),
+                    Arc::clone(&id),
                     Some(key),
                     state.expires_at,
                     state.generation,
                     state.client_capabilities,
                     state.client_info,
                     Transport::StreamableHttp,
-                    self.actor(id, self.limits.idle, Transport::StreamableHttp),
+                    self.actor(&id, self.limits.idle, Transport::StreamableHttp),
                 ));
                 session.mark_initialized();
                 session.log_level.store(level, Ordering::Relaxed);
                 e.insert(session.clone());
                 for (backend, uri) in &subscriptions {
                     // Within the per-session bound: they were accepted on the replica that took them.
-                    let _ = self.sessions.subscriptions.subscribe(id, uri, backend);
+                    let _ = self.sessions.subscriptions.subscribe(&id, uri, backend);
                 }
                 if !subscriptions.is_empty() {
                     self.sessions.subscriptions.follow();
@@ -461,7 +515,7 @@ impl SessionStore {
                 slot.keep();
                 self.sessions.dormant.take(key);
                 self.resumed.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(session = %ShortId(id), "session resumed from its id");
+                tracing::debug!(session = %ShortId(&id), "session resumed from its id");
                 session
             }
         };
@@ -494,7 +548,7 @@ impl SessionStore {
 
     /// Drops idle actors to make room, as a full store does (tests and benchmarks); how many.
     pub fn rest_idlest(&self) -> usize {
-        self.sessions.rest_idlest()
+        self.sessions.rest_idlest().count
     }
 
     /// Actors dropped to make room so far (their sessions kept as records).
