@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The benchmarks of mcpgw (issue 5 §3): every figure measured beside its baseline in the same run.
 #
-#   bench/run.sh [--quick] [--only h]
+#   bench/run.sh [--quick] [--only d|h]
 #
 #   (a) tools/call through mcpgw vs directly to the same HTTP mock backend: (a1) mock latency 1 ms,
 #       64 sessions; (a2) zero latency, CPU-bound, with the CPU split between generator, gateway and mock
 #   (b) the 2026-07-28 stateless path through mcpgw vs a minimal actix-web JSON echo (bench/echo)
 #   (c) mcpgw vs mcp-proxy@6.7.19 (npm) in front of the same stdio backend
-#   (d) resident memory per idle legacy session at 10,000 and 100,000 sessions
+#   (d) resident memory per idle legacy session at 10,000 and 100,000 sessions (an actor each), and at
+#       1,000,000 on a gateway holding 65,536 actors (most sessions rest as records), a sample of them rebuilt
+#       from their ids there and on a second replica with the same key ring (--quick: 10,000 and 100,000)
 #   (e) session creation rate (initialize + initialized)
 #   (f) tools/list across 50 backends, one of which never answers
 #   (g) 1,000 legacy sessions and 1,000 modern clients at once (60 s; --quick: 10 s)
@@ -19,8 +21,11 @@
 # Everything listens on loopback ports chosen at run time and is stopped on exit; every step has a
 # deadline. Prints the report and writes it to bench/results/<date>.md (git-ignored); the raw JSON lines
 # and logs stay in a temporary directory (printed). --quick: one repetition of 4 s per figure
-# (about 3 minutes); the full run: three alternating repetitions of 10 s (about 15 minutes). --only h: the
-# build of mcpgw and figure (h) alone (about half a minute), its section printed, no report written.
+# (about 3 minutes); the full run: three alternating repetitions of 10 s (about 25 minutes). --only h: the
+# build of mcpgw and figure (h) alone (about half a minute), its section printed, no report written; --only d
+# likewise for figure (d) (4 to 6 minutes on 2 shared cores; D_COUNTS=10000,100000,1000000 by default, a
+# comma-separated list from the environment replaces it: counts up to 150,000 on the gateway with an actor per
+# session, larger ones on the one with max_sessions = 65,536).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,20 +39,26 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --only)
-      [ "${2:-}" = h ] || { printf 'bench/run.sh: --only takes h (the one figure that runs alone)\n' >&2; exit 2; }
+      case "${2:-}" in d|h) ;; *) printf 'bench/run.sh: --only takes d or h (the figures that run alone)\n' >&2; exit 2 ;; esac
       only=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'bench/run.sh: unknown argument: %s (see --help)\n' "$1" >&2; exit 2 ;;
   esac
 done
 
 if [ "$quick" = 1 ]; then
-  DUR=4; REPS=1; G_DUR=10; LIMIT=900
+  DUR=4; REPS=1; G_DUR=10; LIMIT=900; D_DEFAULT="10000,100000"
 else
-  DUR=10; REPS=3; G_DUR=60; LIMIT=2400
+  DUR=10; REPS=3; G_DUR=60; LIMIT=3600; D_DEFAULT="10000,100000,1000000"
 fi
+[ "$only" = d ] && LIMIT=2400
 A1_SESSIONS=64; A1_RATE=5000; A2_SESSIONS=64; B_SESSIONS=64; C_SESSIONS=16; E_SESSIONS=32; F_SESSIONS=16
-G_RATE=2000; D_COUNTS="10000,100000"; F_DEADLINE_MS=1000; H_COUNT=5000
+G_RATE=2000; F_DEADLINE_MS=1000; H_COUNT=5000
+# (d): the sessions counts; counts up to D_ACTORS run on a gateway with max_sessions = D_ACTORS (an actor per
+# session), larger ones on a gateway with max_sessions = D_REST_MAX, whose records (16 per actor slot,
+# 1,048,576 here) hold every one of 1,000,000 sessions. Opening stops after D_OPEN_SECS (the point is then
+# reported as incomplete).
+D_COUNTS="${D_COUNTS:-$D_DEFAULT}"; D_ACTORS=150000; D_REST_MAX=65536; D_OPEN_SECS=900
 
 step() { printf '\n==> %s\n' "$*"; }
 die() { printf 'bench/run.sh: %s\n' "$*" >&2; exit 1; }
@@ -143,6 +154,49 @@ figure_h() {
   stop "$GWH_PID"
 }
 
+# (d) idle legacy sessions. Both gateways without middlewares and with logs at warn (a line per request or per
+# session would be 2-3 million lines at 1,000,000 sessions); the driver uses one keep-alive connection per
+# process (and one for the pings): no ephemeral ports or descriptors are needed beyond that.
+d_config() { # FILE BACKEND_URL MAX_SESSIONS
+  printf '[server]\nlisten = "127.0.0.1:0"\nmax_sessions = %s\nsession_idle_secs = 7200\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n' \
+    "$3" "$2" >"$1"
+}
+d_gw() { # NAME CONFIG [VAR=VALUE]...: a (d) gateway with logs at warn and the variables given
+  local name="$1" config="$2"; shift 2
+  start "$name" "$GW_RE" env RUST_LOG=warn "$@" "$MCPGW" serve --config "$config"
+}
+figure_d() {
+  local small="" large="" c
+  for c in ${D_COUNTS//,/ }; do
+    if [ "$c" -le "$D_ACTORS" ]; then small="${small:+$small,}$c"; else large="${large:+$large,}$c"; fi
+  done
+  step "(d) idle legacy sessions: RSS of mcpgw at ${D_COUNTS//,/, } sessions"
+  start_mock mockd; MOCKD_PID=$SRV_PID; MOCKD_URL=$SRV_URL
+  if [ -n "$small" ]; then
+    d_config "$WORK/gwd.toml" "$MOCKD_URL" "$D_ACTORS"
+    d_gw gwd "$WORK/gwd.toml"; GWD_PID=$SRV_PID; GWD_URL=$SRV_URL
+    timeout 900 "$PY" "$BENCH_PY" sessions --url "$GWD_URL" --pid "$GWD_PID" --counts "$small" \
+      --max-sessions "$D_ACTORS" --out "$RESULTS" || printf '    (this run had errors: see above)\n'
+    stop "$GWD_PID"
+  fi
+  if [ -n "$large" ]; then
+    # Two replicas sharing a key ring: the second is only asked at the end, for sessions it never saw.
+    local ring
+    ring="$("$MCPGW" cluster new-key)"
+    d_config "$WORK/gwd-rest.toml" "$MOCKD_URL" "$D_REST_MAX"
+    d_gw gwd-rest "$WORK/gwd-rest.toml" MCPGW_SESSION_KEYS="$ring"; GWDR_PID=$SRV_PID; GWDR_URL=$SRV_URL
+    d_gw gwd-replica "$WORK/gwd-rest.toml" MCPGW_SESSION_KEYS="$ring"; GWDO_PID=$SRV_PID; GWDO_URL=$SRV_URL
+    printf '    the gateway (max_sessions = %s) %s; a second replica with the same key ring %s\n' \
+      "$D_REST_MAX" "$GWDR_URL" "$GWDO_URL"
+    timeout $(( D_OPEN_SECS + 300 )) "$PY" "$BENCH_PY" sessions --url "$GWDR_URL" --pid "$GWDR_PID" \
+      --counts "$large" --also-at "$D_REST_MAX" --max-sessions "$D_REST_MAX" --sample 1000 \
+      --replica-url "$GWDO_URL" --max-seconds "$D_OPEN_SECS" --out "$RESULTS" \
+      || printf '    (this run had errors or failed checks: see above)\n'
+    stop "$GWDO_PID"; stop "$GWDR_PID"
+  fi
+  stop "$MOCKD_PID"
+}
+
 # --- build ------------------------------------------------------------------------------------------
 given_binary="${MCPGW:-}"
 if [ -n "${MCPGW:-}" ]; then
@@ -156,14 +210,21 @@ fi
 # A private copy: a rebuild of target/ during the run does not change what is measured.
 cp "$MCPGW" "$WORK/mcpgw"
 MCPGW="$WORK/mcpgw"
-if [ "$only" = h ]; then
-  step "machine: $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg); mcpgw $("$MCPGW" --version | awk '{print $2}') (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
-  figure_h
-  printf '\n'
-  "$PY" "$HERE/lib/idle_conns.py" section --results "$RESULTS"
-  cp "$RESULTS" "$WORK/h.jsonl"
-  printf '\nraw: %s; %s s\n' "$WORK/h.jsonl" "$(( $(date +%s) - started ))"
-  exit 0
+if [ -n "$only" ]; then
+  step "machine: $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg), open files $(ulimit -n) (hard $(ulimit -Hn)), ephemeral ports $(tr '\t' '-' </proc/sys/net/ipv4/ip_local_port_range); mcpgw $("$MCPGW" --version | awk '{print $2}') (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+  status=0
+  if [ "$only" = h ]; then
+    figure_h
+    printf '\n'
+    "$PY" "$HERE/lib/idle_conns.py" section --results "$RESULTS"
+  else
+    figure_d
+    printf '\n'
+    "$PY" "$BENCH_PY" section-d --results "$RESULTS" || status=$?
+  fi
+  cp "$RESULTS" "$WORK/$only.jsonl"
+  printf '\nraw: %s; %s s\n' "$WORK/$only.jsonl" "$(( $(date +%s) - started ))"
+  exit "$status"
 fi
 step "cargo build --release (bench/echo)"
 timeout 1800 cargo build --release --locked --manifest-path "$HERE/echo/Cargo.toml"
@@ -340,12 +401,7 @@ if [ "$proxy_ok" = 1 ]; then
 fi
 
 # --- (d) idle legacy sessions ----------------------------------------------------------------------
-step "(d) idle legacy sessions: RSS of mcpgw at ${D_COUNTS//,/ and } sessions"
-start_mock mockd; MOCKD_PID=$SRV_PID; MOCKD_URL=$SRV_URL
-gw_config "$WORK/gwd.toml" "$MOCKD_URL" $'max_sessions = 150000\nsession_idle_secs = 7200'
-start_gw gwd "$WORK/gwd.toml"; GWD_PID=$SRV_PID; GWD_URL=$SRV_URL
-timeout 900 "$PY" "$BENCH_PY" sessions --url "$GWD_URL" --pid "$GWD_PID" --counts "$D_COUNTS" --out "$RESULTS"
-stop "$GWD_PID"; stop "$MOCKD_PID"
+figure_d
 
 # --- (h) idle keep-alive connections ------------------------------------------------------------------
 figure_h

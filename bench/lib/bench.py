@@ -7,9 +7,13 @@
                                           one `mcpgw load` run with the CPU time of the generator (wait4)
                                           and of each named process (/proc/PID/stat utime+stime; `+`: with
                                           its descendants) over the run; one JSON line appended to F
-    bench.py sessions --url URL --pid PID --counts 10000,100000 --out F
+    bench.py sessions --url URL --pid PID --counts 10000,100000 --out F [--also-at N] [--max-sessions N]
+                      [--sample N] [--replica-url URL] [--max-seconds S]
                                           opens legacy sessions (initialize + initialized) and keeps them
-                                          idle; RSS of PID before and after each count
+                                          idle; RSS of PID before and after each count, then a sample pinged
+                                          (rebuilt from their ids when they rested; --replica-url: another
+                                          replica with the same key ring pinged too)
+    bench.py section-d --results F        the (d) section of the report alone
     bench.py silent [--mode never|list-hangs] [--announce-every S]
                                           a backend that accepts connections and never answers (never), or
                                           answers server/discover and subscriptions/listen, announces a tools
@@ -19,6 +23,7 @@
 """
 
 import argparse
+import array
 import http.client
 import json
 import math
@@ -384,38 +389,93 @@ INITIALIZED_BODY = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 PING_BODY = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
 
 
-def _open_sessions(job):
-    """One worker: opens `count` sessions over one keep-alive connection; returns (ids, errors, seconds)."""
-    host, port, path, count = job
-    conn = http.client.HTTPConnection(host, port, timeout=30)
-    base = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    ids, errors = [], 0
-    t0 = time.monotonic()
-    for _ in range(count):
+class _Pipe:
+    """One keep-alive HTTP/1.1 connection on which requests are pipelined: written together, their responses
+    read in order (status, headers, Content-Length or chunked body). Much cheaper per request than
+    http.client, so that the driver is not what bounds the rate at which sessions open."""
+
+    def __init__(self, host, port):
+        self.sock = socket.create_connection((host, port), timeout=30)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.rf = self.sock.makefile("rb", buffering=1 << 16)
+
+    def close(self):
         try:
-            conn.request("POST", path, INIT_BODY, base)
-            r = conn.getresponse()
-            r.read()
-            sid = r.getheader("Mcp-Session-Id")
-            if r.status != 200 or not sid:
-                errors += 1
-                continue
-            h = dict(base)
-            h["Mcp-Session-Id"] = sid
-            h["MCP-Protocol-Version"] = "2025-11-25"
-            conn.request("POST", path, INITIALIZED_BODY, h)
-            r2 = conn.getresponse()
-            r2.read()
-            if r2.status != 202:
-                errors += 1
-                continue
-            ids.append(sid)
-        except (OSError, http.client.HTTPException):
-            errors += 1
-            conn.close()
-            conn = http.client.HTTPConnection(host, port, timeout=30)
-    conn.close()
-    return ids, errors, time.monotonic() - t0
+            self.rf.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+    def response(self):
+        """(status, {lower-case header: value}, body)."""
+        line = self.rf.readline(65537)
+        if not line:
+            raise ConnectionError("connection closed")
+        status = int(line.split(None, 2)[1])
+        headers = {}
+        while True:
+            line = self.rf.readline(65537)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = line.decode("latin-1").partition(":")
+            headers[k.strip().lower()] = v.strip()
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rf.readline(65537).split(b";")[0], 16)
+                body += self.rf.read(size)
+                self.rf.readline(65537)
+                if size == 0:
+                    break
+        else:
+            body = self.rf.read(int(headers.get("content-length", "0")))
+        return status, headers, body
+
+
+def _request(host, port, path, body, sid=None):
+    extra = f"Mcp-Session-Id: {sid}\r\nMCP-Protocol-Version: 2025-11-25\r\n" if sid else ""
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\n{extra}Content-Length: {len(body)}\r\n\r\n"
+            ).encode() + body
+
+
+def _open_sessions(job):
+    """One worker: opens `count` sessions over one keep-alive connection, `depth` at a time (their initialize
+    requests pipelined, then their notifications/initialized), stopping at `deadline` (time.monotonic, the same
+    clock in every process); returns (ids, when each was opened, errors, seconds)."""
+    host, port, path, count, deadline, depth = job
+    init = _request(host, port, path, INIT_BODY)
+    pipe = _Pipe(host, port)
+    ids, stamps, errors = [], array.array("d"), 0
+    t0 = time.monotonic()
+    left = count
+    while left > 0 and errors <= 1000 and (deadline is None or time.monotonic() <= deadline):
+        k = min(depth, left)
+        left -= k
+        try:
+            pipe.sock.sendall(init * k)
+            sids = []
+            for _ in range(k):
+                status, headers, _ = pipe.response()
+                sid = headers.get("mcp-session-id")
+                if status == 200 and sid:
+                    sids.append(sid)
+                else:
+                    errors += 1
+            pipe.sock.sendall(b"".join(_request(host, port, path, INITIALIZED_BODY, sid) for sid in sids))
+            for sid in sids:
+                status, _, _ = pipe.response()
+                if status == 202:
+                    ids.append(sid)
+                    stamps.append(time.monotonic())
+                else:
+                    errors += 1
+        except (OSError, ValueError, IndexError):
+            errors += k
+            pipe.close()
+            pipe = _Pipe(host, port)
+    pipe.close()
+    return ids, stamps, errors, time.monotonic() - t0
 
 
 def _session_requests(host, port, path, ids, method):
@@ -441,58 +501,132 @@ def _session_requests(host, port, path, ids, method):
     return statuses
 
 
-def _open_many(pool, host, port, path, n, workers):
+def _open_many(pool, host, port, path, n, workers, deadline=None, depth=1):
     per = [n // workers + (1 if i < n % workers else 0) for i in range(workers)]
     t0 = time.monotonic()
-    results = pool.map(_open_sessions, [(host, port, path, c) for c in per if c])
+    results = pool.map(_open_sessions, [(host, port, path, c, deadline, depth) for c in per if c])
     elapsed = time.monotonic() - t0
     ids = [sid for r in results for sid in r[0]]
-    errors = sum(r[1] for r in results)
-    return ids, errors, elapsed
+    stamps = [t for r in results for t in r[1]]
+    errors = sum(r[2] for r in results)
+    return ids, stamps, errors, elapsed
+
+
+def readyz(url):
+    """The gateway's /readyz body (its session counters), or {} when it does not answer."""
+    u = urllib.parse.urlsplit(url)
+    try:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        conn.request("GET", "/readyz")
+        body = conn.getresponse().read()
+        conn.close()
+        return json.loads(body)
+    except (OSError, http.client.HTTPException, ValueError):
+        return {}
+
+
+def spread_over(n_items, n, offset=0.0):
+    """`n` positions spread evenly over range(n_items) (`offset` in [0, 1): shifted by that part of a step)."""
+    n = min(n, n_items)
+    return sorted({min(n_items - 1, int((i + offset) * n_items / n)) for i in range(n)})
+
+
+def _pings(host, port, path, ids):
+    statuses = _session_requests(host, port, path, ids, "POST")
+    return sum(1 for s in statuses if s == 200), statuses
 
 
 def cmd_sessions(args):
+    """Opens sessions up to each count and measures RSS there; then pings a sample spread over all of them.
+
+    Against a gateway whose `max_sessions` is below the count, most sessions have rested (their actors dropped,
+    a record kept): the sample is pinged newest first, so the pings of sessions that still have an actor make
+    no room, and every rested session in the sample must be rebuilt from its id (`/readyz` `sessions_resumed`
+    rises by exactly their number). `--replica-url`: another mcpgw with the same key ring, which has never seen
+    these sessions, is pinged with another sample: each one must be rebuilt there."""
     u = urllib.parse.urlsplit(args.url)
     host, port, path = u.hostname, u.port, u.path
-    counts = [int(c) for c in args.counts.split(",")]
+    counts = sorted({int(c) for c in args.counts.split(",") if c} | {int(c) for c in (args.also_at or "").split(",") if c})
+    goal_counts = {int(c) for c in args.counts.split(",") if c}
+    deadline = time.monotonic() + args.max_seconds if args.max_seconds else None
     records = []
     with multiprocessing.Pool(args.workers) as pool:
         # Warm-up: the gateway's buffers, thread caches and maps see traffic first; these are deleted.
-        warm, _, _ = _open_many(pool, host, port, path, args.warmup, args.workers)
+        warm, _, _, _ = _open_many(pool, host, port, path, args.warmup, args.workers)
         _session_requests(host, port, path, warm, "DELETE")
         time.sleep(args.settle)
         base_rss = rss_kib(args.pid)
         base_smaps = smaps_rollup(args.pid)
-        held = []
+        # Every session held, with when it was last used (the gateway rests the least recently used first).
+        held, used = [], array.array("d")
         total_errors = 0
         for target in counts:
-            ids, errors, elapsed = _open_many(pool, host, port, path, target - len(held), args.workers)
+            if len(held) >= target:
+                continue
+            ids, stamps, errors, elapsed = _open_many(pool, host, port, path, target - len(held), args.workers,
+                                                      deadline)
             held.extend(ids)
+            used.extend(stamps)
             total_errors += errors
             time.sleep(args.settle)
             rss = rss_kib(args.pid)
             smaps = smaps_rollup(args.pid)
-            sample = held[:50] + held[-50:]
-            statuses = _session_requests(host, port, path, sample, "POST")
-            alive = sum(1 for s in statuses if s == 200)
+            before = readyz(args.url)
+            # The sample, by last use; pinged newest first.
+            order = sorted(range(len(held)), key=used.__getitem__)
+            picks = spread_over(len(order), args.sample)
+            actors = before.get("sessions", len(held))
+            boundary = len(held) - actors  # ranks below it have rested (ranks above: an actor)
+            expected = (sum(1 for r in picks if r < boundary - args.tie),
+                        sum(1 for r in picks if r < boundary + args.tie))
+            sample = [held[order[r]] for r in reversed(picks)]
+            alive, _ = _pings(host, port, path, sample)
+            now = time.monotonic()
+            for r in picks:
+                used[order[r]] = now
+            after = readyz(args.url)
+            resumed = after.get("sessions_resumed", 0) - before.get("sessions_resumed", 0)
             rec = {
-                "case": "d", "label": f"{target}", "sessions_target": target,
-                "sessions_held": len(held), "errors": total_errors,
+                "case": "d", "label": f"{target}", "sessions_target": target, "goal": target in goal_counts,
+                "max_sessions": args.max_sessions, "sessions_held": len(held), "errors": total_errors,
+                "complete": len(held) >= target,
+                "deadline_hit": deadline is not None and time.monotonic() > deadline,
                 "rss_before_kib": base_rss, "rss_after_kib": rss,
                 "per_session_bytes": (rss - base_rss) * 1024 / max(1, len(held)),
                 "smaps_before": base_smaps, "smaps_after": smaps,
                 "open_seconds": elapsed, "open_rate": len(ids) / elapsed if elapsed else None,
-                "alive_sample": f"{alive}/{len(sample)}",
+                "alive_sample": f"{alive}/{len(sample)}", "alive": alive, "sample": len(sample),
+                "readyz_before_pings": {k: v for k, v in before.items() if k.startswith("session")},
+                "readyz_after_pings": {k: v for k, v in after.items() if k.startswith("session")},
+                "resumed": resumed, "resumed_expected": list(expected),
+                "resumed_ok": expected[0] <= resumed <= expected[1],
             }
-            records.append(rec)
             print(f"  {len(held)} idle sessions held (errors {total_errors}; opened at "
                   f"{rec['open_rate']:.0f}/s by this driver): RSS {base_rss} KiB -> {rss} KiB, "
-                  f"{rec['per_session_bytes']:.0f} bytes per session; ping on a sample: {alive}/{len(sample)} alive",
-                  flush=True)
+                  f"{rec['per_session_bytes']:.0f} bytes per session; gateway: {actors} actors, "
+                  f"{before.get('session_records', '?')} records, {before.get('sessions_rested', '?')} rested so far; "
+                  f"ping on a sample spread over all of them: {alive}/{len(sample)} alive, {resumed} rebuilt from "
+                  f"their ids (expected {expected[0]}..{expected[1]})", flush=True)
+            if args.replica_url and target == counts[-1]:
+                # Another replica with the same key ring, which has never seen these sessions.
+                ru = urllib.parse.urlsplit(args.replica_url)
+                pinged = set(picks)
+                other = [held[order[r]] for r in spread_over(len(order), args.sample, 0.5) if r not in pinged]
+                r0 = readyz(args.replica_url)
+                r_alive, _ = _pings(ru.hostname, ru.port, ru.path, other)
+                r1 = readyz(args.replica_url)
+                r_resumed = r1.get("sessions_resumed", 0) - r0.get("sessions_resumed", 0)
+                rec["replica"] = {"sample": len(other), "alive": r_alive, "resumed": r_resumed,
+                                  "ok": r_alive == len(other) == r_resumed}
+                print(f"  another replica (same key ring, never saw them): {r_alive}/{len(other)} of another "
+                      f"sample alive, {r_resumed} rebuilt from their ids", flush=True)
+            records.append(rec)
     with open(args.out, "a") as f:
         for rec in records:
             f.write(json.dumps(rec) + "\n")
-    return 0
+    ok = all(r["complete"] and r["alive"] == r["sample"] and r["resumed_ok"] and r.get("replica", {}).get("ok", True)
+             for r in records)
+    return 0 if ok else 1
 
 
 # --- a backend that never answers -----------------------------------------------------------------
@@ -1045,33 +1179,102 @@ class Report:
     def section_d(self):
         self.out("## (d) idle legacy sessions: resident memory per session")
         self.out()
-        recs = sorted((x for x in self.r if x.get("case") == "d"), key=lambda x: x["sessions_target"])
+        recs = sorted((x for x in self.r if x.get("case") == "d"),
+                      key=lambda x: (x.get("max_sessions") or 0, x["sessions_target"]))
         if not recs:
             self.out("_not measured: see the log_")
             self.out()
             return
-        self.out("A driver (`bench/lib/bench.py sessions`: Python http.client, keep-alive, 2 processes) opens "
-                 "legacy sessions (`initialize` + `notifications/initialized`, 2025-11-25) and leaves them idle; "
-                 "RSS of the mcpgw process from /proc before (after a warm-up of 1,000 sessions opened and "
-                 "deleted) and 2 s after the last one is open, with `max_sessions = 150000` and "
-                 "`session_idle_secs = 7200` for the run. The baseline is the same process before the sessions. "
-                 "A ping on 100 of them afterwards checks that they are still held.")
+        # By gateway (its max_sessions): one that was asked for more sessions than it holds actors rests most.
+        resting = {x.get("max_sessions") for x in recs
+                   if x.get("max_sessions") and x["sessions_target"] > x["max_sessions"]}
+        held = [x for x in recs if x.get("max_sessions") not in resting]
+        rest = [x for x in recs if x.get("max_sessions") in resting]
+        self.out("A driver (`bench/lib/bench.py sessions`: 2 processes, each one keep-alive connection with raw "
+                 "HTTP/1.1) opens legacy sessions (`initialize` + `notifications/initialized`, 2025-11-25) and "
+                 "leaves them idle; RSS of the mcpgw process from /proc before (after a warm-up of 1,000 sessions "
+                 "opened and deleted) and 2 s after the last one is open, with `session_idle_secs = 7200` (no "
+                 "middleware, logs at warn). The baseline is the same process before the sessions. Then a sample "
+                 "spread over all the sessions (by last use) is pinged, newest first.")
+        if held:
+            self.out()
+            self.out(f"Every session with its actor: `max_sessions = {held[0].get('max_sessions') or 150000}`.")
+        if rest:
+            m = rest[0].get("max_sessions")
+            most = max(x["sessions_target"] for x in rest)
+            self.out()
+            self.out(f"Most sessions resting: another mcpgw with `max_sessions = {m}` (it bounds actors: with 16 "
+                     f"records per actor slot, {16 * m:,} sessions are remembered"
+                     + (f", more than the {most:,} opened, so none is forgotten early and every one is still "
+                        "checked for idle expiry and DELETE" if 16 * m > most else "")
+                     + "), started with a key ring (`MCPGW_SESSION_KEYS`, from `mcpgw cluster new-key`). "
+                     "When its store is full it rests its idlest actors as records and rebuilds one from its "
+                     "id on its next request: every resting session in the sample must answer its ping and "
+                     "`/readyz` `sessions_resumed` must rise by their number (the sample is pinged newest "
+                     "first, so the pings of sessions that still have an actor rest none of the others). A "
+                     "second mcpgw with the same key ring, which never saw these sessions, is pinged with "
+                     "another sample: each one must be rebuilt there from its id.")
         self.out()
-        self.out("| sessions held | errors | RSS before → after | per session | of which anonymous (heap) | "
-                 "alive (sample) |")
-        self.out("| ---: | ---: | ---: | ---: | ---: | ---: |")
-        for x in recs:
+        self.out("| sessions held | `max_sessions` | actors + records | errors | RSS before → after | per session | "
+                 "of which anonymous (heap) | sample alive | rebuilt from their ids (expected) |")
+        self.out("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for x in held + rest:
             anon = None
             if x["smaps_after"].get("Anonymous") and x["smaps_before"].get("Anonymous"):
                 anon = (x["smaps_after"]["Anonymous"] - x["smaps_before"]["Anonymous"]) * 1024 / max(1, x["sessions_held"])
-            self.out(f"| {x['sessions_held']:,} | {x['errors']} | {fmt(x['rss_before_kib'] / 1024, 1)} → "
-                     f"{fmt(x['rss_after_kib'] / 1024, 1)} MiB | **{fmt(x['per_session_bytes'] / 1024, 2)} KiB** | "
-                     f"{fmt(anon / 1024 if anon is not None else None, 2)} KiB | {x['alive_sample']} |")
+            rz = x.get("readyz_before_pings") or {}
+            split = (f"{rz['sessions']:,} + {rz.get('session_records', 0):,}" if "sessions" in rz else "n/a")
+            exp = x.get("resumed_expected")
+            rebuilt = (f"{x['resumed']:,} ({exp[0]:,}" + (f"–{exp[1]:,}" if exp[1] != exp[0] else "") + ")"
+                       if exp else "n/a")
+            short = ("" if x.get("complete", True) else
+                     f" of {x['sessions_target']:,} (" + ("stopped at its deadline" if x.get("deadline_hit") else
+                                                         f"{x['errors']} refused") + ")")
+            self.out(f"| {x['sessions_held']:,}{short} | "
+                     f"{x.get('max_sessions') or 'n/a'} | {split} | {x['errors']} | "
+                     f"{fmt(x['rss_before_kib'] / 1024, 1)} → {fmt(x['rss_after_kib'] / 1024, 1)} MiB | "
+                     f"**{fmt(x['per_session_bytes'] / 1024, 2)} KiB** ({x['per_session_bytes']:.0f} B) | "
+                     f"{fmt(anon / 1024 if anon is not None else None, 2)} KiB | {x['alive_sample']} | {rebuilt} |")
         self.out()
+        for x in rest:
+            r = x.get("replica")
+            if r:
+                self.out(f"Second replica, after the {x['sessions_held']:,} point: {r['alive']:,}/{r['sample']:,} "
+                         f"of another sample answered, {r['resumed']:,} rebuilt from their ids "
+                         f"({'as expected' if r['ok'] else '**not all**'}).")
+                self.out()
+        full = [x for x in rest if not x.get("goal", True)]
+        for big in (x for x in rest if x.get("goal", True)):
+            if not full:
+                break
+            f = full[0]
+            actors = f["readyz_before_pings"].get("sessions") or f["sessions_held"]
+            per_actor = (f["rss_after_kib"] - f["rss_before_kib"]) * 1024 / max(1, f["sessions_held"])
+            rz = big.get("readyz_before_pings") or {}
+            records = rz.get("session_records", 0)
+            extra = (big["rss_after_kib"] - f["rss_after_kib"]) * 1024
+            self.out(f"Where the {big['sessions_held']:,} point's memory goes: at {f['sessions_held']:,} sessions "
+                     f"(the store just full, every session an actor) the process had grown by "
+                     f"{fmt((f['rss_after_kib'] - f['rss_before_kib']) / 1024, 1)} MiB, {per_actor:.0f} B per actor; "
+                     f"from there to {big['sessions_held']:,} sessions ({rz.get('sessions', 0):,} actors, "
+                     f"{records:,} records) it grew by {fmt(extra / 1048576, 1)} MiB, "
+                     f"{extra / max(1, big['sessions_held'] - f['sessions_held']):.0f} B per session added "
+                     "(its record, and what the allocator keeps of the actors built and rested meanwhile).")
+            self.out()
         for x in recs:
+            # The goal of issue 14 is set at 1,000,000 sessions on a replica holding fewer actors.
+            if not x.get("goal", True) or (x in rest and x["sessions_target"] < 1_000_000):
+                continue
             per = x["per_session_bytes"] / 1024
-            self.goal("d", f"RSS per idle legacy session at {x['sessions_target']:,}", "≤ 4 KiB",
-                      f"{fmt(per, 2)} KiB", per <= 4 and x["errors"] == 0)
+            if x in rest:
+                ok = (x.get("complete", True) and x["errors"] == 0 and x.get("alive") == x.get("sample")
+                      and x.get("resumed_ok") and (x.get("replica") or {}).get("ok", True))
+                self.goal("d", f"RSS per idle legacy session at {x['sessions_target']:,} (max_sessions "
+                               f"{x.get('max_sessions')}; sample rebuilt here and on a second replica)",
+                          "≤ 0.5 KiB", f"{fmt(per, 2)} KiB", per <= 0.5 and ok)
+            else:
+                self.goal("d", f"RSS per idle legacy session at {x['sessions_target']:,}", "≤ 4 KiB",
+                          f"{fmt(per, 2)} KiB", per <= 4 and x["errors"] == 0)
 
     def section_e(self):
         self.out("## (e) session creation rate")
@@ -1101,7 +1304,9 @@ class Report:
         recs = [x for x in self.r if x.get("case") == "d" and x.get("open_rate")]
         if recs:
             self.out(f"(The Python driver of (d) opened sessions, without deleting them, at "
-                     f"{', '.join(fmt(x['open_rate'], 0) + '/s' for x in recs)}: limited by Python.)")
+                     f"{', '.join(fmt(x['open_rate'], 0) + '/s' for x in recs)} (to "
+                     f"{', '.join(format(x['sessions_target'], ',') for x in recs)}; beyond `max_sessions` each "
+                     "one rests another's actor).)")
             self.out()
 
     def section_f(self):
@@ -1204,6 +1409,16 @@ def m_get(meta, key, default):
     return meta.get(key, default)
 
 
+def cmd_section_d(args):
+    """The (d) section alone (bench/run.sh --only d), and its goals."""
+    rep = Report(load_results(args.results), {}, False)
+    rep.section_d()
+    print("\n".join(rep.lines))
+    for gid, what, goal, measured, met in rep.goals:
+        print(f"({gid}) {what}: {measured} (goal {goal}): {'met' if met else 'MISSED'}")
+    return 0 if all(g[4] for g in rep.goals) else 1
+
+
 def cmd_report(args):
     results = load_results(args.results)
     with open(args.meta) as f:
@@ -1241,6 +1456,13 @@ def main():
     s.add_argument("--workers", type=int, default=2)
     s.add_argument("--warmup", type=int, default=1000)
     s.add_argument("--settle", type=float, default=2.0)
+    s.add_argument("--also-at", help="counts measured on the way, with no goal (e.g. max_sessions)")
+    s.add_argument("--max-sessions", type=int, help="the gateway's max_sessions (recorded)")
+    s.add_argument("--sample", type=int, default=100, help="sessions pinged per count, spread over all")
+    s.add_argument("--tie", type=int, default=256,
+                   help="sessions either side of the rested/actor boundary that may fall either way")
+    s.add_argument("--replica-url", help="another mcpgw with the same key ring: a sample pinged there at the end")
+    s.add_argument("--max-seconds", type=float, help="stop opening sessions after this long")
     s = sub.add_parser("silent")
     s.add_argument("--mode", choices=["never", "list-hangs"], default="never")
     s.add_argument("--announce-every", type=float, default=5.0)
@@ -1250,6 +1472,8 @@ def main():
     s.add_argument("--gateway-log", required=True)
     s.add_argument("--announce-every", type=float, default=2.0)
     s.add_argument("--out", required=True)
+    s = sub.add_parser("section-d")
+    s.add_argument("--results", required=True)
     s = sub.add_parser("report")
     s.add_argument("--results", required=True)
     s.add_argument("--meta", required=True)
@@ -1259,7 +1483,7 @@ def main():
     args = p.parse_args()
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     return {"port": cmd_port, "measure": cmd_measure, "sessions": cmd_sessions, "silent": cmd_silent, "refreshes": cmd_refreshes,
-            "report": cmd_report}[args.cmd](args)
+            "section-d": cmd_section_d, "report": cmd_report}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -221,7 +221,7 @@ impl Output for ExchangeOutput {
         let mut exchange = Exchange::shaped(shaped);
         exchange
             .headers
-            .push(("mcp-session-id".into(), session.id.clone()));
+            .push(("mcp-session-id".into(), session.id.to_string()));
         exchange
     }
 

@@ -68,7 +68,7 @@ const STREAM_CHECK: Duration = Duration::from_secs(1);
 pub struct StreamClosed;
 
 pub(super) struct SessionActor {
-    id: String,
+    id: Arc<str>,
     store: Weak<Sessions>,
     /// 2024-11-05 HTTP+SSE: the session is its stream, and ends when the client closes it.
     ends_with_stream: bool,
@@ -176,13 +176,13 @@ pub struct SessionHandle {
 
 impl SessionHandle {
     pub(super) fn start(
-        id: String,
+        id: Arc<str>,
         store: Weak<Sessions>,
         idle_timeout: Duration,
         ends_with_stream: bool,
     ) -> SessionHandle {
         let dropped = Arc::new(AtomicU64::new(0));
-        let handle_id: Arc<str> = Arc::from(id.as_str());
+        let handle_id = Arc::clone(&id);
         let addr = SessionActor {
             id,
             store,

@@ -7,6 +7,7 @@ mod dormant;
 mod in_flight;
 mod input_requests;
 mod pending;
+mod rest;
 pub mod sealed;
 mod shared;
 mod slots;
@@ -14,6 +15,7 @@ mod sse;
 mod store;
 pub mod subscriptions;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -57,8 +59,9 @@ impl Transport {
 /// One legacy session, as every request of it sees it.
 #[derive(Debug)]
 pub struct Session {
-    /// The unguessable id: a sealed session's state (Streamable HTTP), else 64 random hex digits.
-    pub id: String,
+    /// The unguessable id: a sealed session's state (Streamable HTTP), else 64 random hex digits. One
+    /// allocation shared by the store's key, the session, its handle and its actor (a sealed id is ~150 bytes).
+    pub id: Arc<str>,
     /// A sealed session's key (its records are kept under it).
     pub key: Option<SessionKey>,
     /// When it ends, seconds since the Unix epoch (`u64::MAX`: never).
@@ -92,7 +95,7 @@ const NO_LEVEL: u8 = u8::MAX;
 impl Session {
     #[allow(clippy::too_many_arguments)]
     fn new(
-        id: String,
+        id: Arc<str>,
         key: Option<SessionKey>,
         expires_at: u64,
         generation: Generation,

@@ -145,7 +145,7 @@ impl SessionStore {
             return;
         };
         let event = ClusterEvent::Subscribe {
-            id: session.id.clone(),
+            id: session.id.to_string(),
             uri: uri.to_owned(),
             backend: backend.to_owned(),
             on,

@@ -34,7 +34,7 @@ impl Slots {
 }
 
 /// A slot taken and not yet kept: given back on drop (a session that was not inserted after all).
-pub(super) struct Slot<'a>(Option<&'a Slots>);
+pub(super) struct Slot<'a>(pub(super) Option<&'a Slots>);
 
 impl Slot<'_> {
     /// The slot now belongs to an entry in the map; the entry's removal gives it back.

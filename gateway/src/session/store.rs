@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::dormant::{Dormant, Record, secs};
 use super::sealed::{SealedSession, TooLarge, unix_now};
-use super::slots::{Slot, Slots};
+use super::slots::Slots;
 use super::subscriptions::Subscriptions;
 use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
 use crate::cluster::ClusterKeys;
@@ -74,7 +74,8 @@ pub(super) struct Opened {
     pub(super) last_use: u64,
 }
 
-/// Sessions a replica remembers per session actor it may hold (records are about 40 bytes each).
+/// Sessions a replica remembers per session actor it may hold (records are 38 to 75 bytes resident each, an
+/// actor about 1.7 KiB: bench/RESULTS.md (d)).
 const RECORDS_PER_ACTOR: usize = 16;
 
 /// Every live legacy session, by id. Guards are never held across an `.await`: callers get an `Arc` clone.
@@ -93,14 +94,15 @@ pub struct SessionStore {
 /// maximum, however many `initialize`s race.
 #[derive(Debug)]
 pub(super) struct Sessions {
-    pub(super) map: DashMap<String, Arc<Session>>,
-    slots: Slots,
+    /// Keyed by the session's own id (the same allocation as `Session::id`).
+    pub(super) map: DashMap<Arc<str>, Arc<Session>>,
+    pub(super) slots: Slots,
     pub(super) subscriptions: Arc<Subscriptions>,
     pub(super) dormant: Dormant,
     /// Actors dropped to make room so far.
-    rested: AtomicU64,
+    pub(super) rested: AtomicU64,
     /// Replicas share last uses through Redis: idleness is the deployment's verdict, not this replica's.
-    shared_idle: bool,
+    pub(super) shared_idle: bool,
 }
 
 /// Why a session ended.
@@ -158,89 +160,6 @@ impl Sessions {
         }
         tracing::info!(session = %ShortId(id), why = why.as_str(), "session ended");
         true
-    }
-
-    /// Whether the session's actor may be dropped and rebuilt later: a sealed session that nothing uses now
-    /// (no request holds it, no stream, no subscription).
-    fn can_rest(&self, id: &str, session: &Arc<Session>) -> bool {
-        session.key.is_some()
-            && Arc::strong_count(session) == 1
-            && !session.handle.has_open_stream()
-            && !self.subscriptions.has_session(id)
-    }
-
-    /// Drops the actors of the idlest sessions that can rest (a 64th of the maximum at a time, at least
-    /// one), keeping each as a record; how many.
-    fn rest_idlest(&self) -> usize {
-        let mut idle: Vec<(Duration, String)> = self
-            .map
-            .iter()
-            .filter(|r| self.can_rest(r.key(), r.value()))
-            .map(|r| (r.value().idle_for(), r.key().clone()))
-            .collect();
-        if idle.is_empty() {
-            return 0;
-        }
-        let n = (self.slots.max / 64).clamp(1, idle.len());
-        if n < idle.len() {
-            idle.select_nth_unstable_by(n - 1, |a, b| b.0.cmp(&a.0));
-            idle.truncate(n);
-        }
-        let mut rested = 0;
-        for (_, id) in idle {
-            if let Some((_, session)) = self.map.remove_if(&id, |id, s| self.can_rest(id, s)) {
-                self.rest(&session);
-                rested += 1;
-            }
-        }
-        self.rested.fetch_add(rested as u64, Ordering::Relaxed);
-        rested
-    }
-
-    /// A session removed from the map keeps only its record: its slot given back, its actor stopped.
-    fn rest(&self, session: &Session) {
-        let now = unix_now();
-        self.slots.give_back();
-        session.handle.end();
-        if let Some(key) = session.key {
-            let record = Record {
-                last_use: secs(now.saturating_sub(session.idle_for().as_secs())),
-                expires: secs(session.expires_at),
-                level: session.log_level.load(Ordering::Relaxed),
-                ended: false,
-            };
-            self.dormant.put(key, record, now);
-        }
-    }
-
-    /// A session's actor saw no request here for `session_idle_secs`. On its own, or with a key ring but no
-    /// Redis, that ends the session (here). With Redis, other replicas may have served it meanwhile: the
-    /// actor is dropped and the session kept as a record, and its next request here asks Redis for its
-    /// last use on any replica (a session idle everywhere is 404 then).
-    pub(super) fn idle_out(&self, id: &str) {
-        if !self.shared_idle {
-            self.end(id, Ending::Idle);
-            return;
-        }
-        let Some((_, session)) = self.map.remove(id) else {
-            return;
-        };
-        self.subscriptions.end_session(id);
-        self.rest(&session);
-        tracing::debug!(session = %ShortId(id), "session idle here: its actor is dropped");
-    }
-
-    /// A free slot, making room by resting idle actors when there is none.
-    fn slot(&self) -> Result<Slot<'_>, StoreFull> {
-        if let Some(slot) = self.slots.take() {
-            return Ok(slot);
-        }
-        if self.rest_idlest() > 0
-            && let Some(slot) = self.slots.take()
-        {
-            return Ok(slot);
-        }
-        Err(StoreFull(self.slots.max))
     }
 }
 
@@ -309,9 +228,10 @@ impl SessionStore {
             }
             (id, _) => (id.unwrap_or_else(new_session_id), None, u64::MAX),
         };
+        let id: Arc<str> = Arc::from(id);
         let slot = self.sessions.slot()?;
         let session = Arc::new(Session::new(
-            id.clone(),
+            Arc::clone(&id),
             key,
             expires_at,
             generation,
@@ -329,9 +249,9 @@ impl SessionStore {
         Ok(session)
     }
 
-    fn actor(&self, id: &str, idle: Duration, transport: Transport) -> SessionHandle {
+    fn actor(&self, id: &Arc<str>, idle: Duration, transport: Transport) -> SessionHandle {
         SessionHandle::start(
-            id.to_owned(),
+            Arc::clone(id),
             Arc::downgrade(&self.sessions),
             idle,
             transport == Transport::HttpSse,
@@ -431,25 +351,26 @@ impl SessionStore {
             ..
         } = opened;
         let slot = self.sessions.slot()?;
-        let session = match self.sessions.map.entry(id.to_owned()) {
+        let id: Arc<str> = Arc::from(id);
+        let session = match self.sessions.map.entry(Arc::clone(&id)) {
             Entry::Occupied(e) => e.get().clone(),
             Entry::Vacant(e) => {
                 let session = Arc::new(Session::new(
-                    id.to_owned(),
+                    Arc::clone(&id),
                     Some(key),
                     state.expires_at,
                     state.generation,
                     state.client_capabilities,
                     state.client_info,
                     Transport::StreamableHttp,
-                    self.actor(id, self.limits.idle, Transport::StreamableHttp),
+                    self.actor(&id, self.limits.idle, Transport::StreamableHttp),
                 ));
                 session.mark_initialized();
                 session.log_level.store(level, Ordering::Relaxed);
                 e.insert(session.clone());
                 for (backend, uri) in &subscriptions {
                     // Within the per-session bound: they were accepted on the replica that took them.
-                    let _ = self.sessions.subscriptions.subscribe(id, uri, backend);
+                    let _ = self.sessions.subscriptions.subscribe(&id, uri, backend);
                 }
                 if !subscriptions.is_empty() {
                     self.sessions.subscriptions.follow();
@@ -457,7 +378,7 @@ impl SessionStore {
                 slot.keep();
                 self.sessions.dormant.take(key);
                 self.resumed.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(session = %ShortId(id), "session resumed from its id");
+                tracing::debug!(session = %ShortId(&id), "session resumed from its id");
                 session
             }
         };
@@ -490,7 +411,7 @@ impl SessionStore {
 
     /// Drops idle actors to make room, as a full store does (tests and benchmarks); how many.
     pub fn rest_idlest(&self) -> usize {
-        self.sessions.rest_idlest()
+        self.sessions.rest_idlest().count
     }
 
     /// Actors dropped to make room so far (their sessions kept as records).

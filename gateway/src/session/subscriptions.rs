@@ -131,6 +131,10 @@ impl Subscriptions {
         let mut state = self.lock();
         if let Some(mine) = state.sessions.get_mut(session) {
             mine.remove(uri);
+            if mine.is_empty() {
+                // A session with no subscription left holds none (it may rest again).
+                state.sessions.remove(session);
+            }
         }
         remove_subscriber(&mut state, uri, session);
     }
@@ -154,6 +158,11 @@ impl Subscriptions {
     /// Whether a session holds any subscription.
     pub fn has_session(&self, session: &str) -> bool {
         self.lock().sessions.contains_key(session)
+    }
+
+    /// Whether any legacy session holds a subscription.
+    pub fn has_sessions(&self) -> bool {
+        !self.lock().sessions.is_empty()
     }
 
     /// Resolves once subscriptions changed since the last call in a way the backends' own must follow (the
@@ -303,8 +312,12 @@ mod tests {
         assert_eq!(subs.uris_of("files", |_| None).len(), 2);
         subs.unsubscribe("s1", "file:///a");
         assert!(subs.recipients(&updated("file:///a")).sessions.is_empty());
+        // s1 holds nothing now (its actor may rest); s2 still does.
+        assert!(!subs.has_session("s1"));
+        assert!(subs.has_session("s2") && subs.has_sessions());
         subs.end_session("s2");
         assert!(subs.uris_of("files", |_| None).is_empty());
+        assert!(!subs.has_sessions());
     }
 
     #[test]

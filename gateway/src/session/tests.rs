@@ -461,3 +461,86 @@ async fn an_actor_idle_here_ends_its_session_alone_and_only_rests_with_redis() {
         assert_eq!(store.get(&id).unwrap().is_some(), kept, "redis: {redis}");
     }
 }
+
+#[test]
+fn a_full_store_makes_room_for_every_racing_initialize() {
+    // Threads (each its own actix system, as HTTP workers are) keep opening sessions they do not hold in a
+    // full store: every actor there is idle and unused, so every initialize gets one by resting another,
+    // however the rests race (two requests resting the same actors, another taking the room one made).
+    // Before, the request whose rest found its actors gone was refused "the gateway holds its maximum".
+    // A thread holds at most a slot it is filling and the session it just made: with more than twice as
+    // many slots as threads, some actor can always rest.
+    const MAX: usize = 24;
+    const THREADS: usize = 8;
+    const EACH: usize = 150;
+    let ring = crate::cluster::keys::new_key_line();
+    let store = Arc::new(store_with(&ring, MAX, Duration::from_secs(60)));
+    let start = Arc::new(Barrier::new(THREADS));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (store, start) = (store.clone(), start.clone());
+            std::thread::spawn(move || {
+                actix_rt::System::new().block_on(async move {
+                    start.wait();
+                    let mut refused = 0;
+                    for _ in 0..EACH {
+                        let made = store.create(
+                            None,
+                            Generation::V2025_06_18,
+                            &initialize_params(),
+                            Transport::StreamableHttp,
+                            Duration::from_secs(60),
+                        );
+                        refused += usize::from(made.is_err());
+                    }
+                    // The actors started here run (and stop) before this system does.
+                    actix_rt::time::sleep(Duration::from_millis(100)).await;
+                    refused
+                })
+            })
+        })
+        .collect();
+    let refused: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(
+        refused, 0,
+        "initializes refused while idle actors could rest"
+    );
+    assert!(store.len() <= MAX);
+    assert_eq!(store.rested() as usize, THREADS * EACH - store.len());
+}
+
+#[actix_rt::test]
+async fn a_session_holding_a_subscription_never_rests_and_rests_once_it_holds_none() {
+    let ring = crate::cluster::keys::new_key_line();
+    let store = store_with(&ring, 4, Duration::from_secs(60));
+    let create = || {
+        store
+            .create(
+                None,
+                Generation::V2025_06_18,
+                &initialize_params(),
+                Transport::StreamableHttp,
+                Duration::from_secs(60),
+            )
+            .unwrap()
+            .id
+            .clone()
+    };
+    let subscribed = create();
+    actix_rt::time::sleep(Duration::from_millis(20)).await;
+    let other = create();
+    let subscriptions = &store.sessions.subscriptions;
+    subscriptions
+        .subscribe(&subscribed, "file:///a", "b")
+        .unwrap();
+    // The idlest session holds a subscription: the other one rests instead.
+    assert_eq!(store.rest_idlest(), 1);
+    assert!(store.peek(&subscribed).is_some());
+    assert!(store.peek(&other).is_none());
+    assert_eq!(store.rest_idlest(), 0, "nothing else can rest");
+    // Unsubscribed from everything, it holds nothing and rests.
+    subscriptions.unsubscribe(&subscribed, "file:///a");
+    assert_eq!(store.rest_idlest(), 1);
+    assert!(store.peek(&subscribed).is_none());
+    assert_eq!(store.records(), 2);
+}

@@ -160,7 +160,7 @@ fn open_stream(
     let watch = Watch {
         connection,
         write_timeout: write_timeout(gw),
-        session: Some(session.id.clone()),
+        session: Some(session.id.to_string()),
         abandoned: Some(tx.downgrade()),
     };
     if session.handle.attach_stream(tx).is_err() {
