@@ -183,7 +183,10 @@ fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_wh
         ready["redis"]["failures"].as_u64().unwrap() > 0,
         "/readyz counts what failed while redis was down: {ready}"
     );
-    assert_eq!(ready["ready"], true, "redis down does not make a replica unready");
+    assert_eq!(
+        ready["ready"], true,
+        "redis down does not make a replica unready"
+    );
     redis.restart();
     // Within the next publication of last uses (every 30 s) at the latest: a DELETE whose first attempt
     // was still waiting on its deadline as Redis came back is published with them.
