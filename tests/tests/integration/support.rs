@@ -70,6 +70,8 @@ impl Drop for TempDir {
 pub struct Running {
     child: Child,
     pub url: String,
+    /// The lines printed before the one with the URL (start-up).
+    pub early: Vec<String>,
     pub log: mpsc::Receiver<String>,
 }
 
@@ -152,6 +154,7 @@ pub fn start(mut cmd: Command, marker: &str) -> Running {
         }
     });
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut early = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match rx.recv_timeout(left) {
@@ -166,9 +169,11 @@ pub fn start(mut cmd: Command, marker: &str) -> Running {
                     return Running {
                         child,
                         url,
+                        early,
                         log: rx,
                     };
                 }
+                early.push(line);
             }
             Err(_) => {
                 let _ = child.kill();

@@ -77,6 +77,14 @@ fn a_restart_with_the_same_key_ring_loses_no_session_and_without_one_loses_it() 
 
     // With the ring: the session's next request after a kill -9 and a new process is answered.
     let gw = serve(&config, port, Some(&ring));
+    // A ring without Redis: said at start, since DELETE and idle expiry then hold per replica only.
+    assert!(
+        gw.early
+            .iter()
+            .chain(&gw.log_lines())
+            .any(|l| l.contains("a key ring without [cluster] redis")),
+        "the start-up log says what a ring without redis cannot share"
+    );
     let mut session = LegacyClient::connect(&url, "2025-06-18");
     assert!(
         session.session.len() < 300,
