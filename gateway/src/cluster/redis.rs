@@ -20,12 +20,14 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionManager, PubSubSink, PubSubStream};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 /// How long one Redis command may take before it counts as unavailable.
 pub const DEADLINE: Duration = Duration::from_millis(500);
+/// How often the subscription is checked with a PING on its own connection.
+const HEARTBEAT: Duration = Duration::from_secs(10);
 /// Revocations kept while Redis is unreachable, at most (the oldest are dropped beyond, and counted).
 const PENDING_MAX: usize = 10_000;
 /// The channel of session changes.
@@ -359,32 +361,22 @@ impl RedisLink {
     }
 
     /// Listens to the session channel and this replica's answer channel for as long as `events` is open,
-    /// reconnecting (every second) when Redis goes away; publishes the kept revocations whenever it
-    /// (re)connects.
+    /// subscribing again (every second) when Redis goes away or stops answering; publishes the kept
+    /// revocations whenever it (re)subscribes.
     pub async fn listen(&self, events: mpsc::Sender<ClusterEvent>) {
         let answers = format!("mcpgw:answer:{}", self.replica);
         let mut was_down = false;
         while !events.is_closed() {
-            let pubsub = tokio::time::timeout(DEADLINE, self.client.get_async_pubsub()).await;
-            let mut pubsub = match pubsub {
-                Ok(Ok(p)) => p,
-                _ => {
-                    if !was_down {
-                        tracing::warn!(
-                            "redis is unreachable: established sessions go on; answers across replicas fail until it is back"
-                        );
-                        was_down = true;
-                    }
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
+            let Some((sink, messages)) = self.subscribe(&answers).await else {
+                if !was_down {
+                    tracing::warn!(
+                        "redis is unreachable: established sessions go on; answers across replicas fail until it is back"
+                    );
+                    was_down = true;
                 }
-            };
-            if pubsub.subscribe(SESSION_CHANNEL).await.is_err()
-                || pubsub.subscribe(&answers).await.is_err()
-            {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
-            }
+            };
             if was_down {
                 tracing::info!("redis is reachable again");
                 was_down = false;
@@ -393,21 +385,56 @@ impl RedisLink {
             if sent > 0 {
                 tracing::info!(sent, "DELETEs kept while redis was down are published");
             }
-            let mut messages = pubsub.into_on_message();
-            while let Some(msg) = futures_util::StreamExt::next(&mut messages).await {
-                let Ok(payload) = msg.get_payload::<String>() else {
-                    continue;
-                };
-                match serde_json::from_str::<ClusterEvent>(&payload) {
-                    Ok(event) => {
-                        if events.send(event).await.is_err() {
-                            return;
-                        }
+            if self.follow(sink, messages, &events).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// A subscription to the session channel and `answers`, made within the deadline.
+    async fn subscribe(&self, answers: &str) -> Option<(PubSubSink, PubSubStream)> {
+        let made = async {
+            let (mut sink, messages) = self.client.get_async_pubsub().await?.split();
+            sink.subscribe(SESSION_CHANNEL).await?;
+            sink.subscribe(answers).await?;
+            Ok::<_, redis::RedisError>((sink, messages))
+        };
+        tokio::time::timeout(DEADLINE, made).await.ok()?.ok()
+    }
+
+    /// Passes the subscription's messages on until it ends, or until a PING on it goes unanswered within
+    /// the deadline (every [`HEARTBEAT`]): a connection whose far end vanished without a reset would
+    /// otherwise be waited on forever, every event missed. `Err` when `events` has closed.
+    async fn follow(
+        &self,
+        mut sink: PubSubSink,
+        mut messages: PubSubStream,
+        events: &mpsc::Sender<ClusterEvent>,
+    ) -> Result<(), mpsc::error::SendError<ClusterEvent>> {
+        let mut beat = tokio::time::interval(HEARTBEAT);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                msg = futures_util::StreamExt::next(&mut messages) => {
+                    let Some(msg) = msg else {
+                        return Ok(()); // the connection ended: Redis went away
+                    };
+                    let Ok(payload) = msg.get_payload::<String>() else {
+                        continue;
+                    };
+                    match serde_json::from_str::<ClusterEvent>(&payload) {
+                        Ok(event) => events.send(event).await?,
+                        Err(e) => tracing::debug!(error = %e, "a cluster message that is not ours"),
                     }
-                    Err(e) => tracing::debug!(error = %e, "a cluster message that is not ours"),
+                }
+                _ = beat.tick() => {
+                    let pong = tokio::time::timeout(DEADLINE, sink.ping::<redis::Value>()).await;
+                    if !matches!(pong, Ok(Ok(_))) {
+                        tracing::warn!("the redis subscription stopped answering: subscribing again");
+                        return Ok(());
+                    }
                 }
             }
-            // The subscription's connection ended: Redis went away.
         }
     }
 }

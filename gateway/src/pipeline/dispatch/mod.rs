@@ -26,8 +26,14 @@ use crate::session::Session;
 use crate::state::Gateway;
 use replay::Replay;
 
-/// What a retry's sealed state gave: the replay it holds, and its single-use claim.
-type Opened = (Option<Replay>, Option<(String, u64)>);
+/// What a retry's sealed `requestState` gave.
+#[derive(Default)]
+struct FromState {
+    /// The replay it holds (a request whose backend question outlived its parked request).
+    replay: Option<Replay>,
+    /// Its single-use id and expiry (Unix milliseconds), claimed across replicas before the call goes out.
+    single_use: Option<(String, u64)>,
+}
 
 /// The result `_meta` key naming the backends a list or `server/discover` is missing or holds stale:
 /// `{"missing": [names], "stale": [names]}` (see [`CatalogSnapshot::degraded`]).
@@ -131,7 +137,7 @@ impl Dispatch<'_> {
             | Method::PromptsGet
             | Method::ResourcesRead
             | Method::CompletionComplete => match self.backend_request(call) {
-                Ok((backend, request, (replay, single_use))) => {
+                Ok((backend, request, FromState { replay, single_use })) => {
                     if let Err(e) = self.claim_state(single_use).await {
                         return Outcome::Error(e);
                     }
@@ -256,7 +262,7 @@ impl Dispatch<'_> {
     }
 
     /// The backend that owns the call's target and the request to send it.
-    fn backend_request(&self, call: &Call) -> Result<(String, BackendRequest, Opened), Error> {
+    fn backend_request(&self, call: &Call) -> Result<(String, BackendRequest, FromState), Error> {
         let params = call.request().params.as_deref();
         let mut obj = RawObject::parse_or_empty(params).ok_or_else(|| {
             Error::new(
@@ -355,7 +361,7 @@ impl Dispatch<'_> {
         let replay = if self.generation.is_modern() {
             self.open_state(call, &backend, &mut obj)?
         } else {
-            (None, None)
+            FromState::default()
         };
         let request = BackendRequest {
             method: call.method(),
@@ -379,9 +385,9 @@ impl Dispatch<'_> {
         call: &Call,
         backend: &str,
         obj: &mut RawObject<'_>,
-    ) -> Result<Opened, Error> {
+    ) -> Result<FromState, Error> {
         let Some(sealed) = obj.get("requestState") else {
-            return Ok((None, None));
+            return Ok(FromState::default());
         };
         let invalid = |why: String| {
             Error::new(
@@ -413,10 +419,13 @@ impl Dispatch<'_> {
             let replay = Replay::from_opened(&opened.state, obj.get("inputResponses"));
             obj.remove("requestState");
             obj.remove("inputResponses");
-            return Ok((replay, single_use));
+            return Ok(FromState { replay, single_use });
         }
         obj.set("requestState", opened.state);
-        Ok((None, single_use))
+        Ok(FromState {
+            replay: None,
+            single_use,
+        })
     }
 
     /// A sealed state's single use, across every replica sharing a Redis (this replica has checked its own
