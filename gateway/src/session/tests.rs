@@ -266,12 +266,22 @@ fn store_with(ring: &str, max: usize, idle: Duration) -> SessionStore {
         crate::cluster::keys::KeyRing::parse(ring).unwrap(),
         crate::cluster::KeySource::Random,
     );
+    store_of(Arc::new(keys), max, idle, None)
+}
+
+/// A store of `max` actors idle after `idle`, sealing with `keys`, sharing `redis`.
+fn store_of(
+    keys: Arc<crate::cluster::ClusterKeys>,
+    max: usize,
+    idle: Duration,
+    redis: Option<Arc<crate::cluster::redis::RedisLink>>,
+) -> SessionStore {
     let limits = StoreLimits {
         max,
         idle,
         lifetime: Duration::from_secs(3600),
     };
-    SessionStore::with_keys(limits, Default::default(), Arc::new(keys), None)
+    SessionStore::with_keys(limits, Default::default(), keys, redis)
 }
 
 #[actix_rt::test]
@@ -383,12 +393,7 @@ async fn a_session_sealed_with_a_dropped_key_ends_where_its_actor_lives() {
         crate::cluster::keys::KeyRing::parse(&old).unwrap(),
         crate::cluster::KeySource::File(path.clone()),
     ));
-    let limits = StoreLimits {
-        max: 8,
-        idle: Duration::from_secs(60),
-        lifetime: Duration::from_secs(3600),
-    };
-    let store = SessionStore::with_keys(limits, Default::default(), keys.clone(), None);
+    let store = store_of(keys.clone(), 8, Duration::from_secs(60), None);
     let create = || {
         store
             .create(
@@ -426,16 +431,11 @@ async fn an_actor_idle_here_ends_its_session_alone_and_only_rests_with_redis() {
             crate::cluster::keys::KeyRing::parse(&ring).unwrap(),
             crate::cluster::KeySource::Random,
         );
-        let limits = StoreLimits {
-            max: 8,
-            idle: Duration::from_millis(300),
-            lifetime: Duration::from_secs(3600),
-        };
         // Nothing listens on port 1: the link is never used by `get`.
         let link = redis.then(|| {
             Arc::new(crate::cluster::redis::RedisLink::open("redis://127.0.0.1:1", "test").unwrap())
         });
-        SessionStore::with_keys(limits, Default::default(), Arc::new(keys), link)
+        store_of(Arc::new(keys), 8, Duration::from_millis(300), link)
     };
     for (redis, kept) in [(false, false), (true, true)] {
         let store = store(redis);

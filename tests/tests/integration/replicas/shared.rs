@@ -213,6 +213,26 @@ fn updated(rx: &Receiver<Value>, within: Duration) -> Option<Value> {
     None
 }
 
+/// Calls the backend's `touch` of `uri` through `session` until `stream` gets the update (bounded: 10 s).
+fn touched_until_updated(
+    session: &mut LegacyClient,
+    stream: &Receiver<Value>,
+    uri: &str,
+) -> Option<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let touched = session.request(
+            "tools/call",
+            json!({"name": "touch", "arguments": {"uri": uri}}),
+        );
+        assert_eq!(touched.status, 200, "{touched:?}");
+        if let Some(got) = updated(stream, Duration::from_millis(300)) {
+            return Some(got);
+        }
+    }
+    None
+}
+
 #[test]
 fn a_subscription_made_on_one_replica_brings_updates_to_the_stream_on_another() {
     needs_redis();
@@ -231,17 +251,8 @@ fn a_subscription_made_on_one_replica_brings_updates_to_the_stream_on_another() 
     let r = there.request("resources/subscribe", json!({"uri": "memo://one"}));
     assert_eq!(r.status, 200, "{r:?}");
     // The backend of the replica that holds the stream is subscribed (through Redis) and announces it.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut got = None;
-    while got.is_none() && Instant::now() < deadline {
-        let touched = here.request(
-            "tools/call",
-            json!({"name": "touch", "arguments": {"uri": "memo://one"}}),
-        );
-        assert_eq!(touched.status, 200, "{touched:?}");
-        got = updated(&stream, Duration::from_millis(300));
-    }
-    let got = got.expect("the update reached the GET stream on the other replica");
+    let got = touched_until_updated(&mut here, &stream, "memo://one")
+        .expect("the update reached the GET stream on the other replica");
     assert_eq!(got["params"]["uri"], "memo://one");
 
     // A replica started later rebuilds the session with its subscriptions, read from Redis: its own
@@ -250,18 +261,8 @@ fn a_subscription_made_on_one_replica_brings_updates_to_the_stream_on_another() 
     c.start();
     let stream = get_stream(&c, &here.session);
     let mut third = on(&here, &c);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut got = None;
-    while got.is_none() && Instant::now() < deadline {
-        let touched = third.request(
-            "tools/call",
-            json!({"name": "touch", "arguments": {"uri": "memo://one"}}),
-        );
-        assert_eq!(touched.status, 200, "{touched:?}");
-        got = updated(&stream, Duration::from_millis(300));
-    }
     assert!(
-        got.is_some(),
+        touched_until_updated(&mut third, &stream, "memo://one").is_some(),
         "a replica that rebuilt the session took its subscription from redis"
     );
     // Never subscribed: no update.
