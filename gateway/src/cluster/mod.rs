@@ -5,6 +5,7 @@
 //! It must not be on a request's path with I/O: the ring is read at start and on reload, never per request.
 
 pub mod keys;
+mod listen;
 pub mod redis;
 
 use std::path::PathBuf;

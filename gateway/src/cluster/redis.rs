@@ -8,6 +8,9 @@
 //!   with the hash by a replica that rebuilds the session; it expires with the session's id.
 //! - `mcpgw:session`, a channel: revocations (a DELETE), log levels and resource subscriptions, applied by
 //!   every replica holding the session (a replica that has none records a revocation until the id expires).
+//! - `mcpgw:events`, a stream holding the same events (the last ~100,000), each added in one MULTI/EXEC with
+//!   its publication: a replica whose subscription had a gap (Redis restarted, a connection lost) reads what
+//!   it missed from there once it has subscribed again (see `listen.rs`).
 //! - `mcpgw:answer:{replica}`, a channel per replica: a legacy client's answer to a question that another
 //!   replica asked (the question's id names the replica).
 //! - `mcpgw:used:{id}`: a sealed `requestState`'s single use, set if absent until the state expires.
@@ -20,18 +23,19 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, PubSubSink, PubSubStream};
+use redis::aio::ConnectionManager;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
 
 /// How long one Redis command may take before it counts as unavailable.
 pub const DEADLINE: Duration = Duration::from_millis(500);
-/// How often the subscription is checked with a PING on its own connection.
-const HEARTBEAT: Duration = Duration::from_secs(10);
 /// Revocations kept while Redis is unreachable, at most (the oldest are dropped beyond, and counted).
 const PENDING_MAX: usize = 10_000;
 /// The channel of session changes.
-const SESSION_CHANNEL: &str = "mcpgw:session";
+pub(super) const SESSION_CHANNEL: &str = "mcpgw:session";
+/// The stream that keeps the session channel's events, for a replica whose subscription had a gap.
+pub(super) const EVENTS_STREAM: &str = "mcpgw:events";
+/// Events the stream keeps, about (trimmed approximately, as Redis does it cheaply).
+pub(super) const EVENTS_KEPT: usize = 100_000;
 
 /// Redis could not be reached in time.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -97,9 +101,9 @@ struct Revocation {
 
 /// The link to Redis. Cheap to share behind an `Arc`.
 pub struct RedisLink {
-    client: redis::Client,
+    pub(super) client: redis::Client,
     conn: ConnectionManager,
-    replica: String,
+    pub(super) replica: String,
     pending: Mutex<VecDeque<Revocation>>,
     /// Commands sent (all kinds), for `/readyz` and tests.
     commands: AtomicU64,
@@ -123,6 +127,23 @@ fn session_hash(key: &str) -> String {
 /// The key of a session's set of subscriptions.
 fn session_subscriptions(key: &str) -> String {
     format!("mcpgw:sub:{key}")
+}
+
+/// Adds `event` to the stream and publishes it; the pipeline is made atomic (MULTI/EXEC), so an event in
+/// the stream has been published (what `listen.rs`'s catching up relies on).
+fn announce(pipe: &mut redis::Pipeline, event: &ClusterEvent) {
+    let text = serde_json::to_string(event).unwrap_or_default();
+    pipe.atomic();
+    pipe.cmd("XADD")
+        .arg(EVENTS_STREAM)
+        .arg("MAXLEN")
+        .arg("~")
+        .arg(EVENTS_KEPT)
+        .arg("*")
+        .arg("e")
+        .arg(&text)
+        .ignore();
+    pipe.cmd("PUBLISH").arg(SESSION_CHANNEL).arg(text).ignore();
 }
 
 impl RedisLink {
@@ -166,7 +187,7 @@ impl RedisLink {
         self.pending.lock().map_or(0, |p| p.len())
     }
 
-    async fn run<T: redis::FromRedisValue>(
+    pub(super) async fn run<T: redis::FromRedisValue>(
         &self,
         what: &redis::Pipeline,
         commands: u64,
@@ -251,13 +272,11 @@ impl RedisLink {
 
     async fn publish_revocation(&self, r: &Revocation) -> Result<(), Unavailable> {
         let hash = session_hash(&r.key);
-        let event =
-            serde_json::to_string(&ClusterEvent::Revoke { id: r.id.clone() }).unwrap_or_default();
         let mut pipe = redis::pipe();
         pipe.cmd("HSET").arg(&hash).arg("r").arg(1).ignore();
         pipe.cmd("EXPIREAT").arg(&hash).arg(r.expires_at).ignore();
-        pipe.cmd("PUBLISH").arg(SESSION_CHANNEL).arg(event).ignore();
-        self.run::<()>(&pipe, 3).await
+        announce(&mut pipe, &ClusterEvent::Revoke { id: r.id.clone() });
+        self.run::<()>(&pipe, 4).await
     }
 
     /// Publishes the revocations kept while Redis was down; how many went out.
@@ -287,16 +306,15 @@ impl RedisLink {
         expires_at: u64,
     ) -> Result<(), Unavailable> {
         let hash = session_hash(key);
-        let event = serde_json::to_string(&ClusterEvent::Level {
-            id: id.to_owned(),
-            level,
-        })
-        .unwrap_or_default();
         let mut pipe = redis::pipe();
         pipe.cmd("HSET").arg(&hash).arg("l").arg(level).ignore();
         pipe.cmd("EXPIREAT").arg(&hash).arg(expires_at).ignore();
-        pipe.cmd("PUBLISH").arg(SESSION_CHANNEL).arg(event).ignore();
-        self.run::<()>(&pipe, 3).await
+        let event = ClusterEvent::Level {
+            id: id.to_owned(),
+            level,
+        };
+        announce(&mut pipe, &event);
+        self.run::<()>(&pipe, 4).await
     }
 
     /// Records and publishes a session's resource subscription (`on`) or its end.
@@ -320,9 +338,8 @@ impl RedisLink {
             .arg(member)
             .ignore();
         pipe.cmd("EXPIREAT").arg(&set).arg(expires_at).ignore();
-        let event = serde_json::to_string(&event).unwrap_or_default();
-        pipe.cmd("PUBLISH").arg(SESSION_CHANNEL).arg(event).ignore();
-        self.run::<()>(&pipe, 3).await
+        announce(&mut pipe, &event);
+        self.run::<()>(&pipe, 4).await
     }
 
     /// Sends a client's answer to the replica that asked; `Ok(false)` when no replica by that name listens
@@ -358,83 +375,5 @@ impl RedisLink {
             .arg(expires_ms);
         let (set,): (Option<String>,) = self.run(&pipe, 1).await?;
         Ok(set.is_some())
-    }
-
-    /// Listens to the session channel and this replica's answer channel for as long as `events` is open,
-    /// subscribing again (every second) when Redis goes away or stops answering; publishes the kept
-    /// revocations whenever it (re)subscribes.
-    pub async fn listen(&self, events: mpsc::Sender<ClusterEvent>) {
-        let answers = format!("mcpgw:answer:{}", self.replica);
-        let mut was_down = false;
-        while !events.is_closed() {
-            let Some((sink, messages)) = self.subscribe(&answers).await else {
-                if !was_down {
-                    tracing::warn!(
-                        "redis is unreachable: established sessions go on; answers across replicas fail until it is back"
-                    );
-                    was_down = true;
-                }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            };
-            if was_down {
-                tracing::info!("redis is reachable again");
-                was_down = false;
-            }
-            let sent = self.flush_pending().await;
-            if sent > 0 {
-                tracing::info!(sent, "DELETEs kept while redis was down are published");
-            }
-            if self.follow(sink, messages, &events).await.is_err() {
-                return;
-            }
-        }
-    }
-
-    /// A subscription to the session channel and `answers`, made within the deadline.
-    async fn subscribe(&self, answers: &str) -> Option<(PubSubSink, PubSubStream)> {
-        let made = async {
-            let (mut sink, messages) = self.client.get_async_pubsub().await?.split();
-            sink.subscribe(SESSION_CHANNEL).await?;
-            sink.subscribe(answers).await?;
-            Ok::<_, redis::RedisError>((sink, messages))
-        };
-        tokio::time::timeout(DEADLINE, made).await.ok()?.ok()
-    }
-
-    /// Passes the subscription's messages on until it ends, or until a PING on it goes unanswered within
-    /// the deadline (every [`HEARTBEAT`]): a connection whose far end vanished without a reset would
-    /// otherwise be waited on forever, every event missed. `Err` when `events` has closed.
-    async fn follow(
-        &self,
-        mut sink: PubSubSink,
-        mut messages: PubSubStream,
-        events: &mpsc::Sender<ClusterEvent>,
-    ) -> Result<(), mpsc::error::SendError<ClusterEvent>> {
-        let mut beat = tokio::time::interval(HEARTBEAT);
-        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                msg = futures_util::StreamExt::next(&mut messages) => {
-                    let Some(msg) = msg else {
-                        return Ok(()); // the connection ended: Redis went away
-                    };
-                    let Ok(payload) = msg.get_payload::<String>() else {
-                        continue;
-                    };
-                    match serde_json::from_str::<ClusterEvent>(&payload) {
-                        Ok(event) => events.send(event).await?,
-                        Err(e) => tracing::debug!(error = %e, "a cluster message that is not ours"),
-                    }
-                }
-                _ = beat.tick() => {
-                    let pong = tokio::time::timeout(DEADLINE, sink.ping::<redis::Value>()).await;
-                    if !matches!(pong, Ok(Ok(_))) {
-                        tracing::warn!("the redis subscription stopped answering: subscribing again");
-                        return Ok(());
-                    }
-                }
-            }
-        }
     }
 }

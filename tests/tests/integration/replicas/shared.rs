@@ -1,6 +1,7 @@
 //! What two replicas sharing a key ring and a real Redis share after `initialize`: an established session's
 //! calls cost no Redis command (counted by Redis itself), a DELETE on one is a 404 on the other within a
-//! second (also when it was made while Redis was down: published when it is back), a resource subscription
+//! second (also when it was made while Redis was down: published when it is back; also when the other
+//! replica was not subscribed at the moment: read back from the events stream), a resource subscription
 //! made on one replica brings updates to the session's GET stream on the other.
 
 use std::sync::mpsc::Receiver;
@@ -194,6 +195,44 @@ fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_wh
     assert!(
         took.is_some(),
         "the DELETE kept while redis was down reached the other replica once it was back"
+    );
+}
+
+/// Regression: a DELETE published while another replica's subscription was gone (it was resubscribing
+/// after Redis restarted, and the replica that kept the DELETE published it first) never reached it:
+/// pub/sub delivers only to whoever is subscribed at the moment. Made certain here: B is stopped, its
+/// subscription killed, the DELETE published, B continued; it reads what it missed from the events stream.
+#[test]
+fn a_delete_published_while_a_replica_was_not_subscribed_reaches_it_when_it_subscribes_again() {
+    needs_redis();
+    let dir = TempDir::new("replicas-gap");
+    let redis = Redis::start(&dir);
+    let (a, b) = replicas(&dir, &redis, MOCK);
+    let here = LegacyClient::connect(&format!("{}/mcp", a.base()), "2025-11-25");
+    let mut there = on(&here, &b);
+    assert_eq!(echo(&mut there, "held on b"), 200);
+
+    let b_process = b.process.as_ref().expect("b runs");
+    b_process.signal("STOP");
+    let killed = redis.cli(&["CLIENT", "KILL", "TYPE", "pubsub"]);
+    assert!(
+        killed.trim().parse::<u64>().unwrap_or(0) >= 2,
+        "both replicas' subscriptions were killed: {killed}"
+    );
+    assert_eq!(delete(&here), 204);
+    // The DELETE is published in the background: wait until Redis has it.
+    let started = Instant::now();
+    while redis.cli(&["XLEN", "mcpgw:events"]).trim() == "0" {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the DELETE was not published within 5 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    b_process.signal("CONT");
+    assert!(
+        ended_within(&mut there, Duration::from_secs(5)).is_some(),
+        "the replica whose subscription had a gap never learnt of the DELETE"
     );
 }
 
