@@ -30,12 +30,40 @@ impl AuthContext {
         }
     }
 
+    /// The context of an authenticated principal: the same for every credential it presents (a refreshed
+    /// token keeps its sessions and states), distinct from every header digest.
+    pub fn of_principal(name: &str) -> AuthContext {
+        let mut hasher = Sha256::new();
+        hasher.update(b"mcpgw principal\0");
+        hasher.update(name.as_bytes());
+        AuthContext(hasher.finalize().into())
+    }
+
     /// The context of an HTTP request.
     pub fn of_headers(headers: &actix_web::http::header::HeaderMap) -> AuthContext {
         let value = headers
             .get(actix_web::http::header::AUTHORIZATION)
             .map(|v| v.as_bytes());
         AuthContext::from_authorization(value)
+    }
+
+    /// What a legacy session is bound to: the first 16 bytes (a principal's context, with `[auth]` on).
+    pub fn binding(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&self.0[..16]);
+        out
+    }
+
+    /// A binding from its text form ([`AuthContext::tag`]); `None` for any other text.
+    pub fn binding_of_tag(tag: &str) -> Option<[u8; 16]> {
+        if tag.len() != 32 {
+            return None;
+        }
+        let mut out = [0u8; 16];
+        for (i, pair) in tag.as_bytes().chunks(2).enumerate() {
+            out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
+        }
+        Some(out)
     }
 
     /// A short stable text form (hex of the first 16 bytes), for sealed envelopes.

@@ -9,6 +9,7 @@
 //! It must not re-implement wire rules: every request is validated by `protocol::validate` and every response
 //! shaped by `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
 
+pub mod auth;
 pub mod auth_context;
 pub mod bridge;
 pub mod cache;

@@ -34,6 +34,10 @@ enum Command {
     /// What replicas share: `mcpgw cluster new-key` prints a fresh key ring line.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Identity: `mcpgw auth hash-key` reads an API key on standard input and prints its digest for
+    /// `[[auth.api_key]] digest`.
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// GET a plain-HTTP URL (a health probe: `mcpgw probe http://127.0.0.1:7800/healthz`); exit 0 on
     /// 200, 1 otherwise. For images without curl (the Dockerfile's HEALTHCHECK).
     Probe(ProbeArgs),
@@ -44,6 +48,13 @@ enum ClusterCommand {
     /// Print a fresh key ring line, `ID:BASE64` of 32 random bytes, for `[cluster] keys_file` or
     /// `MCPGW_SESSION_KEYS`.
     NewKey,
+}
+
+#[derive(Debug, Subcommand)]
+enum AuthCommand {
+    /// Read an API key on standard input (one line; at least 24 characters) and print its digest,
+    /// `sha256:HEX`: the config holds only that.
+    HashKey,
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +105,7 @@ fn main() -> ExitCode {
             init_logging("warn");
             load::run(args).map(drop).context("load")
         }
+        Command::Auth(AuthCommand::HashKey) => hash_key(),
         Command::Cluster(ClusterCommand::NewKey) => {
             println!("{}", gateway::cluster::keys::new_key_line());
             Ok(())
@@ -138,6 +150,23 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config.server.listen = listen;
     }
     gateway::serve::run(config, args.stdio)?;
+    Ok(())
+}
+
+/// `mcpgw auth hash-key`: the digest of the key on standard input.
+fn hash_key() -> anyhow::Result<()> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .context("auth hash-key: reading standard input")?;
+    let key = line.trim_end_matches(['\r', '\n']);
+    if key.len() < gateway::auth::api_key::MIN_KEY_LEN || key.trim() != key {
+        anyhow::bail!(
+            "auth hash-key: a key must be at least {} characters with no surrounding spaces (try `openssl rand -base64 32`)",
+            gateway::auth::api_key::MIN_KEY_LEN
+        );
+    }
+    println!("{}", gateway::auth::api_key::digest_text(key));
     Ok(())
 }
 

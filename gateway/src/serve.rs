@@ -44,6 +44,9 @@ pub enum ServeError {
     /// The key ring does not load.
     #[error("{0}")]
     Keys(#[from] crate::cluster::KeysError),
+    /// `[auth]` cannot be set up (a secret or key file), or `[server] strict` refuses the settings.
+    #[error("{0}")]
+    Auth(String),
 }
 
 impl From<CatalogError> for ServeError {
@@ -65,6 +68,13 @@ pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
 }
 
 async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
+    if !stdio {
+        config
+            .validate_strict()
+            .map_err(|e| ServeError::Auth(e.to_string()))?;
+    }
+    let auth = crate::auth::Authenticator::from_config(&config.auth).map_err(ServeError::Auth)?;
+    announce_auth(&config, auth.as_ref(), stdio);
     // The front door first: an address in use (or TLS files that do not load) stops start-up before any
     // backend is started.
     let front = if stdio {
@@ -76,7 +86,10 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     announce_keys(&keys, &config);
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let backends = start_backends(&config, events_tx);
-    let gw = Arc::new(Gateway::new(config, backends, keys));
+    let gw = Arc::new(Gateway::new(config, backends, keys).with_auth(auth));
+    if let Some(auth) = &gw.auth {
+        auth.start();
+    }
     share_sessions(&gw);
     // The front door serves at once; requests wait for the first catalog (`/readyz` says "starting").
     let first = first_catalog(gw.clone(), events_rx);
@@ -130,6 +143,28 @@ fn share_sessions(gw: &Arc<Gateway>) {
             }
         }
     });
+}
+
+/// Says at start how requests are authenticated (never a credential).
+fn announce_auth(config: &Config, auth: Option<&crate::auth::Authenticator>, stdio: bool) {
+    match auth {
+        None if stdio => {}
+        None => tracing::info!(
+            "no [auth]: every client that reaches the listener may call every tool (see README, Security)"
+        ),
+        Some(a) => {
+            tracing::info!(
+                api_keys = config.auth.api_keys.len(),
+                jwt = config.auth.jwt.is_some(),
+                oauth = a.oauth().is_some(),
+                scope_rules = config.auth.scopes.len(),
+                "requests are authenticated"
+            );
+            if stdio {
+                tracing::info!("stdio is trusted (local): [auth] applies to HTTP only");
+            }
+        }
+    }
 }
 
 /// Says at start what the key ring allows: with none configured, sessions live only in this process.
@@ -308,6 +343,9 @@ async fn serve_http(
         .map(|t| Arc::new(t) as Arc<dyn crate::reload::Reload>)
         .collect();
     reloadable.push(gw.sessions.keys().clone());
+    if let Some(keys) = gw.auth.as_ref().and_then(|a| a.key_set()) {
+        reloadable.push(keys.clone());
+    }
     crate::reload::on_sighup(reloadable).map_err(ServeError::Io)?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.

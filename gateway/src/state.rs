@@ -57,6 +57,10 @@ pub struct Gateway {
     pub redis: Option<Arc<crate::cluster::redis::RedisLink>>,
     /// Tools' own deadlines (`tool_timeouts_ms`), by backend and the backend's tool name; empty unless set.
     pub tool_timeouts: BTreeMap<String, BTreeMap<String, std::time::Duration>>,
+    /// Who is asking (`[auth]`); `None` when authentication is off.
+    pub auth: Option<Arc<crate::auth::Authenticator>>,
+    /// Whose `Forwarded` / `X-Forwarded-For` is believed (`[server] trusted_proxies`).
+    pub proxies: crate::auth::proxies::TrustedProxies,
 }
 
 impl Gateway {
@@ -135,7 +139,28 @@ impl Gateway {
             parked: Arc::default(),
             drain: crate::drain::Drain::default(),
             tool_timeouts,
+            auth: None,
+            proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies),
             config,
+        }
+    }
+
+    /// The same state, authenticating requests with `auth`.
+    pub fn with_auth(mut self, auth: Option<crate::auth::Authenticator>) -> Gateway {
+        self.auth = auth.map(Arc::new);
+        self
+    }
+
+    /// The authorization context of a request from `principal` whose `Authorization` header is
+    /// `authorization`: the principal's when authentication is on, else the header's digest.
+    pub fn auth_context(
+        &self,
+        principal: Option<&crate::auth::Principal>,
+        authorization: Option<&[u8]>,
+    ) -> crate::auth_context::AuthContext {
+        match (self.auth.is_some(), principal) {
+            (true, Some(p)) => crate::auth_context::AuthContext::of_principal(&p.name),
+            _ => crate::auth_context::AuthContext::from_authorization(authorization),
         }
     }
 

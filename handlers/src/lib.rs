@@ -47,6 +47,7 @@ pub use config::{BackendConfig, TlsClient, Transport};
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest, CONTROL_PERMITS};
+pub use http::outbound_client;
 pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,

@@ -223,6 +223,7 @@ mod tests {
                 &params,
                 Transport::StreamableHttp,
                 Duration::from_secs(60),
+                None,
             )
             .unwrap()
     }

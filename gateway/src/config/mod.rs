@@ -2,6 +2,7 @@
 //! (`--mcp-json FILE`), and the embedded demo config used when neither is given. Everything is validated at
 //! start with errors that name the field.
 
+mod auth;
 pub mod circuit;
 mod cluster;
 mod cors;
@@ -16,6 +17,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use auth::{
+    ALGORITHMS, ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, OneOrMany, ScopeRule,
+    parse_digest, parse_proxy_block,
+};
 pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
@@ -38,6 +43,9 @@ pub struct Config {
     /// `[cluster]`: the key ring and Redis replicas share.
     #[serde(default)]
     pub cluster: ClusterConfig,
+    /// `[auth]`: who may ask (off until configured).
+    #[serde(default)]
+    pub auth: AuthConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -124,8 +132,13 @@ pub struct ServerConfig {
     pub tls_key_file: Option<PathBuf>,
     /// Require client certificates issued by these CAs (PEM).
     pub tls_client_ca_file: Option<PathBuf>,
-    /// Refuse settings that weaken security (today: `tls_insecure_skip_verify` on a backend).
+    /// Refuse settings that weaken security: listening beyond loopback without `[auth]`,
+    /// `tls_insecure_skip_verify` on a backend, keys fetched over plain http beyond loopback.
     pub strict: bool,
+    /// Proxies (`"CIDR"` or an address) whose `Forwarded` / `X-Forwarded-For` is believed: only on a
+    /// connection from one of them is the client's address taken from those headers (the rightmost hop that
+    /// is not itself a trusted proxy). None by default: the headers are ignored.
+    pub trusted_proxies: Vec<String>,
     /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
     /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
     pub cors_allowed_origins: Vec<String>,
@@ -196,6 +209,7 @@ impl Default for ServerConfig {
             tls_key_file: None,
             tls_client_ca_file: None,
             strict: false,
+            trusted_proxies: Vec::new(),
             cors_allowed_origins: Vec::new(),
         }
     }
@@ -364,6 +378,21 @@ fn valid_token(s: &str) -> bool {
 }
 
 impl Config {
+    /// `[server] strict`: no listening beyond loopback without authentication. Checked again by `serve`
+    /// after `--listen` is applied.
+    pub fn validate_strict(&self) -> Result<(), ConfigError> {
+        if self.server.strict && !self.server.listen.ip().is_loopback() && !self.auth.enabled() {
+            return Err(invalid(
+                "server.strict",
+                format!(
+                    "listening on {} (beyond loopback) needs authentication: configure [[auth.api_key]] or [auth.jwt]",
+                    self.server.listen
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The request timeout of the backend named `backend` (the server's default for an unknown name).
     pub fn backend_timeout(&self, backend: &str) -> Duration {
         self.backends
@@ -433,6 +462,16 @@ impl Config {
             ));
         }
         self.cluster.validate()?;
+        self.auth.validate(s.strict)?;
+        self.validate_strict()?;
+        for (i, p) in s.trusted_proxies.iter().enumerate() {
+            if parse_proxy_block(p).is_none() {
+                return Err(invalid(
+                    format!("server.trusted_proxies[{i}]"),
+                    format!("{p:?} is not an address or a CIDR block (10.0.0.0/8, fd00::/8)"),
+                ));
+            }
+        }
         if s.max_batch == 0 {
             return Err(invalid("server.max_batch", "must be at least 1"));
         }

@@ -85,6 +85,7 @@ where
                 session: None,
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
+                principal: None,
                 address: None,
                 transport: Transport::Stdio,
             };
@@ -109,6 +110,7 @@ where
                 session: session.as_ref(),
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
+                principal: None,
                 address: None,
                 transport: Transport::Stdio,
             };

@@ -88,6 +88,8 @@ pub struct Answering<'a> {
     pub can_stream: bool,
     /// Who is asking (sealed states are bound to it, private cache entries keyed by it).
     pub auth: AuthContext,
+    /// The principal authentication established (`None`: authentication off, or stdio).
+    pub principal: Option<Arc<crate::auth::Principal>>,
     /// The client's address as a caller of backends (HTTP; `None` on stdio, where the host is the only
     /// client): a request without a session counts against it for a backend's per-caller share.
     pub address: Option<Caller>,
@@ -96,6 +98,15 @@ pub struct Answering<'a> {
 }
 
 impl Answering<'_> {
+    /// What a session this request starts is bound to, and what a session it names must be bound to: its
+    /// principal, with `[auth]` on.
+    pub fn binding(&self) -> Option<[u8; 16]> {
+        self.principal
+            .as_ref()
+            .filter(|_| self.gw.auth.is_some())
+            .map(|_| self.auth.binding())
+    }
+
     /// Answers a valid request; its in-flight permit is held until the answer is ready (a streamed answer
     /// carries it to the stream's end).
     pub async fn answer(&self, routed: Routed) -> Answer {
@@ -112,7 +123,8 @@ impl Answering<'_> {
                 // session is created only when it ends in the result.
                 let result = raw_value(&self.initialize_result(generation));
                 let ctx =
-                    MwContext::initialize(id.clone(), params.clone(), generation, self.transport);
+                    MwContext::initialize(id.clone(), params.clone(), generation, self.transport)
+                        .with_principal(self.principal.clone());
                 let answered = self
                     .chain
                     .run(ctx, move |_| async move {
@@ -172,6 +184,7 @@ impl Answering<'_> {
                         snapshot: snapshot.clone(),
                         session: self.session.cloned(),
                         auth: self.auth,
+                        principal: self.principal.clone(),
                         address: self.address,
                         call,
                         generation,
@@ -279,7 +292,8 @@ impl Answering<'_> {
             .session
             .and_then(|s| s.in_flight().register(&call.request().id));
         let (id, method) = (call.request().id.clone(), call.method());
-        let ctx = MwContext::new(call, generation, self.transport);
+        let ctx =
+            MwContext::new(call, generation, self.transport).with_principal(self.principal.clone());
         let (gw, snapshot, session, auth, address) = (
             self.gw.clone(),
             snapshot.clone(),
@@ -397,6 +411,7 @@ pub fn start_session(
     generation: Generation,
     params: &InitializeRequestParams,
     transport: Transport,
+    bound_to: Option<[u8; 16]>,
 ) -> Result<Arc<Session>, protocol::Rejection> {
     let idle = match transport {
         Transport::Stdio => NO_EXPIRY,
@@ -404,7 +419,10 @@ pub fn start_session(
             std::time::Duration::from_secs(gw.config.server.session_idle_secs)
         }
     };
-    match gw.sessions.create(id, generation, params, transport, idle) {
+    match gw
+        .sessions
+        .create(id, generation, params, transport, idle, bound_to)
+    {
         Ok(session) => {
             tracing::info!(session = %ShortId(&session.id), %generation,
                 client = %params.client_info.name, transport = transport.as_str(), "session started");

@@ -1,6 +1,8 @@
 //! The middlewares built into mcpgw, chosen and ordered by `[[middleware]]` tables:
 //! - `access_log`: one line per JSON-RPC request (target `mcpgw::access`, at info, message `access`): method, backend,
 //!   outcome, code, duration, generation, transport — never arguments, results or tokens;
+//! - `require_scopes` (not in `[[middleware]]`: always first when `[[auth.scope]]` rules exist): the
+//!   principal's scopes;
 //! - `allow_methods`: only the listed methods pass; any other is answered exactly as an unknown method is
 //!   (-32601; 404 on 2026-07-28), before any backend is called.
 
@@ -8,28 +10,83 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use futures_util::future::LocalBoxFuture;
-use protocol::Method;
 use protocol::shape::Refusal;
+use protocol::validate::Target;
+use protocol::{Error, ErrorCode, Method};
 
 use super::middleware::{Chain, Middleware, MwContext, Next, Response, Summary};
 use crate::config::{MiddlewareEntry, MiddlewareKind};
 use crate::pipeline::response::Outcome;
 
-/// The configured chain.
-pub fn chain(entries: &[MiddlewareEntry]) -> Chain {
+/// The scopes of `[[auth.scope]]`, checked on the principal authentication established: the chain's first
+/// middleware when rules exist. A principal lacking one gets 403 with `WWW-Authenticate: Bearer
+/// error="insufficient_scope", scope="…"` (RFC 6750 §3.1) through `Response::refuse`, answered at once, no
+/// backend called. Requests without a principal (stdio, authentication off) are not checked.
+#[derive(Debug, Clone)]
+pub struct RequireScopes(pub Arc<crate::auth::Authenticator>);
+
+impl Middleware for RequireScopes {
+    fn name(&self) -> &str {
+        "require_scopes"
+    }
+
+    fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
+        let Some(principal) = ctx.principal() else {
+            return next(ctx);
+        };
+        let tool = ctx.call().and_then(|c| match c.target() {
+            Some(Target::Tool { name, .. }) => Some(name.as_str()),
+            _ => None,
+        });
+        let missing = self.0.scopes.missing(ctx.method(), tool, &principal.scopes);
+        if missing.is_empty() {
+            return next(ctx);
+        }
+        tracing::info!(principal = %principal.name, method = %ctx.method(), scopes = %missing.join(" "),
+            "refused: insufficient scope");
+        let err = Error::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "forbidden: this request needs the scope {}",
+                missing.join(" ")
+            ),
+        );
+        let challenge = self.0.insufficient_scope(&missing);
+        let response =
+            Response::refuse(ctx.id(), 403, err).with_header("WWW-Authenticate", challenge);
+        Box::pin(async move { response })
+    }
+}
+
+/// The configured chain: the scope check first when `[[auth.scope]]` rules exist (it is part of the
+/// authenticate phase, never reordered), then the `[[middleware]]` tables in order.
+pub fn chain(gw: &crate::state::Gateway) -> Chain {
+    let scopes = gw
+        .auth
+        .as_ref()
+        .filter(|a| !a.scopes.is_empty())
+        .map(|a| Arc::new(RequireScopes(a.clone())) as Arc<dyn Middleware>);
     Chain::new(
-        entries
-            .iter()
-            .map(|e| -> Arc<dyn Middleware> {
-                match e.kind {
-                    MiddlewareKind::AccessLog => Arc::new(AccessLog),
-                    MiddlewareKind::AllowMethods => Arc::new(AllowMethods::new(
-                        e.methods.iter().flatten().filter_map(|m| Method::parse(m)),
-                    )),
-                }
-            })
+        scopes
+            .into_iter()
+            .chain(configured(&gw.config.middlewares))
             .collect(),
     )
+}
+
+/// The `[[middleware]]` tables' middlewares, in order.
+pub fn configured(entries: &[MiddlewareEntry]) -> Vec<Arc<dyn Middleware>> {
+    entries
+        .iter()
+        .map(|e| -> Arc<dyn Middleware> {
+            match e.kind {
+                MiddlewareKind::AccessLog => Arc::new(AccessLog),
+                MiddlewareKind::AllowMethods => Arc::new(AllowMethods::new(
+                    e.methods.iter().flatten().filter_map(|m| Method::parse(m)),
+                )),
+            }
+        })
+        .collect()
 }
 
 /// One line per JSON-RPC request, after it was answered.

@@ -106,7 +106,14 @@ impl Answering<'_> {
                     Ok(id) => id,
                     Err(refused) => return out.refused(refused).await,
                 };
-                match start_session(self.gw, id, generation, &params, self.transport) {
+                match start_session(
+                    self.gw,
+                    id,
+                    generation,
+                    &params,
+                    self.transport,
+                    self.binding(),
+                ) {
                     Ok(session) => out.started(session, shaped, accepts).await,
                     Err(refused) => out.refused(refused).await,
                 }

@@ -38,17 +38,8 @@ use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
 use crate::pipeline::response::Outcome;
 
+pub use crate::auth::Principal;
 pub use crate::session::Transport;
-
-/// Who is asking, once authentication has said so (no middleware sets it yet: the slot is for the
-/// authentication middlewares).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
-    /// Its name (an API key's principal, a token's subject).
-    pub name: String,
-    /// The groups it belongs to.
-    pub groups: Vec<String>,
-}
 
 /// The request a middleware sees: a call to route, or a legacy `initialize`.
 #[derive(Debug)]
@@ -66,7 +57,7 @@ pub struct MwContext {
     asked: Asked,
     generation: Generation,
     transport: Transport,
-    principal: Option<Principal>,
+    principal: Option<Arc<Principal>>,
     started: Instant,
 }
 
@@ -138,14 +129,20 @@ impl MwContext {
         self.transport
     }
 
-    /// Who is asking, if a middleware established it.
+    /// Who is asking: the principal authentication established (`[auth]`), or one a middleware set.
     pub fn principal(&self) -> Option<&Principal> {
-        self.principal.as_ref()
+        self.principal.as_deref()
     }
 
     /// Records who is asking (for the middlewares after this one, and the dispatch).
     pub fn set_principal(&mut self, principal: Principal) {
-        self.principal = Some(principal);
+        self.principal = Some(Arc::new(principal));
+    }
+
+    /// The context with the principal the transport authenticated.
+    pub(crate) fn with_principal(mut self, principal: Option<Arc<Principal>>) -> MwContext {
+        self.principal = principal;
+        self
     }
 
     /// When the gateway took the request up.

@@ -86,6 +86,8 @@ pub struct Streamed {
     pub session: Option<Arc<Session>>,
     /// Who is asking.
     pub auth: AuthContext,
+    /// The principal authentication established.
+    pub principal: Option<std::sync::Arc<crate::auth::Principal>>,
     /// The client's address, for requests without a session (see `Answering::address`).
     pub address: Option<Caller>,
     /// The call.
@@ -144,9 +146,10 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         chain,
         permit,
         span: _,
+        principal,
     } = s;
     let (id, method) = (call.request().id.clone(), call.method());
-    let ctx = MwContext::new(call, generation, transport);
+    let ctx = MwContext::new(call, generation, transport).with_principal(principal);
     let drain_gw = gw.clone();
     let dispatched = {
         let tx = tx.clone();

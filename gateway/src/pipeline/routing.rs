@@ -157,7 +157,7 @@ impl std::fmt::Debug for RoutingHandle {
 impl RoutingHandle {
     /// Starts a routing actor on the current arbiter, with the configured `[[middleware]]` chain.
     pub fn start(gw: Arc<Gateway>, max_queued: usize) -> RoutingHandle {
-        let chain = crate::pipeline::builtin::chain(&gw.config.middlewares);
+        let chain = crate::pipeline::builtin::chain(&gw);
         RoutingHandle::start_with(gw, max_queued, chain)
     }
 

@@ -152,7 +152,7 @@ impl InProcessGateway {
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let session = match id {
-            Some(id) => worker.gw.sessions.find(&id).await.ok().flatten(),
+            Some(id) => worker.gw.sessions.find(&id, None).await.ok().flatten(),
             None => None,
         };
         let answering = Answering {
@@ -162,6 +162,8 @@ impl InProcessGateway {
             session: session.as_ref(),
             can_stream: false,
             auth: AuthContext::of_headers(&headers),
+            // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
+            principal: None,
             // One client with no socket: every request without a session counts against one address.
             address: Some(handlers::Caller::new("address", b"in-process")),
             transport: Transport::StreamableHttp,

@@ -88,6 +88,9 @@ pub struct Session {
     published_use: AtomicU64,
     /// The key ring's version its id was last opened under (`ClusterKeys::version`).
     ring_version: AtomicU64,
+    /// The principal it is bound to (`AuthContext::binding`), with `[auth]` on: presented with another
+    /// principal's credentials (or none) it is unknown.
+    pub bound_to: Option<[u8; 16]>,
 }
 
 const NO_LEVEL: u8 = u8::MAX;
@@ -121,7 +124,14 @@ impl Session {
             epoch: Instant::now(),
             published_use: AtomicU64::new(0),
             ring_version: AtomicU64::new(0),
+            bound_to: None,
         }
+    }
+
+    /// The same session, bound to a principal.
+    fn bound(mut self, to: Option<[u8; 16]>) -> Session {
+        self.bound_to = to;
+        self
     }
 
     /// The session as a caller of backends (its requests count against one per-caller share).

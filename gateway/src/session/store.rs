@@ -208,6 +208,7 @@ impl SessionStore {
         params: &InitializeRequestParams,
         transport: Transport,
         idle_timeout: Duration,
+        bound_to: Option<[u8; 16]>,
     ) -> Result<Arc<Session>, CreateError> {
         let client_capabilities = serde_json::to_value(&params.capabilities)
             .unwrap_or_else(|_| Value::Object(Default::default()));
@@ -221,7 +222,7 @@ impl SessionStore {
                     client_info: params.client_info.clone(),
                     issued_at,
                     expires_at,
-                    principal: String::new(),
+                    principal: bound_to.map(tag_of).unwrap_or_default(),
                 };
                 let (id, key) = sealed.seal(&self.keys.ring())?;
                 (id, Some(key), expires_at)
@@ -230,16 +231,19 @@ impl SessionStore {
         };
         let id: Arc<str> = Arc::from(id);
         let slot = self.sessions.slot()?;
-        let session = Arc::new(Session::new(
-            Arc::clone(&id),
-            key,
-            expires_at,
-            generation,
-            client_capabilities,
-            params.client_info.clone(),
-            transport,
-            self.actor(&id, idle_timeout, transport),
-        ));
+        let session = Arc::new(
+            Session::new(
+                Arc::clone(&id),
+                key,
+                expires_at,
+                generation,
+                client_capabilities,
+                params.client_info.clone(),
+                transport,
+                self.actor(&id, idle_timeout, transport),
+            )
+            .bound(bound_to),
+        );
         if let Some(replaced) = self.sessions.map.insert(id, session.clone()) {
             // An id given twice (never minted twice): the old session is gone, its slot is this one's.
             replaced.handle.end();
@@ -263,13 +267,23 @@ impl SessionStore {
     /// is unknown, forged, altered, expired, idle too long or ended, all alike; `Err` when no actor can be
     /// made room for now. With Redis, a rebuild costs one read (revoked? last use? log level?); a session
     /// with an actor costs none.
-    pub async fn find(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
-        if let Some(live) = self.live(id) {
+    ///
+    /// `bound_to` is the principal the request comes from (with `[auth]` on): a session bound to another
+    /// (or to none) is unknown to it, and is neither rebuilt nor marked used for it.
+    pub async fn find(
+        &self,
+        id: &str,
+        bound_to: Option<[u8; 16]>,
+    ) -> Result<Option<Arc<Session>>, StoreFull> {
+        if let Some(live) = self.live(id, bound_to) {
             return Ok(live);
         }
         let Some(opened) = self.open(id) else {
             return Ok(None);
         };
+        if binding_of(&opened.state) != bound_to {
+            return Ok(None);
+        }
         let opened = match &self.redis {
             Some(link) => match super::shared::checked(link, opened, self.limits.idle).await {
                 Some(opened) => opened,
@@ -282,7 +296,7 @@ impl SessionStore {
 
     /// As [`SessionStore::find`] without asking Redis (tests; a store without Redis).
     pub fn get(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
-        if let Some(live) = self.live(id) {
+        if let Some(live) = self.live(id, None) {
             return Ok(live);
         }
         match self.open(id) {
@@ -293,8 +307,11 @@ impl SessionStore {
 
     /// `Some` when this replica holds the session's actor: the session (marked used), or `None` when it just
     /// reached its maximum lifetime (and ended).
-    fn live(&self, id: &str) -> Option<Option<Arc<Session>>> {
+    fn live(&self, id: &str, bound_to: Option<[u8; 16]>) -> Option<Option<Arc<Session>>> {
         let session = self.sessions.map.get(id).map(|r| r.value().clone())?;
+        if session.bound_to != bound_to {
+            return Some(None);
+        }
         if session.expires_at <= unix_now() {
             self.sessions.end(id, Ending::Expired);
             return Some(None);
@@ -350,21 +367,25 @@ impl SessionStore {
             subscriptions,
             ..
         } = opened;
+        let bound = binding_of(&state);
         let slot = self.sessions.slot()?;
         let id: Arc<str> = Arc::from(id);
         let session = match self.sessions.map.entry(Arc::clone(&id)) {
             Entry::Occupied(e) => e.get().clone(),
             Entry::Vacant(e) => {
-                let session = Arc::new(Session::new(
-                    Arc::clone(&id),
-                    Some(key),
-                    state.expires_at,
-                    state.generation,
-                    state.client_capabilities,
-                    state.client_info,
-                    Transport::StreamableHttp,
-                    self.actor(&id, self.limits.idle, Transport::StreamableHttp),
-                ));
+                let session = Arc::new(
+                    Session::new(
+                        Arc::clone(&id),
+                        Some(key),
+                        state.expires_at,
+                        state.generation,
+                        state.client_capabilities,
+                        state.client_info,
+                        Transport::StreamableHttp,
+                        self.actor(&id, self.limits.idle, Transport::StreamableHttp),
+                    )
+                    .bound(bound),
+                );
                 session.mark_initialized();
                 session.log_level.store(level, Ordering::Relaxed);
                 e.insert(session.clone());
@@ -456,5 +477,23 @@ impl SessionStore {
     /// The key ring in use.
     pub fn keys(&self) -> &Arc<ClusterKeys> {
         &self.keys
+    }
+}
+
+/// A binding's text form in a sealed id.
+fn tag_of(binding: [u8; 16]) -> String {
+    binding.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a sealed session is bound to.
+fn binding_of(state: &SealedSession) -> Option<[u8; 16]> {
+    if state.principal.is_empty() {
+        None
+    } else {
+        // An unreadable tag binds to nothing anyone can present.
+        Some(
+            crate::auth_context::AuthContext::binding_of_tag(&state.principal)
+                .unwrap_or([0xff; 16]),
+        )
     }
 }

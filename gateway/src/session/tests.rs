@@ -41,6 +41,7 @@ fn max_sessions_is_exact_under_concurrent_initializes() {
                                 &params,
                                 Transport::StreamableHttp,
                                 Duration::from_secs(60),
+                                None,
                             );
                             held.extend(made.ok());
                             most.fetch_max(store.len(), Ordering::Relaxed);
@@ -76,6 +77,7 @@ async fn a_session_gone_gives_its_slot_back() {
             &params,
             Transport::StreamableHttp,
             idle,
+            None,
         )
     };
     let ended = create(Duration::from_secs(60)).unwrap();
@@ -169,7 +171,14 @@ fn subscribed_session(
     let subscriptions = Arc::new(Subscriptions::default());
     let store = SessionStore::new(1, subscriptions.clone());
     let session = store
-        .create(None, Generation::V2024_11_05, &params, transport, idle)
+        .create(
+            None,
+            Generation::V2024_11_05,
+            &params,
+            transport,
+            idle,
+            None,
+        )
         .unwrap();
     subscriptions
         .subscribe(&session.id, "file:///a", "b")
@@ -296,6 +305,7 @@ async fn another_store_with_the_same_ring_rebuilds_a_session_from_its_id_and_no_
             &initialize_params(),
             Transport::StreamableHttp,
             Duration::from_secs(60),
+            None,
         )
         .unwrap();
     let rebuilt = there
@@ -336,6 +346,7 @@ async fn a_full_store_rests_its_idlest_unused_actor_and_rebuilds_it_on_its_next_
             &initialize_params(),
             Transport::StreamableHttp,
             Duration::from_secs(60),
+            None,
         )
     };
     let old = create().unwrap().id.clone();
@@ -368,6 +379,7 @@ async fn a_rested_session_idle_past_its_limit_is_over_everywhere_it_is_known() {
             &initialize_params(),
             Transport::StreamableHttp,
             Duration::from_secs(1),
+            None,
         )
         .unwrap()
         .id
@@ -402,6 +414,7 @@ async fn a_session_sealed_with_a_dropped_key_ends_where_its_actor_lives() {
                 &initialize_params(),
                 Transport::StreamableHttp,
                 Duration::from_secs(60),
+                None,
             )
             .unwrap()
     };
@@ -446,6 +459,7 @@ async fn an_actor_idle_here_ends_its_session_alone_and_only_rests_with_redis() {
                 &initialize_params(),
                 Transport::StreamableHttp,
                 Duration::from_millis(300),
+                None,
             )
             .unwrap();
         let id = session.id.clone();
@@ -490,6 +504,7 @@ fn a_full_store_makes_room_for_every_racing_initialize() {
                             &initialize_params(),
                             Transport::StreamableHttp,
                             Duration::from_secs(60),
+                            None,
                         );
                         refused += usize::from(made.is_err());
                     }
@@ -521,6 +536,7 @@ async fn a_session_holding_a_subscription_never_rests_and_rests_once_it_holds_no
                 &initialize_params(),
                 Transport::StreamableHttp,
                 Duration::from_secs(60),
+                None,
             )
             .unwrap()
             .id

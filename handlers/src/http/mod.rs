@@ -68,6 +68,24 @@ pub(crate) fn client(ctx: &LinkContext) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
 }
 
+/// An HTTP client for the gateway's own requests to `url` (a JWKS document, a token endpoint): these TLS
+/// settings, `timeout` for connecting and for the whole request, and no redirect followed (a key set or a
+/// token must come from where the configuration says).
+pub fn outbound_client(
+    tls: &crate::config::TlsClient,
+    url: &str,
+    timeout: Duration,
+) -> Result<reqwest::Client, String> {
+    let config = tls::client_config(tls, url.starts_with("https://"))?;
+    let builder = reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none());
+    tls::configure(builder, config, tls, url)?
+        .build()
+        .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
+}
+
 /// An error with its causes, outermost first (`reqwest` says only "error sending request" on its own; the
 /// reason, such as an untrusted certificate, is in its sources).
 pub(crate) fn chain(e: &dyn std::error::Error) -> String {

@@ -81,6 +81,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         backends,
         middlewares: Vec::new(),
         cluster: Default::default(),
+        auth: Default::default(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

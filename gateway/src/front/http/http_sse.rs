@@ -16,12 +16,12 @@ use super::body::{BodyLimits, read_body};
 use super::connections::Connection;
 use super::stream::{KEEP_ALIVE, Watch, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, rejection_response};
-use crate::auth_context::AuthContext;
 use crate::pipeline::answer::{Answering, pump};
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Session, Transport, sse_event};
 use crate::state::Gateway;
+use actix_web::http::header::AUTHORIZATION;
 
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 1024;
@@ -75,11 +75,19 @@ pub(super) async fn post(
         Err(refused) => return refused,
     };
     let id = &query.session_id;
-    // An HTTP+SSE session lives with its stream on this replica: never rebuilt from its id.
+    let principal = super::gate::principal_of(&req);
+    let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let auth = gw.auth_context(principal.as_deref(), authorization);
+    let bound_to = principal
+        .as_ref()
+        .filter(|_| gw.auth.is_some())
+        .map(|_| auth.binding());
+    // An HTTP+SSE session lives with its stream on this replica: never rebuilt from its id. One bound to
+    // another principal is unknown to this one.
     let session = gw
         .sessions
         .peek(id)
-        .filter(|s| s.transport == Transport::HttpSse)
+        .filter(|s| s.transport == Transport::HttpSse && s.bound_to == bound_to)
         .inspect(|s| s.touch());
     let pending = if session.is_none() {
         gw.sse_connections.take(id)
@@ -108,8 +116,9 @@ pub(super) async fn post(
         chain: worker.routing.chain(),
         session: session.as_ref(),
         can_stream: true,
-        auth: AuthContext::of_headers(req.headers()),
-        address: super::address_of(&req),
+        auth,
+        principal,
+        address: super::address_of(&req, gw),
         transport: Transport::HttpSse,
     };
     let mut out = SseOutput {

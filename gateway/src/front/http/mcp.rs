@@ -14,19 +14,23 @@ use super::body::{BodyLimits, read_body};
 use super::connections::Connection;
 use super::stream::{KEEP_ALIVE, Watch, messages_body, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, message_response, rejection_response};
-use crate::auth_context::AuthContext;
 use crate::pipeline::answer::Answering;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Session, StoreFull, Transport};
 use crate::state::Gateway;
+use actix_web::http::header::AUTHORIZATION;
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 1024;
 
 /// The session a request names, if it is live (rebuilt from its id when this replica holds no actor for
 /// it), marked used; `Err` when the store cannot make room for its actor now.
-async fn session_of(req: &HttpRequest, worker: &Worker) -> Result<Option<Arc<Session>>, StoreFull> {
+async fn session_of(
+    req: &HttpRequest,
+    worker: &Worker,
+    bound_to: Option<[u8; 16]>,
+) -> Result<Option<Arc<Session>>, StoreFull> {
     let Some(id) = req
         .headers()
         .get("mcp-session-id")
@@ -34,7 +38,7 @@ async fn session_of(req: &HttpRequest, worker: &Worker) -> Result<Option<Arc<Ses
     else {
         return Ok(None);
     };
-    worker.gw.sessions.find(id).await
+    worker.gw.sessions.find(id, bound_to).await
 }
 
 pub(super) async fn post(
@@ -74,20 +78,25 @@ async fn handle(
     if let Err(r) = worker.origin.check(req) {
         return rejection_response(&r);
     }
-    let session = match session_of(req, worker).await {
-        Ok(session) => session,
-        Err(full) => return rejection_response(&Rejection::overloaded(&full.to_string(), None)),
-    };
-    let answering = Answering {
+    let principal = super::gate::principal_of(req);
+    let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let auth = worker.gw.auth_context(principal.as_deref(), authorization);
+    let mut answering = Answering {
         gw: &worker.gw,
         response: &worker.response,
         chain: worker.routing.chain(),
-        session: session.as_ref(),
+        session: None,
         can_stream: false,
-        auth: AuthContext::of_headers(req.headers()),
-        address: super::address_of(req),
+        auth,
+        principal,
+        address: super::address_of(req, &worker.gw),
         transport: Transport::StreamableHttp,
     };
+    let session = match session_of(req, worker, answering.binding()).await {
+        Ok(session) => session,
+        Err(full) => return rejection_response(&Rejection::overloaded(&full.to_string(), None)),
+    };
+    answering.session = session.as_ref();
     let origin = Origin::Http(method, req.headers().clone());
     answering
         .deliver(

@@ -5,6 +5,7 @@
 mod body;
 pub mod connections;
 pub mod cors;
+pub mod gate;
 pub mod guard;
 mod health;
 mod http_sse;
@@ -47,7 +48,7 @@ pub struct Worker {
 impl Worker {
     /// Starts this worker's actors on its arbiter, with the configured `[[middleware]]` chain.
     pub fn start(gw: Arc<Gateway>) -> Worker {
-        let chain = crate::pipeline::builtin::chain(&gw.config.middlewares);
+        let chain = crate::pipeline::builtin::chain(&gw);
         Worker::start_with(gw, chain)
     }
 
@@ -71,16 +72,33 @@ impl Worker {
 /// Registers every route, with the configured middleware chain. Call inside the `HttpServer::new` factory
 /// (per worker).
 pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
-    let chain = crate::pipeline::builtin::chain(&gw.config.middlewares);
+    let chain = crate::pipeline::builtin::chain(&gw);
     configure_with(cfg, gw, chain);
 }
 
 /// Registers every route, with this middleware chain (one's own middlewares, e.g. the built-ins of
 /// `pipeline::builtin::chain` and others around them).
 pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Chain) {
+    // The OAuth resource server's metadata document, open to all, at both of RFC 9728's places.
+    if let Some(oauth) = gw.auth.as_ref().and_then(|a| a.oauth()) {
+        let suffixed = format!(
+            "{}{}",
+            crate::auth::metadata::WELL_KNOWN,
+            oauth.resource_path()
+        );
+        cfg.service(
+            web::resource(crate::auth::metadata::WELL_KNOWN)
+                .route(web::get().to(gate::protected_resource)),
+        );
+        if suffixed != crate::auth::metadata::WELL_KNOWN {
+            cfg.service(web::resource(suffixed).route(web::get().to(gate::protected_resource)));
+        }
+    }
+    // Middlewares wrap in reverse: CORS is outermost (a 401 carries its headers), then authentication.
     cfg.app_data(web::Data::new(Worker::start_with(gw, chain)))
         .service(
             web::resource("/mcp")
+                .wrap(from_fn(gate::middleware))
                 .wrap(from_fn(cors::middleware))
                 .route(web::post().to(mcp::post))
                 .route(web::get().to(mcp::get))
@@ -89,11 +107,13 @@ pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Cha
         )
         .service(
             web::resource("/sse")
+                .wrap(from_fn(gate::middleware))
                 .wrap(from_fn(cors::middleware))
                 .route(web::get().to(http_sse::open)),
         )
         .service(
             web::resource("/messages")
+                .wrap(from_fn(gate::middleware))
                 .wrap(from_fn(cors::middleware))
                 .route(web::post().to(http_sse::post)),
         )
@@ -103,9 +123,10 @@ pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Cha
 
 /// A rejection as an HTTP response.
 /// The client's address as a caller of backends: requests without a session count against it for a
-/// backend's per-caller share (`max_in_flight_per_session`). The socket's peer: behind a proxy, the proxy's.
-pub(crate) fn address_of(req: &actix_web::HttpRequest) -> Option<handlers::Caller> {
-    let ip = req.peer_addr()?.ip().to_canonical();
+/// backend's per-caller share (`max_in_flight_per_session`). The socket's peer, or behind a trusted proxy
+/// the client it names (`[server] trusted_proxies`).
+pub(crate) fn address_of(req: &actix_web::HttpRequest, gw: &Gateway) -> Option<handlers::Caller> {
+    let ip = gw.proxies.client(req.peer_addr()?.ip(), req.headers());
     let bytes = match ip {
         std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
         std::net::IpAddr::V6(v6) => v6.octets().to_vec(),

@@ -193,6 +193,7 @@ async fn sets_alice(mut ctx: MwContext, next: Next) -> Response {
     ctx.set_principal(Principal {
         name: "alice".into(),
         groups: vec!["ops".into()],
+        scopes: vec![],
     });
     next(ctx).await
 }

@@ -1,0 +1,230 @@
+//! The JWK set behind `[auth.jwt]`: read from a file (again on SIGHUP) or fetched from a URL — at start, then
+//! every `refresh_secs` in the background (every 10 s while it fails), and when a token names a `kid` the set
+//! does not hold (at most once every 30 s; only that request waits, bounded by the fetch's deadline). A
+//! request never fetches otherwise: it reads the current set, an `Arc` swapped whole. A fetch that fails
+//! keeps the keys it had.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::Algorithm;
+use jsonwebtoken::jwk::JwkSet;
+
+use super::jwt::{PinnedKey, pinned_keys};
+
+/// One fetch's deadline (connect and body).
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+/// An unknown `kid` fetches the set at most this often.
+pub const UNKNOWN_KID_EVERY: Duration = Duration::from_secs(30);
+/// While fetching fails, it is tried again this often.
+const RETRY: Duration = Duration::from_secs(10);
+/// The largest JWK set read.
+const MAX_BYTES: usize = 1024 * 1024;
+
+/// Where the keys come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A URL, with its client.
+    Url(String, reqwest::Client),
+    /// A file.
+    File(PathBuf),
+    /// No key set: only the HS256 secret.
+    None,
+}
+
+/// The current keys and how they were had.
+#[derive(Debug)]
+pub struct KeySet {
+    source: Source,
+    allowed: Vec<Algorithm>,
+    keys: RwLock<Arc<Vec<PinnedKey>>>,
+    /// Serialises fetches; holds when the last one started.
+    fetching: tokio::sync::Mutex<Option<Instant>>,
+    fetched: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl KeySet {
+    /// A set with no keys yet (a file is read at once; a URL is fetched by [`KeySet::refresh_forever`]).
+    pub fn new(source: Source, allowed: Vec<Algorithm>) -> Result<KeySet, String> {
+        let set = KeySet {
+            source,
+            allowed,
+            keys: RwLock::new(Arc::new(Vec::new())),
+            fetching: tokio::sync::Mutex::new(None),
+            fetched: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        };
+        if let Source::File(path) = &set.source {
+            let text = std::fs::read(path)
+                .map_err(|e| format!("auth.jwt.jwks_file {}: {e}", path.display()))?;
+            set.install(&text)
+                .map_err(|e| format!("auth.jwt.jwks_file {}: {e}", path.display()))?;
+        }
+        Ok(set)
+    }
+
+    /// The keys now (never waits on a fetch).
+    pub fn current(&self) -> Arc<Vec<PinnedKey>> {
+        self.keys
+            .read()
+            .map_or_else(|p| p.into_inner().clone(), |k| k.clone())
+    }
+
+    /// Successful reads and failed ones so far.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.fetched.load(Ordering::Relaxed),
+            self.failures.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Parses a JWK set and swaps it in; how many keys it gave.
+    fn install(&self, text: &[u8]) -> Result<usize, String> {
+        let set: JwkSet =
+            serde_json::from_slice(text).map_err(|e| format!("not a JWK set: {e}"))?;
+        let (keys, skipped) = pinned_keys(&set, &self.allowed);
+        for why in &skipped {
+            tracing::warn!(key = %why, "a key of the JWK set is not used");
+        }
+        if keys.is_empty() && !set.keys.is_empty() {
+            return Err("no usable key in the JWK set".to_owned());
+        }
+        let n = keys.len();
+        match self.keys.write() {
+            Ok(mut k) => *k = Arc::new(keys),
+            Err(p) => *p.into_inner() = Arc::new(keys),
+        }
+        self.fetched.fetch_add(1, Ordering::Relaxed);
+        Ok(n)
+    }
+
+    /// Reads the set again from where it comes from.
+    async fn fetch(&self) -> Result<usize, String> {
+        let outcome = match &self.source {
+            Source::Url(url, client) => fetch_url(client, url).await,
+            Source::File(path) => {
+                std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+            }
+            Source::None => return Ok(0),
+        };
+        let result = outcome.and_then(|bytes| self.install(&bytes));
+        if result.is_err() {
+            self.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Reads the file again (SIGHUP).
+    pub fn reload_file(&self) -> Result<usize, String> {
+        match &self.source {
+            Source::File(path) => {
+                let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                self.install(&text)
+            }
+            _ => Ok(0),
+        }
+    }
+
+    /// A token named a `kid` the set does not hold: fetch again unless that was done less than
+    /// [`UNKNOWN_KID_EVERY`] ago (or is under way: then wait for it). Bounded by the fetch's deadline.
+    pub async fn refresh_for_unknown_kid(&self) {
+        if !matches!(self.source, Source::Url(..)) {
+            return;
+        }
+        let waited = tokio::time::timeout(FETCH_TIMEOUT * 2, async {
+            let mut last = self.fetching.lock().await;
+            if last.is_some_and(|t| t.elapsed() < UNKNOWN_KID_EVERY) {
+                return;
+            }
+            *last = Some(Instant::now());
+            match self.fetch().await {
+                Ok(n) => tracing::info!(keys = n, "JWK set fetched again for an unknown kid"),
+                Err(why) => tracing::warn!(%why, "the JWK set could not be fetched"),
+            }
+        })
+        .await;
+        if waited.is_err() {
+            tracing::warn!("fetching the JWK set took too long");
+        }
+    }
+
+    /// Fetches the set now and then every `every` (every 10 s while it fails), for as long as the runtime
+    /// runs. Nothing to do for a file.
+    pub async fn refresh_forever(self: Arc<Self>, every: Duration) {
+        let Source::Url(url, _) = &self.source else {
+            return;
+        };
+        let mut failing = false;
+        loop {
+            let outcome = {
+                let mut last = self.fetching.lock().await;
+                *last = Some(Instant::now());
+                self.fetch().await
+            };
+            match outcome {
+                Ok(n) => {
+                    if failing {
+                        tracing::info!(keys = n, %url, "the JWK set is reachable again");
+                    } else {
+                        tracing::debug!(keys = n, %url, "JWK set fetched");
+                    }
+                    failing = false;
+                }
+                Err(why) => {
+                    if !failing {
+                        tracing::warn!(%url, %why, "the JWK set could not be fetched: the keys it had are kept; tokens signed with others are refused");
+                    }
+                    failing = true;
+                }
+            }
+            tokio::time::sleep(if failing { RETRY.min(every) } else { every }).await;
+        }
+    }
+}
+
+async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+    let mut response = client
+        .get(url)
+        .header("accept", "application/json")
+        .send()
+        .await
+        .map_err(|e| handlers_chain(&e))?;
+    if !response.status().is_success() {
+        return Err(format!("{url} answered {}", response.status()));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| handlers_chain(&e))? {
+        if body.len() + chunk.len() > MAX_BYTES {
+            return Err(format!("the JWK set is larger than {MAX_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+fn handlers_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl crate::reload::Reload for KeySet {
+    fn part(&self) -> &'static str {
+        "jwk set file"
+    }
+
+    fn reload(&self) -> Result<(), String> {
+        if !matches!(self.source, Source::File(_)) {
+            return Ok(()); // a URL refreshes itself
+        }
+        self.reload_file().map(drop)
+    }
+}
