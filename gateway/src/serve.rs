@@ -85,7 +85,10 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
     announce_keys(&keys, &config);
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
-    let backends = start_backends(&config, events_tx);
+    let credentials = crate::auth::backend::prepare(&config)
+        .await
+        .map_err(ServeError::Auth)?;
+    let backends = start_backends(&config, events_tx, &credentials);
     let gw = Arc::new(Gateway::new(config, backends, keys).with_auth(auth));
     if let Some(auth) = &gw.auth {
         auth.start();
@@ -219,6 +222,7 @@ async fn first_catalog(
 pub(crate) fn start_backends(
     config: &Config,
     events: mpsc::Sender<BackendEvent>,
+    credentials: &BTreeMap<String, handlers::Credential>,
 ) -> BTreeMap<String, BackendHandle> {
     let client_info = server_info();
     config
@@ -240,6 +244,9 @@ pub(crate) fn start_backends(
             bc.client_info = client_info.clone();
             bc.roots.clone_from(&entry.roots);
             bc.tls = entry.tls();
+            if let Some(c) = credentials.get(&entry.name) {
+                bc.credential = c.clone();
+            }
             if bc.tls.insecure_skip_verify {
                 tracing::warn!(backend = %entry.name,
                     "tls_insecure_skip_verify: the backend's certificate is not verified; anyone on the path can impersonate it");

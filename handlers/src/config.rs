@@ -29,6 +29,8 @@ pub struct BackendConfig {
     pub client_info: Implementation,
     /// TLS towards an `https://` backend.
     pub tls: TlsClient,
+    /// The gateway's own credential towards an HTTP backend (none by default).
+    pub credential: crate::Credential,
     /// Root URIs (`file://...`) the gateway answers the backend's `roots/list` with, whoever's request it
     /// arrives in; empty: `roots/list` goes to the client of the request it belongs to, and is answered with
     /// no roots when it belongs to none.
@@ -98,6 +100,7 @@ impl BackendConfig {
                 ..Implementation::default()
             },
             tls: TlsClient::default(),
+            credential: crate::Credential::default(),
             roots: Vec::new(),
         }
     }

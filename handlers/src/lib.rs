@@ -23,6 +23,7 @@ mod backoff;
 mod callers;
 mod circuit;
 mod config;
+mod credential;
 mod description;
 mod events;
 mod handle;
@@ -44,6 +45,7 @@ mod worker;
 
 pub use circuit::{CircuitConfig, CircuitState, counts_against};
 pub use config::{BackendConfig, TlsClient, Transport};
+pub use credential::Credential;
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest, CONTROL_PERMITS};

@@ -8,6 +8,7 @@
 //! key it does not hold (bounded, at most once every 30 s).
 
 pub mod api_key;
+pub mod backend;
 pub mod jwks;
 pub mod jwt;
 pub mod metadata;

@@ -35,7 +35,16 @@ pub fn run(config: &Config, source: String) -> Report {
 
 async fn check(config: &Config, source: String) -> Report {
     let (events, _held) = mpsc::channel(EVENTS);
-    let handles = start_backends(config, events);
+    // The backends' credentials as serving would have them (a secret that cannot be read fails each
+    // backend that needs one at its start, reported like any other start-up failure).
+    let credentials = match crate::auth::backend::prepare(config).await {
+        Ok(c) => c,
+        Err(why) => {
+            tracing::warn!(%why, "backend credentials are not ready");
+            Default::default()
+        }
+    };
+    let handles = start_backends(config, events, &credentials);
     let list_deadline = Duration::from_millis(config.server.list_timeout_ms);
     let checks = config.backends.iter().map(|entry| {
         let handle = handles.get(&entry.name).cloned();

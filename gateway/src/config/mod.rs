@@ -3,6 +3,7 @@
 //! start with errors that name the field.
 
 mod auth;
+mod backend_auth;
 pub mod circuit;
 mod cluster;
 mod cors;
@@ -21,6 +22,7 @@ pub use auth::{
     ALGORITHMS, ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, OneOrMany, ScopeRule,
     parse_digest, parse_proxy_block,
 };
+pub use backend_auth::BackendAuth;
 pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
@@ -262,6 +264,8 @@ pub struct BackendEntry {
     /// none: `roots/list` goes to the client whose request it belongs to, and gets no roots outside any.
     #[serde(default)]
     pub roots: Vec<String>,
+    /// The gateway's own credential towards this (HTTP) backend (`[backend.auth]`).
+    pub auth: Option<BackendAuth>,
 }
 
 /// How a backend is reached.
@@ -611,6 +615,9 @@ impl Config {
                 ));
             }
             tls::validate_backend(b, s.strict, &field)?;
+            if let Some(auth) = &b.auth {
+                auth.validate(&field, b.url.is_some())?;
+            }
             for (k, root) in b.roots.iter().enumerate() {
                 if !is_file_uri(root) {
                     return Err(invalid(

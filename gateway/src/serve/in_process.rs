@@ -121,7 +121,7 @@ impl InProcessGateway {
     /// current actix arbiter. Fails as `serve` does when the first catalog cannot be built (a collision).
     pub async fn start(config: Config) -> Result<InProcessGateway, ServeError> {
         let (events_tx, events_rx) = mpsc::channel(EVENTS);
-        let backends = start_backends(&config, events_tx);
+        let backends = start_backends(&config, events_tx, &Default::default());
         InProcessGateway::start_with_backends(config, backends, events_rx).await
     }
 

@@ -460,11 +460,12 @@ pub(crate) struct Poster {
 
 impl Poster {
     /// Starts the posting task on the current arbiter; it ends when every clone is gone.
-    fn start(client: reqwest::Client, backend: Arc<str>) -> Poster {
+    fn start(client: reqwest::Client, backend: Arc<str>, credential: crate::Credential) -> Poster {
         let (tx, mut rx) = mpsc::channel::<(Url, HeaderMap, Vec<u8>)>(POST_QUEUE);
         let name = Arc::clone(&backend);
         actix_rt::spawn(async move {
-            while let Some((url, headers, body)) = rx.recv().await {
+            while let Some((url, mut headers, body)) = rx.recv().await {
+                credential.apply(&mut headers);
                 let sent = client
                     .post(url)
                     .headers(headers)

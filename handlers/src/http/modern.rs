@@ -62,6 +62,7 @@ pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url:
     let mut headers = json_headers();
     headers.insert(names::PROTOCOL_VERSION, version_header(MODERN));
     headers.insert(names::METHOD, HeaderValue::from_static("server/discover"));
+    ctx.config.credential.apply(&mut headers);
     let inbound = Inbound::new(ctx.notifier.clone(), None, None);
     let limit = ctx.config.connect_timeout;
     let attempt = async {
@@ -107,7 +108,11 @@ pub(super) fn connected(
 ) -> Connected {
     let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
     let outbox: Arc<dyn Outbox> = Arc::new(EndpointPoster {
-        poster: Poster::start(client.clone(), Arc::from(ctx.name())),
+        poster: Poster::start(
+            client.clone(),
+            Arc::from(ctx.name()),
+            ctx.config.credential.clone(),
+        ),
         url: url.clone(),
     });
     let inbound = Inbound::new(ctx.notifier.clone(), None, Some(outbox));
@@ -189,7 +194,9 @@ impl ModernLink {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
         let params = ctx.params_for(MODERN, &mut request)?;
-        let headers = routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
+        let mut headers =
+            routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
+        ctx.config.credential.apply(&mut headers);
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, request.method.as_str(), params.as_deref());
         let post = thread_client(&inner.ctx, &inner.client)

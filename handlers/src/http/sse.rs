@@ -64,7 +64,7 @@ pub(super) async fn connect(
     url: &Url,
 ) -> Result<Connected, Refused> {
     let deadline = Instant::now() + ctx.config.connect_timeout;
-    let opened = tokio::time::timeout_at(deadline, open(client, url)).await;
+    let opened = tokio::time::timeout_at(deadline, open(client, url, &ctx.config.credential)).await;
     let (events, endpoint) = match opened {
         Ok(result) => result?,
         Err(_) => {
@@ -78,7 +78,11 @@ pub(super) async fn connect(
     let lifeline = Lifeline::default();
     let stop = CancellationToken::new();
     let outbox = Arc::new(EndpointOutbox {
-        poster: Poster::start(client.clone(), Arc::from(ctx.name())),
+        poster: Poster::start(
+            client.clone(),
+            Arc::from(ctx.name()),
+            ctx.config.credential.clone(),
+        ),
         endpoint: endpoint.clone(),
     });
     let inbound = Inbound::new(
@@ -119,10 +123,15 @@ pub(super) async fn connect(
 }
 
 /// GETs the event stream and reads it up to the `endpoint` event.
-async fn open(client: &reqwest::Client, url: &Url) -> Result<(EventStream, Url), Refused> {
+async fn open(
+    client: &reqwest::Client,
+    url: &Url,
+    credential: &crate::Credential,
+) -> Result<(EventStream, Url), Refused> {
     let response = client
         .get(url.clone())
         .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
+        .headers(credential.headers())
         .send()
         .await
         .map_err(|e| {
@@ -270,6 +279,7 @@ impl SseLink {
         let response = thread_client(&inner.ctx, &inner.client)
             .post(inner.endpoint.clone())
             .headers(json_headers())
+            .headers(inner.ctx.config.credential.headers())
             .body(message)
             .send()
             .await

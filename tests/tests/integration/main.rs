@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod backend_asks;
+mod backend_credentials;
 mod bad_input;
 mod bridging;
 mod busy_backend;

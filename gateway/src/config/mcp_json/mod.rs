@@ -186,6 +186,7 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         tls_server_name: None,
         tls_insecure_skip_verify: false,
         roots: Vec::new(),
+        auth: None,
         name: name.to_owned(),
     }))
 }

@@ -72,6 +72,8 @@ impl Drop for Inner {
 struct Session {
     id: Option<String>,
     generation: Generation,
+    /// The gateway's credential towards the backend, on every request of the session.
+    credential: crate::Credential,
 }
 
 /// Why a legacy handshake failed.
@@ -99,7 +101,11 @@ pub(super) async fn connect(
         session.generation,
         TransportKind::StreamableHttp,
     ));
-    let poster = Poster::start(client.clone(), Arc::from(ctx.name()));
+    let poster = Poster::start(
+        client.clone(),
+        Arc::from(ctx.name()),
+        ctx.config.credential.clone(),
+    );
     let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
         let outbox: Arc<dyn Outbox> = Arc::new(SessionOutbox(weak.clone()));
         Inner {
@@ -143,6 +149,7 @@ async fn initialize(
         let response = client
             .post(url.clone())
             .headers(json_headers())
+            .headers(ctx.config.credential.headers())
             .body(body)
             .send()
             .await
@@ -177,6 +184,7 @@ async fn initialize(
         let session = Session {
             id: session_id,
             generation,
+            credential: ctx.config.credential.clone(),
         };
         let initialized = wire::notification("notifications/initialized", None);
         let response = client
@@ -207,6 +215,7 @@ impl Session {
     /// The JSON headers plus the session id and, from 2025-06-18, the negotiated protocol version.
     fn headers(&self) -> HeaderMap {
         let mut h = json_headers();
+        self.credential.apply(&mut h);
         if let Some(value) = self
             .id
             .as_deref()

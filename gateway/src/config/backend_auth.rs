@@ -1,0 +1,120 @@
+//! `[backend.auth]`: the gateway's own credential towards an HTTP backend — a header whose value comes
+//! from an environment variable or a file (never from the config in clear), or an OAuth 2.0 client-
+//! credentials token the gateway fetches and refreshes. The client's credentials never reach a backend.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::{ConfigError, invalid};
+
+/// `[backend.auth]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct BackendAuth {
+    /// The header it is sent in (default `Authorization`).
+    pub header: Option<String>,
+    /// A fixed value: the environment variable holding it.
+    pub value_env: Option<String>,
+    /// A fixed value: the file holding it (its first line).
+    pub value_file: Option<PathBuf>,
+    /// Put before the value with a space (`"Bearer"`); default: `Bearer` in `Authorization`, nothing in
+    /// another header.
+    pub scheme: Option<String>,
+    /// OAuth client credentials: the token endpoint.
+    pub token_url: Option<String>,
+    /// The client's id.
+    pub client_id: Option<String>,
+    /// The environment variable holding the client's secret.
+    pub client_secret_env: Option<String>,
+    /// The file holding the client's secret.
+    pub client_secret_file: Option<PathBuf>,
+    /// Scopes asked for (space-separated).
+    pub scope: Option<String>,
+    /// `audience` asked for (some authorization servers want it).
+    pub audience: Option<String>,
+    /// `resource` asked for (RFC 8707): the backend's URI.
+    pub resource: Option<String>,
+}
+
+impl BackendAuth {
+    /// The header's name.
+    pub fn header_name(&self) -> &str {
+        self.header.as_deref().unwrap_or("Authorization")
+    }
+
+    /// What goes before the value.
+    pub fn scheme(&self) -> Option<&str> {
+        match &self.scheme {
+            Some(s) if s.is_empty() => None,
+            Some(s) => Some(s),
+            None if self.header_name().eq_ignore_ascii_case("authorization") => Some("Bearer"),
+            None => None,
+        }
+    }
+
+    /// Whether it fetches OAuth tokens.
+    pub fn is_client_credentials(&self) -> bool {
+        self.token_url.is_some()
+    }
+
+    pub(super) fn validate(
+        &self,
+        field: &dyn Fn(&str) -> String,
+        http: bool,
+    ) -> Result<(), ConfigError> {
+        if !http {
+            return Err(invalid(
+                field("auth"),
+                "credentials go to HTTP backends; a stdio backend takes its secrets from env",
+            ));
+        }
+        if reqwest_header_name(self.header_name()).is_none() {
+            return Err(invalid(field("auth.header"), "not a valid header name"));
+        }
+        let fixed = self.value_env.is_some() || self.value_file.is_some();
+        match (fixed, &self.token_url) {
+            (true, Some(_)) => Err(invalid(
+                field("auth.token_url"),
+                "give a fixed value (value_env or value_file) or client credentials (token_url), not both",
+            )),
+            (false, None) => Err(invalid(
+                field("auth"),
+                "give value_env or value_file (a fixed header), or token_url with client_id (client credentials)",
+            )),
+            (true, None) => {
+                if self.value_env.is_some() && self.value_file.is_some() {
+                    return Err(invalid(
+                        field("auth.value_env"),
+                        "give value_env or value_file, not both",
+                    ));
+                }
+                Ok(())
+            }
+            (false, Some(url)) => {
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    return Err(invalid(field("auth.token_url"), "must be an http(s) URL"));
+                }
+                if self.client_id.as_deref().is_none_or(str::is_empty) {
+                    return Err(invalid(
+                        field("auth.client_id"),
+                        "client credentials need client_id",
+                    ));
+                }
+                if self.client_secret_env.is_some() == self.client_secret_file.is_some() {
+                    return Err(invalid(
+                        field("auth.client_secret_env"),
+                        "give client_secret_env or client_secret_file (one of them)",
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn reqwest_header_name(name: &str) -> Option<()> {
+    actix_web::http::header::HeaderName::from_bytes(name.as_bytes())
+        .ok()
+        .map(drop)
+}
