@@ -1,4 +1,5 @@
-//! The README's commands work as pasted (issue 10 §4): its curl examples against the demo config.
+//! The README's commands work as pasted (issue 10 §4): its curl examples against the demo config, the
+//! replicas example, the API-key example and the Security section's configs.
 
 use std::process::Command;
 use std::time::Duration;
@@ -6,17 +7,23 @@ use std::time::Duration;
 use crate::interop::peers::run_bounded;
 use crate::support::*;
 
-/// The fenced block that follows `<!-- test: NAME` in the README.
+/// The fenced `sh` block that follows `<!-- test: NAME` in the README.
 fn readme_block(name: &str) -> String {
+    fenced(name, "sh")
+}
+
+/// The fenced block of `language` right after `<!-- test: NAME` in the README.
+fn fenced(name: &str, language: &str) -> String {
     let readme = include_str!("../../../README.md");
     let after = readme
-        .split(&format!("<!-- test: {name}"))
+        .split(&format!("<!-- test: {name} "))
         .nth(1)
+        .and_then(|rest| rest.split_once("-->"))
+        .map(|(_, rest)| rest.trim_start())
         .unwrap_or_else(|| panic!("README has no block marked {name}"));
     let block = after
-        .split("```sh\n")
-        .nth(1)
-        .expect("a sh block follows the marker");
+        .strip_prefix(&format!("```{language}\n"))
+        .unwrap_or_else(|| panic!("a {language} block follows the marker {name}"));
     block.split("\n```").next().unwrap_or_default().to_owned()
 }
 
@@ -80,4 +87,99 @@ fn the_readme_two_replicas_serve_one_session() {
         answer["result"]["structuredContent"]["sum"], 42,
         "the second replica served the first one's session: {stdout}"
     );
+}
+
+#[test]
+fn the_readme_api_key_example_works() {
+    let dir = TempDir::new("readme-api-key");
+    let bin_dir = mcpgw().parent().unwrap().to_owned();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = readme_block("security-api-key")
+        .replace("127.0.0.1:7801", &format!("127.0.0.1:{}", free_port()));
+    let mut bash = Command::new("bash");
+    bash.args(["-euo", "pipefail", "-c", &script])
+        .current_dir(&dir.0)
+        .env("PATH", path);
+    let (ok, stdout, stderr) = run_bounded(bash, Duration::from_secs(60));
+    assert!(
+        ok,
+        "the README's API-key example failed:\n{stdout}\n{stderr}"
+    );
+    let answer: serde_json::Value = stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer: {stdout}\n{stderr}"));
+    assert!(
+        answer["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "the key was accepted and the tools listed: {answer}"
+    );
+    let config = std::fs::read_to_string(dir.0.join("secure.toml")).unwrap();
+    let key = std::fs::read_to_string(dir.0.join("alice.key")).unwrap();
+    assert!(
+        !config.contains(key.trim()),
+        "the config holds the digest, not the key"
+    );
+}
+
+/// The README's JWT and OAuth configs start as they are (their JWK URL pointed at a closed loopback port:
+/// tests reach no other host), refuse a request without a token with the challenge the README shows, and
+/// serve the metadata document it describes.
+#[test]
+fn the_readme_jwt_and_oauth_configs_start_and_challenge_as_described() {
+    for (block, resource_metadata) in [
+        ("security-jwt", None),
+        (
+            "security-oauth",
+            Some("https://mcp.example.com/.well-known/oauth-protected-resource/mcp"),
+        ),
+    ] {
+        let dir = TempDir::new(block);
+        let config = fenced(block, "toml").replace(
+            "https://login.example.com/.well-known/jwks.json",
+            "http://127.0.0.1:9/jwks",
+        );
+        let gw = gateway(&config, &dir);
+        let r = post_raw(&gw.url, &JSON_HEADERS, "{}");
+        assert_eq!(r.status, 401, "{block}: {r:?}");
+        let challenge = r.header("www-authenticate").unwrap_or_default();
+        assert!(
+            challenge.starts_with("Bearer realm=\"mcpgw\""),
+            "{block}: {challenge}"
+        );
+        assert!(
+            !challenge.contains("error="),
+            "{block}: no token, no error: {challenge}"
+        );
+        let base = gw.url.trim_end_matches("/mcp");
+        let doc = client()
+            .get(format!("{base}/.well-known/oauth-protected-resource/mcp"))
+            .send()
+            .unwrap();
+        match resource_metadata {
+            None => assert_eq!(doc.status().as_u16(), 404, "{block}: no OAuth, no document"),
+            Some(url) => {
+                assert!(
+                    challenge.contains(&format!("resource_metadata=\"{url}\"")),
+                    "{block}: {challenge}"
+                );
+                assert!(
+                    challenge.contains("scope=\"mcp:tools demo\""),
+                    "{challenge}"
+                );
+                assert_eq!(doc.status().as_u16(), 200);
+                let doc: serde_json::Value = doc.json().unwrap();
+                assert_eq!(doc["resource"], "https://mcp.example.com/mcp");
+                assert_eq!(
+                    doc["authorization_servers"],
+                    serde_json::json!(["https://login.example.com/"])
+                );
+            }
+        }
+    }
 }
