@@ -89,7 +89,12 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
         .await
         .map_err(ServeError::Auth)?;
     let backends = start_backends(&config, events_tx, &credentials);
-    let gw = Arc::new(Gateway::new(config, backends, keys).with_auth(auth));
+    let exchanges = crate::auth::exchange::exchangers(&config).map_err(ServeError::Auth)?;
+    let gw = Arc::new(
+        Gateway::new(config, backends, keys)
+            .with_auth(auth)
+            .with_exchanges(exchanges),
+    );
     if let Some(auth) = &gw.auth {
         auth.start();
     }

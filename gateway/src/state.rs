@@ -61,6 +61,8 @@ pub struct Gateway {
     pub auth: Option<Arc<crate::auth::Authenticator>>,
     /// Whose `Forwarded` / `X-Forwarded-For` is believed (`[server] trusted_proxies`).
     pub proxies: crate::auth::proxies::TrustedProxies,
+    /// Backends that take the client's token exchanged (RFC 8693), by name.
+    pub exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
 }
 
 impl Gateway {
@@ -140,9 +142,19 @@ impl Gateway {
             drain: crate::drain::Drain::default(),
             tool_timeouts,
             auth: None,
+            exchanges: BTreeMap::new(),
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies),
             config,
         }
+    }
+
+    /// The same state, exchanging client tokens for these backends.
+    pub fn with_exchanges(
+        mut self,
+        exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
+    ) -> Gateway {
+        self.exchanges = exchanges;
+        self
     }
 
     /// The same state, authenticating requests with `auth`.

@@ -64,6 +64,13 @@ impl Credential {
         Ok(c)
     }
 
+    /// The header's name (`Authorization` when none is configured).
+    pub fn header_name(&self) -> HeaderName {
+        self.0
+            .as_ref()
+            .map_or(reqwest::header::AUTHORIZATION, |s| s.name.clone())
+    }
+
     /// Whether there is one.
     pub fn is_some(&self) -> bool {
         self.0.is_some()

@@ -67,6 +67,10 @@ pub struct BackendRequest {
     /// Who the request counts against for the backend's per-caller share (`max_in_flight_per_session`);
     /// `None`: only the backend's own bound applies (the gateway's own requests).
     pub caller: Option<Caller>,
+    /// This request's own credential (a token exchanged for its principal), sent instead of the backend's
+    /// in the backend credential's header. Only a 2026-07-28 backend takes one: a legacy backend's one
+    /// session must never carry several principals' identities, so such a request is refused there.
+    pub credential: Option<reqwest::header::HeaderValue>,
 }
 
 impl BackendRequest {
@@ -81,6 +85,7 @@ impl BackendRequest {
             related: None,
             timeout: None,
             caller: None,
+            credential: None,
         }
     }
 }

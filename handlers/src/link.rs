@@ -113,6 +113,14 @@ impl LinkContext {
         generation: Generation,
         request: &mut BackendRequest,
     ) -> Result<Option<Box<RawValue>>, Failure> {
+        if !generation.is_modern() && request.credential.is_some() {
+            return Err(Failure::Internal {
+                reason: format!(
+                    "backend {} speaks {generation}: a credential per principal needs a backend session per principal, which the gateway does not open; only 2026-07-28 backends take exchanged tokens",
+                    self.name()
+                ),
+            });
+        }
         let params = request.params.take();
         if !generation.is_modern() {
             return Ok(meta::for_legacy(params));

@@ -39,6 +39,7 @@ impl ApiKeys {
                             name: e.principal.clone(),
                             groups: e.groups.clone(),
                             scopes: e.scopes.clone(),
+                            token: None,
                         },
                     ))
                 })

@@ -21,9 +21,9 @@ const RETRY: Duration = Duration::from_secs(10);
 /// A token without `expires_in` is refreshed this often.
 const DEFAULT_LIFETIME: Duration = Duration::from_secs(3600);
 
-/// What the client-credentials refresher needs.
+/// A token endpoint and how the gateway authenticates to it.
 #[derive(Clone)]
-struct TokenSource {
+pub(super) struct TokenSource {
     backend: String,
     url: String,
     client_id: String,
@@ -81,9 +81,12 @@ pub async fn prepare(config: &Config) -> Result<BTreeMap<String, Credential>, St
     for entry in &config.backends {
         let Some(auth) = &entry.auth else { continue };
         let field = format!("backend {} auth", entry.name);
-        let credential = if auth.is_client_credentials() {
+        let credential = if auth.is_token_exchange() {
+            // Per request, per principal (`exchange`); the backend-wide credential stays empty.
+            Credential::rotating(auth.header_name())?
+        } else if auth.is_client_credentials() {
             let credential = Credential::rotating(auth.header_name())?;
-            let source = token_source(&entry.name, auth, &field)?;
+            let source = token_source(&entry.name, auth, &field, "client_credentials")?;
             match fetch(&source).await {
                 Ok((value, lifetime)) => {
                     credential.set(&with_scheme(auth, &value))?;
@@ -122,14 +125,19 @@ fn with_scheme(auth: &BackendAuth, value: &str) -> String {
     }
 }
 
-fn token_source(backend: &str, auth: &BackendAuth, field: &str) -> Result<TokenSource, String> {
+pub(super) fn token_source(
+    backend: &str,
+    auth: &BackendAuth,
+    field: &str,
+    grant_type: &str,
+) -> Result<TokenSource, String> {
     let url = auth.token_url.clone().unwrap_or_default();
     let secret = read_secret(
         auth.client_secret_env.as_deref(),
         auth.client_secret_file.as_deref(),
         &format!("{field} client secret"),
     )?;
-    let mut form = vec![("grant_type", "client_credentials".to_owned())];
+    let mut form = vec![("grant_type", grant_type.to_owned())];
     for (k, v) in [
         ("scope", &auth.scope),
         ("audience", &auth.audience),
@@ -158,6 +166,14 @@ fn refresh_after(lifetime: Duration) -> Duration {
 
 /// One token request; the token and its lifetime.
 async fn fetch(source: &TokenSource) -> Result<(String, Duration), String> {
+    token_request(source, &[]).await
+}
+
+/// One request to the token endpoint with the source's form and `extra` fields; the token and its lifetime.
+pub(super) async fn token_request(
+    source: &TokenSource,
+    extra: &[(&str, &str)],
+) -> Result<(String, Duration), String> {
     let basic = base64::engine::general_purpose::STANDARD.encode(format!(
         "{}:{}",
         form_encode(&source.client_id),
@@ -166,6 +182,8 @@ async fn fetch(source: &TokenSource) -> Result<(String, Duration), String> {
     let body: String = source
         .form
         .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain(extra.iter().copied())
         .map(|(k, v)| format!("{k}={}", form_encode(v)))
         .collect::<Vec<_>>()
         .join("&");

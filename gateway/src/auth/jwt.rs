@@ -218,6 +218,7 @@ impl Rules {
                     .filter(|v| !v.is_null())
                     .or_else(|| claims.get("scp")),
             ),
+            token: None,
         })
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod api_key;
 pub mod backend;
+pub mod exchange;
 pub mod jwks;
 pub mod jwt;
 pub mod metadata;
@@ -34,6 +35,18 @@ pub struct Principal {
     pub groups: Vec<String>,
     /// The scopes its credential grants.
     pub scopes: Vec<String>,
+    /// The bearer token it presented (kept for a token exchange towards a backend; never logged).
+    pub token: Option<SubjectToken>,
+}
+
+/// A client's bearer token, as presented: redacted in `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SubjectToken(pub Arc<str>);
+
+impl std::fmt::Debug for SubjectToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SubjectToken(<redacted>)")
+    }
 }
 
 /// Why a credential was refused (said in `error_description`, and logged at debug).
@@ -193,7 +206,12 @@ impl Authenticator {
         // API keys in `Authorization` unless they have their own header; a JWT-shaped token is a JWT.
         let keys_here = self.api_key_header.is_none() && !self.api_keys.is_empty();
         match &self.jwt {
-            Some(jwt) if looks_like_jwt(token) || !keys_here => jwt.verify(token).await,
+            Some(jwt) if looks_like_jwt(token) || !keys_here => {
+                jwt.verify(token).await.map(|mut p| {
+                    p.token = Some(SubjectToken(Arc::from(token)));
+                    p
+                })
+            }
             _ if keys_here => self
                 .api_keys
                 .find(token)

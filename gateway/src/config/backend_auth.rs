@@ -21,8 +21,12 @@ pub struct BackendAuth {
     /// Put before the value with a space (`"Bearer"`); default: `Bearer` in `Authorization`, nothing in
     /// another header.
     pub scheme: Option<String>,
-    /// OAuth client credentials: the token endpoint.
+    /// OAuth: the token endpoint (client credentials, or token exchange with `grant`).
     pub token_url: Option<String>,
+    /// `"client_credentials"` (default: one token for the gateway) or `"token_exchange"` (RFC 8693: each
+    /// client's token exchanged for one meant for this backend; 2026-07-28 backends only, needs `[auth]`).
+    #[serde(default)]
+    pub grant: Grant,
     /// The client's id.
     pub client_id: Option<String>,
     /// The environment variable holding the client's secret.
@@ -35,6 +39,17 @@ pub struct BackendAuth {
     pub audience: Option<String>,
     /// `resource` asked for (RFC 8707): the backend's URI.
     pub resource: Option<String>,
+}
+
+/// How a backend token is had.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Grant {
+    /// One token for the gateway (RFC 6749 §4.4).
+    #[default]
+    ClientCredentials,
+    /// The client's token exchanged per principal (RFC 8693).
+    TokenExchange,
 }
 
 impl BackendAuth {
@@ -53,9 +68,14 @@ impl BackendAuth {
         }
     }
 
-    /// Whether it fetches OAuth tokens.
+    /// Whether it fetches one OAuth token for the gateway.
     pub fn is_client_credentials(&self) -> bool {
-        self.token_url.is_some()
+        self.token_url.is_some() && self.grant == Grant::ClientCredentials
+    }
+
+    /// Whether it exchanges each client's token.
+    pub fn is_token_exchange(&self) -> bool {
+        self.token_url.is_some() && self.grant == Grant::TokenExchange
     }
 
     pub(super) fn validate(
@@ -81,6 +101,10 @@ impl BackendAuth {
             (false, None) => Err(invalid(
                 field("auth"),
                 "give value_env or value_file (a fixed header), or token_url with client_id (client credentials)",
+            )),
+            (true, None) if self.grant == Grant::TokenExchange => Err(invalid(
+                field("auth.grant"),
+                "token_exchange needs token_url",
             )),
             (true, None) => {
                 if self.value_env.is_some() && self.value_file.is_some() {

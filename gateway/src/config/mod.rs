@@ -22,7 +22,7 @@ pub use auth::{
     ALGORITHMS, ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, OneOrMany, ScopeRule,
     parse_digest, parse_proxy_block,
 };
-pub use backend_auth::BackendAuth;
+pub use backend_auth::{BackendAuth, Grant};
 pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
@@ -617,6 +617,12 @@ impl Config {
             tls::validate_backend(b, s.strict, &field)?;
             if let Some(auth) = &b.auth {
                 auth.validate(&field, b.url.is_some())?;
+                if auth.is_token_exchange() && !self.auth.enabled() {
+                    return Err(invalid(
+                        field("auth.grant"),
+                        "token_exchange exchanges the client's token: configure [auth] so that clients present one",
+                    ));
+                }
             }
             for (k, root) in b.roots.iter().enumerate() {
                 if !is_file_uri(root) {

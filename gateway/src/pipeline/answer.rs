@@ -310,7 +310,8 @@ impl Answering<'_> {
                     session.as_deref(),
                     auth,
                     address,
-                );
+                )
+                .with_subject(ctx.principal());
                 let Some(call) = ctx.into_call() else {
                     return not_a_call();
                 };

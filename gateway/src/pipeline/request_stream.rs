@@ -161,7 +161,8 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
                 session.as_deref(),
                 auth,
                 address,
-            );
+            )
+            .with_subject(ctx.principal());
             let Some(call) = ctx.into_call() else {
                 return crate::pipeline::answer::not_a_call();
             };
@@ -231,6 +232,7 @@ async fn dispatch_once(
         auth: base.auth,
         caller: base.caller,
         backend: std::cell::OnceCell::new(),
+        subject: base.subject.clone(),
     };
     let run = dispatch.run(call);
     tokio::pin!(run);

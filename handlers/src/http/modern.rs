@@ -197,6 +197,9 @@ impl ModernLink {
         let mut headers =
             routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
         ctx.config.credential.apply(&mut headers);
+        if let Some(own) = request.credential.take() {
+            headers.insert(ctx.config.credential.header_name(), own);
+        }
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, request.method.as_str(), params.as_deref());
         let post = thread_client(&inner.ctx, &inner.client)
@@ -299,6 +302,7 @@ mod tests {
             related: None,
             timeout: None,
             caller: None,
+            credential: None,
         };
         let h = routing_headers(&request).unwrap();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");

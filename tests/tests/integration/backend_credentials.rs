@@ -24,13 +24,13 @@ const BACKEND_TOKEN: &str = "backend-token-XYZ";
 const FILE_KEY: &str = "file-key-QQQ";
 
 /// A TCP proxy on loopback that forwards to `upstream` and keeps every byte sent towards it.
-struct Recorder {
-    url: String,
+pub(crate) struct Recorder {
+    pub(crate) url: String,
     seen: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Recorder {
-    fn start(upstream: &str) -> Recorder {
+    pub(crate) fn start(upstream: &str) -> Recorder {
         let target = upstream
             .trim_start_matches("http://")
             .split('/')
@@ -76,7 +76,7 @@ impl Recorder {
     }
 
     /// Everything sent so far, as text with header names lower-cased line by line.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let bytes = self.seen.lock().unwrap().clone();
         String::from_utf8_lossy(&bytes)
             .lines()

@@ -33,3 +33,4 @@ mod slow_consumers;
 mod startup;
 mod support;
 mod tls;
+mod token_exchange;

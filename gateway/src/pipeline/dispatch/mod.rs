@@ -58,6 +58,9 @@ pub struct Dispatch<'a> {
     pub caller: Option<Caller>,
     /// The backend the call was routed to, once dispatch knows it (for the access log).
     pub backend: std::cell::OnceCell<String>,
+    /// The client's bearer token, for a backend that exchanges it (`[backend.auth] grant =
+    /// "token_exchange"`).
+    pub subject: Option<crate::auth::SubjectToken>,
 }
 
 impl<'a> Dispatch<'a> {
@@ -80,7 +83,14 @@ impl<'a> Dispatch<'a> {
             auth,
             caller: session.map(Session::caller).or(address),
             backend: std::cell::OnceCell::new(),
+            subject: None,
         }
+    }
+
+    /// The same dispatch, for a request of a principal that presented this token.
+    pub fn with_subject(mut self, principal: Option<&crate::auth::Principal>) -> Dispatch<'a> {
+        self.subject = principal.and_then(|p| p.token.clone());
+        self
     }
 }
 
@@ -141,6 +151,10 @@ impl Dispatch<'_> {
                     if let Err(e) = self.claim_state(single_use).await {
                         return Outcome::Error(e);
                     }
+                    let request = match self.exchanged(&backend, request).await {
+                        Ok(request) => request,
+                        Err(failed) => return failed,
+                    };
                     if self.replays(call, &backend) {
                         replay::forward(self, call, &backend, request, replay.unwrap_or_default())
                             .await
@@ -155,6 +169,42 @@ impl Dispatch<'_> {
                 ErrorCode::MethodNotFound,
                 format!("method not found: {other} is not served by this gateway"),
             )),
+        }
+    }
+
+    /// The request with its principal's exchanged token, for a backend that exchanges the client's token
+    /// (RFC 8693); unchanged for the others. A token that cannot be had fails the request (a tool error for
+    /// `tools/call`), never sends it without one.
+    async fn exchanged(
+        &self,
+        backend: &str,
+        mut request: BackendRequest,
+    ) -> Result<BackendRequest, Outcome> {
+        let Some(exchanger) = self.gw.exchanges.get(backend) else {
+            return Ok(request);
+        };
+        let unavailable = |reason: String| {
+            Outcome::Failed(protocol::shape::Failure::Unavailable {
+                backend: backend.to_owned(),
+                reason,
+            })
+        };
+        let Some(subject) = &self.subject else {
+            return Err(unavailable(format!(
+                "backend {backend} takes the client's exchanged token, and this request presented none"
+            )));
+        };
+        match exchanger.credential(subject).await {
+            Ok(value) => {
+                request.credential = Some(value);
+                Ok(request)
+            }
+            Err(why) => {
+                tracing::warn!(%backend, %why, "the client's token could not be exchanged");
+                Err(unavailable(format!(
+                    "the client's token could not be exchanged for backend {backend}"
+                )))
+            }
         }
     }
 
@@ -372,6 +422,7 @@ impl Dispatch<'_> {
             related: self.related.clone(),
             timeout,
             caller: self.caller,
+            credential: None,
         };
         Ok((backend, request, replay))
     }

@@ -194,6 +194,7 @@ async fn sets_alice(mut ctx: MwContext, next: Next) -> Response {
         name: "alice".into(),
         groups: vec!["ops".into()],
         scopes: vec![],
+        token: None,
     });
     next(ctx).await
 }

@@ -1,0 +1,191 @@
+//! RFC 8693 token exchange towards a backend (`[backend.auth] grant = "token_exchange"`): each principal's
+//! own token is exchanged at a token endpoint made here for one meant for the backend, cached, and sent on
+//! that principal's requests only; the client's token itself never reaches the backend. A legacy backend,
+//! whose one session cannot carry several principals' identities, refuses such requests (a tool error) and
+//! receives no principal's token.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+use crate::backend_credentials::Recorder;
+use crate::support::{JSON_HEADERS, TempDir, gateway, http_mock, post_raw};
+
+const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
+
+/// A token endpoint that answers token-exchange requests from `gw-client:gw-secret` with
+/// `exchanged-N`, recording each `(subject_token, issued)`.
+fn exchange_endpoint() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    let issued = Arc::new(Mutex::new(Vec::new()));
+    let record = issued.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let (mut head, mut length) = (String::new(), 0);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let body = String::from_utf8_lossy(&body).into_owned();
+            let field = |name: &str| {
+                body.split('&')
+                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let ok = head.contains("Basic Z3ctY2xpZW50Omd3LXNlY3JldA==")
+                && field("grant_type")
+                    == "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+                && field("subject_token_type")
+                    == "urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"
+                && field("audience") == "backend-x"
+                && !field("subject_token").is_empty();
+            let (status, answer) = if ok {
+                let mut issued = record.lock().unwrap();
+                let token = format!("exchanged-{}", issued.len() + 1);
+                issued.push((field("subject_token"), token.clone()));
+                ("200 OK", json!({"access_token": token, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 600}).to_string())
+            } else {
+                (
+                    "400 Bad Request",
+                    json!({"error": "invalid_request"}).to_string(),
+                )
+            };
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (url, issued)
+}
+
+fn token_of(sub: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    jsonwebtoken::encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"iss": "https://issuer.test", "aud": "mcpgw-test", "sub": sub, "exp": exp}),
+        &EncodingKey::from_secret(SECRET.as_bytes()),
+    )
+    .unwrap()
+}
+
+fn call(url: &str, token: &str, tool: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": tool, "arguments": {"text": "hi"},
+    "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "exchange-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    }}});
+    let bearer = format!("Bearer {token}");
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.extend([
+        ("Authorization", bearer.as_str()),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ]);
+    let r = post_raw(url, &headers, body.to_string());
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()
+}
+
+#[test]
+fn each_principals_token_is_exchanged_for_the_backend_and_never_passed_through() {
+    let dir = TempDir::new("token-exchange");
+    let (token_url, issued) = exchange_endpoint();
+    let modern = http_mock(&["--name", "x", "--era", "modern"]);
+    let legacy = http_mock(&["--name", "l", "--era", "legacy"]);
+    let (to_modern, to_legacy) = (Recorder::start(&modern.url), Recorder::start(&legacy.url));
+    let secret = dir.file("hs256.secret", SECRET);
+    let client_secret = dir.file("client.secret", "gw-secret");
+    let exchange = format!(
+        "[backend.auth]\ntoken_url = \"{token_url}\"\ngrant = \"token_exchange\"\nclient_id = \"gw-client\"\n\
+         client_secret_file = {:?}\naudience = \"backend-x\"\n",
+        client_secret.display()
+    );
+    let config = format!(
+        "[auth.jwt]\nissuer = \"https://issuer.test\"\naudience = \"mcpgw-test\"\nalgorithms = [\"HS256\"]\n\
+         hs256_secret_file = {:?}\n\n[[backend]]\nname = \"x\"\nurl = \"{}\"\n{exchange}\n\
+         [[backend]]\nname = \"l\"\nurl = \"{}\"\n{exchange}",
+        secret.display(),
+        to_modern.url,
+        to_legacy.url
+    );
+    let gw = gateway(&config, &dir);
+    let (alice, bob) = (token_of("alice"), token_of("bob"));
+
+    for _ in 0..3 {
+        let r = call(&gw.url, &alice, "x__echo");
+        assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    }
+    let r = call(&gw.url, &bob, "x__echo");
+    assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    let exchanged = issued.lock().unwrap().clone();
+    assert_eq!(
+        exchanged,
+        vec![
+            (alice.clone(), "exchanged-1".to_owned()),
+            (bob.clone(), "exchanged-2".to_owned())
+        ],
+        "one exchange per principal (cached), each of its own token"
+    );
+    let seen = to_modern.text();
+    let calls: Vec<&str> = seen
+        .lines()
+        .filter(|l| l.starts_with("authorization:"))
+        .collect();
+    assert!(
+        calls.ends_with(&[
+            "authorization: Bearer exchanged-1",
+            "authorization: Bearer exchanged-1",
+            "authorization: Bearer exchanged-1",
+            "authorization: Bearer exchanged-2"
+        ]),
+        "each call carried its principal's exchanged token: {calls:?}"
+    );
+    assert!(
+        !seen.contains(&alice) && !seen.contains(&bob),
+        "a client's own token reached the backend"
+    );
+
+    // The legacy backend: refused as a tool error, and it receives no principal's token.
+    let r = call(&gw.url, &alice, "l__echo");
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = r["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("session per principal"), "{text}");
+    let seen = to_legacy.text();
+    assert!(
+        !seen.contains("exchanged-") && !seen.contains(&alice),
+        "{seen}"
+    );
+    assert_eq!(
+        issued.lock().unwrap().len(),
+        3,
+        "each backend exchanges for itself (its own audience), once per principal"
+    );
+}
