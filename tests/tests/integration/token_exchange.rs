@@ -19,7 +19,10 @@ const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
 
 /// A token endpoint that answers token-exchange requests from `gw-client:gw-secret` with
 /// `exchanged-N`, recording each `(subject_token, issued)`.
-fn exchange_endpoint() -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+/// `(subject_token, issued token)` pairs, in order.
+type Issued = Arc<Mutex<Vec<(String, String)>>>;
+
+fn exchange_endpoint() -> (String, Issued) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/token", listener.local_addr().unwrap());
     let issued = Arc::new(Mutex::new(Vec::new()));
