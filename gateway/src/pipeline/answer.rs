@@ -275,6 +275,7 @@ impl Answering<'_> {
             method = %call.method(),
             backend = tracing::field::Empty,
             generation = %generation,
+            principal = self.principal.as_ref().map(|p| tracing::field::display(&p.name)),
         )
     }
 

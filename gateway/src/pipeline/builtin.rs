@@ -1,6 +1,6 @@
 //! The middlewares built into mcpgw, chosen and ordered by `[[middleware]]` tables:
 //! - `access_log`: one line per JSON-RPC request (target `mcpgw::access`, at info, message `access`): method, backend,
-//!   outcome, code, duration, generation, transport — never arguments, results or tokens;
+//!   outcome, code, duration, generation, transport, principal — never arguments, results or tokens;
 //! - `require_scopes` (not in `[[middleware]]`: always first when `[[auth.scope]]` rules exist): the
 //!   principal's scopes;
 //! - `allow_methods`: only the listed methods pass; any other is answered exactly as an unknown method is
@@ -107,6 +107,7 @@ impl Middleware for AccessLog {
         let generation = ctx.generation();
         let transport = ctx.transport();
         let started = ctx.started();
+        let principal = ctx.principal().map(|p| p.name.clone());
         Box::pin(async move {
             let response = next(ctx).await;
             let micros = started.elapsed().as_micros();
@@ -127,6 +128,7 @@ impl Middleware for AccessLog {
                 duration_us = micros as u64,
                 %generation,
                 transport = transport.as_str(),
+                principal = principal.as_deref().unwrap_or("-"),
                 "access"
             );
             response
