@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod auth;
 mod backend_asks;
 mod backend_credentials;
 mod bad_input;

@@ -1,0 +1,236 @@
+//! API keys: `mcpgw auth hash-key` gives the digest the config holds; the key as a bearer token (or in
+//! the header `api_key_header` names) authenticates its principal, any other key gets 401
+//! `invalid_token`; a legacy session belongs to the principal that opened it (another principal's
+//! request finds no such session, 404); `[server] strict` refuses to listen beyond loopback without
+//! `[auth]`.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{
+    BACKEND, Gw, assert_echoed, bearer, challenge, echo_call, initialize, open_session, post,
+};
+use crate::interop::peers::run_bounded;
+use crate::support::{Reply, TempDir, client, free_port, into_reply, mcpgw, modern_request, start};
+
+const ALICE_KEY: &str = "alice-key-7f3a9c2e4b8d1f6a0c5e9b3d";
+const BOB_KEY: &str = "bob-key-2d8f4a6c0e1b9d7f3a5c8e2b4d";
+
+/// `mcpgw auth hash-key` with `input` on its standard input (bounded): exit success, stdout, stderr.
+fn hash_key_run(input: &str) -> (bool, String, String) {
+    let mut child = Command::new(mcpgw())
+        .args(["auth", "hash-key"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcpgw auth hash-key starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("mcpgw auth hash-key did not exit within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The digest `mcpgw auth hash-key` prints for `key`.
+fn digest_of(key: &str) -> String {
+    let (ok, out, err) = hash_key_run(&format!("{key}\n"));
+    assert!(ok, "hash-key failed: {err}");
+    let digest = out.trim().to_owned();
+    let hex = digest
+        .strip_prefix("sha256:")
+        .unwrap_or_else(|| panic!("{digest:?}"));
+    assert!(
+        hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{digest:?}"
+    );
+    digest
+}
+
+/// `[[auth.api_key]]` for alice (group ops) and bob, and `extra` lines in `[auth]`.
+fn keys_config(extra: &str) -> String {
+    format!(
+        "{BACKEND}\n[auth]\n{extra}\n\n[[auth.api_key]]\nprincipal = \"alice\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n\n\
+         [[auth.api_key]]\nprincipal = \"bob\"\ndigest = \"{}\"\n",
+        digest_of(ALICE_KEY),
+        digest_of(BOB_KEY)
+    )
+}
+
+/// A 401 with the challenge's `error` as given (`None`: none), and no metadata document (no OAuth).
+fn assert_401_plain(r: &Reply, error: Option<&str>) {
+    assert_eq!(r.status, 401, "{r:?}");
+    let c = challenge(r);
+    assert_eq!(c.get("error").map(String::as_str), error, "{r:?}");
+    assert!(!c.contains_key("resource_metadata"), "{r:?}");
+}
+
+fn modern_echo(gw: &Gw, headers: &[(String, String)], text: &str) -> Reply {
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    modern_request(
+        &gw.url(),
+        "tools/call",
+        json!({"name": "m__echo", "arguments": {"text": text}}),
+        &headers,
+    )
+}
+
+#[test]
+fn a_key_hashed_by_hash_key_is_accepted_as_a_bearer_token_and_another_key_gets_401() {
+    let gw = Gw::start("api-key-bearer", |_| keys_config(""));
+    let alice = [bearer(ALICE_KEY)];
+    let session = open_session(&gw.url(), &alice);
+    assert_echoed(
+        &post(&gw.url(), &alice, Some(&session), &echo_call(2, "legacy")),
+        "legacy",
+    );
+    assert_echoed(&modern_echo(&gw, &alice, "modern"), "modern");
+    let wrong = [bearer("carol-key-0000000000000000000000")];
+    assert_401_plain(&initialize(&gw.url(), &wrong), Some("invalid_token"));
+    assert_401_plain(&modern_echo(&gw, &wrong, "x"), Some("invalid_token"));
+    // The digest itself is not a key.
+    let digest = [bearer(&digest_of(ALICE_KEY))];
+    assert_401_plain(&initialize(&gw.url(), &digest), Some("invalid_token"));
+    assert_401_plain(&initialize(&gw.url(), &[]), None);
+}
+
+#[test]
+fn with_api_key_header_set_the_key_is_accepted_in_that_header() {
+    let gw = Gw::start("api-key-header", |_| {
+        keys_config("api_key_header = \"X-Api-Key\"")
+    });
+    let alice = [("X-Api-Key".to_owned(), ALICE_KEY.to_owned())];
+    let session = open_session(&gw.url(), &alice);
+    assert_echoed(
+        &post(&gw.url(), &alice, Some(&session), &echo_call(2, "legacy")),
+        "legacy",
+    );
+    assert_echoed(&modern_echo(&gw, &alice, "modern"), "modern");
+    let wrong = [(
+        "X-Api-Key".to_owned(),
+        "carol-key-0000000000000000000000".to_owned(),
+    )];
+    assert_401_plain(&initialize(&gw.url(), &wrong), Some("invalid_token"));
+    assert_401_plain(&initialize(&gw.url(), &[]), None);
+}
+
+#[test]
+fn hash_key_refuses_a_short_key_with_a_non_zero_exit() {
+    for short in ["short\n", "0123456789abcdef\n", "\n"] {
+        let (ok, out, err) = hash_key_run(short);
+        assert!(!ok, "{short:?} was hashed: {out}");
+        assert!(!out.contains("sha256:"), "{short:?}: {out}");
+        assert!(err.contains("at least"), "{short:?}: {err}");
+    }
+}
+
+#[test]
+fn a_session_opened_with_alices_key_is_unknown_to_bobs_key_and_needs_a_credential() {
+    let gw = Gw::start("api-key-sessions", |_| keys_config(""));
+    let (alice, bob) = ([bearer(ALICE_KEY)], [bearer(BOB_KEY)]);
+    let session = open_session(&gw.url(), &alice);
+    // Bob's answer for alice's session is the answer for a session that does not exist.
+    let as_bob = post(&gw.url(), &bob, Some(&session), &echo_call(5, "bob"));
+    let unknown = post(
+        &gw.url(),
+        &bob,
+        Some("no-such-session-0123456789"),
+        &echo_call(5, "bob"),
+    );
+    assert_eq!(as_bob.status, 404, "{as_bob:?}");
+    assert_eq!(
+        (as_bob.status, as_bob.json()),
+        (unknown.status, unknown.json())
+    );
+    // Nor can bob open its stream or end it.
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        let r = into_reply(
+            client()
+                .request(method.clone(), gw.url())
+                .header("Accept", "text/event-stream")
+                .header("Mcp-Session-Id", &session)
+                .header("MCP-Protocol-Version", super::LEGACY)
+                .header("Authorization", format!("Bearer {BOB_KEY}"))
+                .send()
+                .unwrap(),
+        );
+        assert_eq!(r.status, 404, "{method} as bob: {r:?}");
+    }
+    let none = post(&gw.url(), &[], Some(&session), &echo_call(6, "nobody"));
+    assert_401_plain(&none, None);
+    // Alice's session is untouched by all of that.
+    assert_echoed(
+        &post(&gw.url(), &alice, Some(&session), &echo_call(7, "alice")),
+        "alice",
+    );
+    // Bob's own session is his, and not alice's.
+    let bobs = open_session(&gw.url(), &bob);
+    assert_echoed(
+        &post(&gw.url(), &bob, Some(&bobs), &echo_call(8, "bob")),
+        "bob",
+    );
+    let r = post(&gw.url(), &alice, Some(&bobs), &echo_call(9, "alice"));
+    assert_eq!(r.status, 404, "{r:?}");
+}
+
+#[test]
+fn strict_refuses_to_listen_beyond_loopback_without_auth_and_names_server_strict() {
+    let dir = TempDir::new("auth-strict-off");
+    let config = dir.file(
+        "mcpgw.toml",
+        &format!("[server]\nstrict = true\n\n{BACKEND}"),
+    );
+    let mut cmd = Command::new(mcpgw());
+    cmd.args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", &format!("0.0.0.0:{}", free_port())]);
+    let (ok, _, stderr) = run_bounded(cmd, Duration::from_secs(30));
+    assert!(!ok, "mcpgw serve started: {stderr}");
+    assert!(stderr.contains("server.strict"), "{stderr}");
+    assert!(!stderr.contains("mcpgw listening on"), "{stderr}");
+}
+
+#[test]
+fn strict_listens_beyond_loopback_with_auth_configured() {
+    let dir = TempDir::new("auth-strict-on");
+    let config = dir.file(
+        "mcpgw.toml",
+        &format!("[server]\nstrict = true\n\n{}", keys_config("")),
+    );
+    let port = free_port();
+    let mut cmd = Command::new(mcpgw());
+    cmd.args(["serve", "--config"])
+        .arg(&config)
+        .args(["--listen", &format!("0.0.0.0:{port}")]);
+    let _gw = start(cmd, "mcpgw listening on ");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    crate::support::wait_ready(&format!("http://127.0.0.1:{port}"));
+    assert_401_plain(&initialize(&url, &[]), None);
+    let alice = [bearer(ALICE_KEY)];
+    let session = open_session(&url, &alice);
+    assert_echoed(
+        &post(&url, &alice, Some(&session), &echo_call(2, "strict")),
+        "strict",
+    );
+}
