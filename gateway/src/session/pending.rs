@@ -1,4 +1,6 @@
-//! 2024-11-05 HTTP+SSE streams waiting for their session's `initialize`.
+//! 2024-11-05 HTTP+SSE streams waiting for their session's `initialize`, each bound to the principal that
+//! opened it (with `[auth]` on): another principal naming its id is answered as for an unknown one, and
+//! cannot take it over.
 
 use dashmap::DashMap;
 
@@ -10,8 +12,15 @@ use super::slots::Slots;
 /// given back when it is taken out); streams whose client went away are swept out when it is full.
 #[derive(Debug)]
 pub struct PendingStreams {
-    map: DashMap<String, tokio::sync::mpsc::Sender<bytes::Bytes>>,
+    map: DashMap<String, Pending>,
     slots: Slots,
+}
+
+/// A stream and the principal binding of whoever opened it.
+#[derive(Debug)]
+struct Pending {
+    tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+    bound_to: Option<[u8; 16]>,
 }
 
 impl PendingStreams {
@@ -23,13 +32,18 @@ impl PendingStreams {
         }
     }
 
-    /// Registers a new stream and returns its id; `None` when too many are open.
-    pub fn open(&self, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) -> Option<String> {
+    /// Registers a new stream opened by the principal of `bound_to` and returns its id; `None` when too
+    /// many are open.
+    pub fn open(
+        &self,
+        tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+        bound_to: Option<[u8; 16]>,
+    ) -> Option<String> {
         let slot = match self.slots.take() {
             Some(slot) => slot,
             None => {
-                self.map.retain(|_, tx| {
-                    let open = !tx.is_closed();
+                self.map.retain(|_, p| {
+                    let open = !p.tx.is_closed();
                     if !open {
                         self.slots.give_back();
                     }
@@ -39,21 +53,31 @@ impl PendingStreams {
             }
         };
         let id = new_session_id();
-        self.map.insert(id.clone(), tx);
+        self.map.insert(id.clone(), Pending { tx, bound_to });
         slot.keep();
         Some(id)
     }
 
-    /// Takes the stream out (to become a session's, or to be put back).
-    pub fn take(&self, id: &str) -> Option<tokio::sync::mpsc::Sender<bytes::Bytes>> {
-        let (_, tx) = self.map.remove(id)?;
+    /// Takes the stream out (to become a session's, or to be put back) for the principal of `bound_to`;
+    /// a stream another principal opened stays where it is and is not found.
+    pub fn take(
+        &self,
+        id: &str,
+        bound_to: Option<[u8; 16]>,
+    ) -> Option<tokio::sync::mpsc::Sender<bytes::Bytes>> {
+        let (_, p) = self.map.remove_if(id, |_, p| p.bound_to == bound_to)?;
         self.slots.give_back();
-        Some(tx).filter(|tx| !tx.is_closed())
+        Some(p.tx).filter(|tx| !tx.is_closed())
     }
 
     /// Puts a stream back after a message that did not start the session. When its slot went to another
     /// stream meanwhile, it is dropped instead (its client sees the stream end).
-    pub fn put_back(&self, id: &str, tx: tokio::sync::mpsc::Sender<bytes::Bytes>) {
+    pub fn put_back(
+        &self,
+        id: &str,
+        tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+        bound_to: Option<[u8; 16]>,
+    ) {
         if tx.is_closed() {
             return;
         }
@@ -61,7 +85,11 @@ impl PendingStreams {
             tracing::warn!("HTTP+SSE stream closed: too many open SSE connections to put it back");
             return;
         };
-        if self.map.insert(id.to_owned(), tx).is_none() {
+        if self
+            .map
+            .insert(id.to_owned(), Pending { tx, bound_to })
+            .is_none()
+        {
             slot.keep();
         }
     }

@@ -115,7 +115,7 @@ fn pending_sse_streams_are_bounded_exactly_under_concurrent_opens() {
                     (0..EACH)
                         .filter_map(|_| {
                             let (tx, rx) = tokio::sync::mpsc::channel(1);
-                            pending.open(tx).map(|id| (id, rx))
+                            pending.open(tx, None).map(|id| (id, rx))
                         })
                         .collect::<Vec<_>>()
                 })
@@ -134,20 +134,38 @@ fn pending_sse_streams_make_room_only_from_closed_or_taken_ones() {
     let pending = PendingStreams::new(2);
     let (a, a_rx) = tokio::sync::mpsc::channel(1);
     let (b, _b_rx) = tokio::sync::mpsc::channel(1);
-    let a = pending.open(a).unwrap();
-    let b = pending.open(b).unwrap();
+    let a = pending.open(a, None).unwrap();
+    let b = pending.open(b, None).unwrap();
     let (c, _c_rx) = tokio::sync::mpsc::channel(1);
-    assert!(pending.open(c.clone()).is_none(), "full of open streams");
+    assert!(
+        pending.open(c.clone(), None).is_none(),
+        "full of open streams"
+    );
     drop(a_rx);
-    let c = pending.open(c).expect("the closed stream swept out");
-    assert!(pending.take(&a).is_none());
-    let taken = pending.take(&b).expect("an open stream");
+    let c = pending.open(c, None).expect("the closed stream swept out");
+    assert!(pending.take(&a, None).is_none());
+    let taken = pending.take(&b, None).expect("an open stream");
     let (d, _d_rx) = tokio::sync::mpsc::channel(1);
-    pending.open(d).expect("the taken stream's slot");
-    pending.put_back(&b, taken);
+    pending.open(d, None).expect("the taken stream's slot");
+    pending.put_back(&b, taken, None);
     assert_eq!(pending.len(), 2, "no room to put it back: dropped");
-    assert!(pending.take(&b).is_none());
-    assert!(pending.take(&c).is_some());
+    assert!(pending.take(&b, None).is_none());
+    assert!(pending.take(&c, None).is_some());
+}
+
+#[test]
+fn a_pending_sse_stream_is_taken_only_by_the_principal_that_opened_it() {
+    let pending = PendingStreams::new(4);
+    let (tx, _rx) = tokio::sync::mpsc::channel(1);
+    let alice = Some([1u8; 16]);
+    let id = pending.open(tx, alice).unwrap();
+    assert!(
+        pending.take(&id, Some([2u8; 16])).is_none(),
+        "another principal"
+    );
+    assert!(pending.take(&id, None).is_none(), "no principal");
+    assert_eq!(pending.len(), 1, "still there for its opener");
+    assert!(pending.take(&id, alice).is_some());
 }
 
 #[test]

@@ -23,6 +23,8 @@ use crate::session::{Session, Transport, sse_event};
 use crate::state::Gateway;
 use actix_web::http::header::AUTHORIZATION;
 
+use crate::auth_context::AuthContext;
+
 /// Events an HTTP+SSE stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 1024;
 
@@ -31,7 +33,8 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
         return rejection_response(&r);
     }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-    let Some(id) = worker.gw.sse_connections.open(tx) else {
+    let (_, bound_to) = identity(&req, &worker.gw);
+    let Some(id) = worker.gw.sse_connections.open(tx, bound_to) else {
         return rejection_response(&Rejection::overloaded(
             "too many open HTTP+SSE streams",
             None,
@@ -51,6 +54,19 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
         sse_body(Some(endpoint), rx, KEEP_ALIVE, phase),
         watch,
     ))
+}
+
+/// The request's authorization context and, with `[auth]` on, the principal binding its session and
+/// stream must have.
+fn identity(req: &HttpRequest, gw: &Gateway) -> (AuthContext, Option<[u8; 16]>) {
+    let principal = super::gate::principal_of(req);
+    let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
+    let auth = gw.auth_context(principal.as_deref(), authorization);
+    let bound_to = principal
+        .as_ref()
+        .filter(|_| gw.auth.is_some())
+        .map(|_| auth.binding());
+    (auth, bound_to)
 }
 
 #[derive(Deserialize)]
@@ -76,12 +92,7 @@ pub(super) async fn post(
     };
     let id = &query.session_id;
     let principal = super::gate::principal_of(&req);
-    let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
-    let auth = gw.auth_context(principal.as_deref(), authorization);
-    let bound_to = principal
-        .as_ref()
-        .filter(|_| gw.auth.is_some())
-        .map(|_| auth.binding());
+    let (auth, bound_to) = identity(&req, gw);
     // An HTTP+SSE session lives with its stream on this replica: never rebuilt from its id. One bound to
     // another principal is unknown to this one.
     let session = gw
@@ -90,7 +101,7 @@ pub(super) async fn post(
         .filter(|s| s.transport == Transport::HttpSse && s.bound_to == bound_to)
         .inspect(|s| s.touch());
     let pending = if session.is_none() {
-        gw.sse_connections.take(id)
+        gw.sse_connections.take(id, bound_to)
     } else {
         None
     };
@@ -126,6 +137,7 @@ pub(super) async fn post(
         id,
         session: session.clone(),
         pending,
+        bound_to,
     };
     let origin = Origin::Http(HttpMethod::Post, headers);
     answering
@@ -142,6 +154,8 @@ struct SseOutput<'a> {
     session: Option<Arc<Session>>,
     /// The stream opened by `GET /sse` and not yet initialized.
     pending: Option<mpsc::Sender<Bytes>>,
+    /// The principal binding of the stream (with `[auth]` on).
+    bound_to: Option<[u8; 16]>,
 }
 
 impl SseOutput<'_> {
@@ -157,7 +171,7 @@ impl SseOutput<'_> {
     /// 202, the stream not initialized yet handed back for the `initialize` still to come.
     fn done(&mut self) -> HttpResponse {
         if let (Some(tx), None) = (self.pending.take(), &self.session) {
-            self.gw.sse_connections.put_back(self.id, tx);
+            self.gw.sse_connections.put_back(self.id, tx, self.bound_to);
         }
         HttpResponse::Accepted().finish()
     }
