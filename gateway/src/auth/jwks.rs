@@ -1,6 +1,7 @@
 //! The JWK set behind `[auth.jwt]`: read from a file (again on SIGHUP) or fetched from a URL — at start, then
 //! every `refresh_secs` in the background (every 10 s while it fails), and when a token names a `kid` the set
-//! does not hold (at most once every 30 s; only that request waits, bounded by the fetch's deadline). A
+//! does not hold (at most once every 30 s, counted apart from the other fetches so that a key rotation is
+//! seen at once; only such requests wait, bounded by the fetch's deadline). A
 //! request never fetches otherwise: it reads the current set, an `Arc` swapped whole. A fetch that fails
 //! keeps the keys it had.
 
@@ -40,8 +41,11 @@ pub struct KeySet {
     source: Source,
     allowed: Vec<Algorithm>,
     keys: RwLock<Arc<Vec<PinnedKey>>>,
-    /// Serialises fetches; holds when the last one started.
-    fetching: tokio::sync::Mutex<Option<Instant>>,
+    /// Serialises fetches (a request for an unknown `kid` waits for one under way).
+    fetching: tokio::sync::Mutex<()>,
+    /// When a `kid` the set did not hold last made it fetched (its own limit: the background refresh
+    /// does not delay a key rotation).
+    unknown_kid_at: std::sync::Mutex<Option<Instant>>,
     fetched: AtomicU64,
     failures: AtomicU64,
 }
@@ -53,7 +57,8 @@ impl KeySet {
             source,
             allowed,
             keys: RwLock::new(Arc::new(Vec::new())),
-            fetching: tokio::sync::Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+            unknown_kid_at: std::sync::Mutex::new(None),
             fetched: AtomicU64::new(0),
             failures: AtomicU64::new(0),
         };
@@ -128,18 +133,25 @@ impl KeySet {
         }
     }
 
-    /// A token named a `kid` the set does not hold: fetch again unless that was done less than
-    /// [`UNKNOWN_KID_EVERY`] ago (or is under way: then wait for it). Bounded by the fetch's deadline.
+    /// A token named a `kid` the set does not hold: fetch again unless an unknown `kid` did so less than
+    /// [`UNKNOWN_KID_EVERY`] ago (then only wait for a fetch under way, if any). Bounded by the fetch's
+    /// deadline.
     pub async fn refresh_for_unknown_kid(&self) {
         if !matches!(self.source, Source::Url(..)) {
             return;
         }
+        let fetch_now = match self.unknown_kid_at.lock() {
+            Ok(mut last) if last.is_none_or(|t| t.elapsed() >= UNKNOWN_KID_EVERY) => {
+                *last = Some(Instant::now());
+                true
+            }
+            _ => false,
+        };
         let waited = tokio::time::timeout(FETCH_TIMEOUT * 2, async {
-            let mut last = self.fetching.lock().await;
-            if last.is_some_and(|t| t.elapsed() < UNKNOWN_KID_EVERY) {
+            let _serialised = self.fetching.lock().await;
+            if !fetch_now {
                 return;
             }
-            *last = Some(Instant::now());
             match self.fetch().await {
                 Ok(n) => tracing::info!(keys = n, "JWK set fetched again for an unknown kid"),
                 Err(why) => tracing::warn!(%why, "the JWK set could not be fetched"),
@@ -160,8 +172,7 @@ impl KeySet {
         let mut failing = false;
         loop {
             let outcome = {
-                let mut last = self.fetching.lock().await;
-                *last = Some(Instant::now());
+                let _serialised = self.fetching.lock().await;
                 self.fetch().await
             };
             match outcome {
