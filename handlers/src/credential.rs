@@ -57,6 +57,15 @@ impl Credential {
         }))))
     }
 
+    /// A fixed header with a value made already (marked sensitive here).
+    pub fn of_value(name: HeaderName, mut value: HeaderValue) -> Credential {
+        value.set_sensitive(true);
+        Credential(Some(Arc::new(Slot {
+            name,
+            value: RwLock::new(Some(value)),
+        })))
+    }
+
     /// A fixed header.
     pub fn fixed(name: &str, value: &str) -> Result<Credential, String> {
         let c = Credential::rotating(name)?;

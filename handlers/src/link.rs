@@ -116,7 +116,7 @@ impl LinkContext {
         if !generation.is_modern() && request.credential.is_some() {
             return Err(Failure::Internal {
                 reason: format!(
-                    "backend {} speaks {generation}: a credential per principal needs a backend session per principal, which the gateway does not open; only 2026-07-28 backends take exchanged tokens",
+                    "backend {} speaks {generation} over a transport with one session: a credential per principal needs a backend session per principal, which the gateway opens with 2026-07-28 and Streamable HTTP backends only",
                     self.name()
                 ),
             });

@@ -1,8 +1,8 @@
 //! RFC 8693 token exchange towards a backend (`[backend.auth] grant = "token_exchange"`): each principal's
 //! own token is exchanged at a token endpoint made here for one meant for the backend, cached, and sent on
-//! that principal's requests only; the client's token itself never reaches the backend. A legacy backend,
-//! whose one session cannot carry several principals' identities, refuses such requests (a tool error) and
-//! receives no principal's token.
+//! that principal's requests only; the client's token itself never reaches the backend. Towards a legacy
+//! backend each principal gets a backend session of its own, initialized with its own token: the session the
+//! gateway shares never carries a principal's identity.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -174,21 +174,66 @@ fn each_principals_token_is_exchanged_for_the_backend_and_never_passed_through()
         "a client's own token reached the backend"
     );
 
-    // The legacy backend: refused as a tool error, and it receives no principal's token.
-    let r = call(&gw.url, &alice, "l__echo");
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    let text = r["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(text.contains("session per principal"), "{text}");
+    // The legacy backend: each principal in a backend session of its own, initialized with its own
+    // exchanged token; the session the gateway shares carries none.
+    for token in [&alice, &bob, &alice] {
+        let r = call(&gw.url, token, "l__echo");
+        assert_eq!(r["result"]["content"][0]["text"], "hi", "{r}");
+    }
+    let requests = requests_of(&to_legacy.text());
+    let sessions_of = |credential: Option<&str>| -> std::collections::BTreeSet<String> {
+        requests
+            .iter()
+            .filter(|(auth, _)| auth.as_deref() == credential)
+            .filter_map(|(_, session)| session.clone())
+            .collect()
+    };
+    let (alices, bobs, shared) = (
+        sessions_of(Some("Bearer exchanged-3")),
+        sessions_of(Some("Bearer exchanged-4")),
+        sessions_of(None),
+    );
+    assert_eq!((alices.len(), bobs.len()), (1, 1), "{requests:?}");
+    assert!(
+        alices.is_disjoint(&bobs) && alices.is_disjoint(&shared) && bobs.is_disjoint(&shared),
+        "{requests:?}"
+    );
+    assert!(
+        requests.iter().all(|(auth, _)| auth.is_none()
+            || auth.as_deref() == Some("Bearer exchanged-3")
+            || auth.as_deref() == Some("Bearer exchanged-4")),
+        "{requests:?}"
+    );
     let seen = to_legacy.text();
     assert!(
-        !seen.contains("exchanged-") && !seen.contains(&alice),
-        "{seen}"
+        !seen.contains(&alice) && !seen.contains(&bob),
+        "a client's own token reached the backend"
     );
     assert_eq!(
         issued.lock().unwrap().len(),
-        3,
-        "each backend exchanges for itself (its own audience), once per principal"
+        4,
+        "each backend exchanges for itself, once per principal"
     );
+}
+
+/// Each recorded request's `authorization` and `mcp-session-id`, in order.
+fn requests_of(seen: &str) -> Vec<(Option<String>, Option<String>)> {
+    let mut out: Vec<(Option<String>, Option<String>)> = Vec::new();
+    let mut in_head = false;
+    for line in seen.lines() {
+        if line.ends_with(" HTTP/1.1") {
+            out.push((None, None));
+            in_head = true;
+        } else if line.is_empty() {
+            in_head = false;
+        } else if in_head {
+            let last = out.last_mut().expect("a request line first");
+            if let Some(v) = line.strip_prefix("authorization: ") {
+                last.0 = Some(v.to_owned());
+            } else if let Some(v) = line.strip_prefix("mcp-session-id: ") {
+                last.1 = Some(v.to_owned());
+            }
+        }
+    }
+    out
 }

@@ -32,8 +32,10 @@ use crate::link::{Connected, Lifeline, Link, LinkContext, Renew, Verdict};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::wire;
 
+mod principals;
 mod streams;
 
+use principals::Principals;
 use streams::listen;
 
 /// How long the DELETE of a session at shutdown may take.
@@ -59,6 +61,8 @@ struct Inner {
     listening: CancellationToken,
     /// Woken when the session is renewed, so that the GET stream follows it.
     renewed: Arc<Notify>,
+    /// Sessions of principals whose requests carry their own credential.
+    principals: Principals,
 }
 
 impl Drop for Inner {
@@ -93,7 +97,8 @@ pub(super) async fn connect(
     url: &Url,
 ) -> Result<Connected, Refused> {
     let last_id = AtomicI64::new(0);
-    let (session, init) = initialize(ctx, client, url, &last_id).await?;
+    let (session, init) =
+        initialize(ctx, client, url, &last_id, ctx.config.credential.clone()).await?;
     info!(backend = %ctx.name(), generation = %session.generation, session = ?session.id.as_deref().map(ShortId),
         "legacy streamable http session initialized");
     let description = Arc::new(ServerDescription::from_initialize(
@@ -119,6 +124,7 @@ pub(super) async fn connect(
             outbox,
             listening: CancellationToken::new(),
             renewed: Arc::new(Notify::new()),
+            principals: Principals::default(),
         }
     });
     actix_rt::spawn(listen(
@@ -140,6 +146,7 @@ async fn initialize(
     client: &reqwest::Client,
     url: &Url,
     last_id: &AtomicI64,
+    credential: crate::Credential,
 ) -> Result<(Session, InitializeResult), Refused> {
     let id = last_id.fetch_add(1, Ordering::Relaxed) + 1;
     let params = ctx.initialize_params();
@@ -149,7 +156,7 @@ async fn initialize(
         let response = client
             .post(url.clone())
             .headers(json_headers())
-            .headers(ctx.config.credential.headers())
+            .headers(credential.headers())
             .body(body)
             .send()
             .await
@@ -184,7 +191,7 @@ async fn initialize(
         let session = Session {
             id: session_id,
             generation,
-            credential: ctx.config.credential.clone(),
+            credential,
         };
         let initialized = wire::notification("notifications/initialized", None);
         let response = client
@@ -264,9 +271,16 @@ impl LegacyLink {
         renew: Option<Renew>,
     ) -> Result<Box<RawValue>, Failure> {
         let ctx = &*self.0.ctx;
+        // A request with its own credential goes in its principal's session, never in the shared one.
+        let own = request.credential.take();
         let params = ctx.params_for(self.session().generation, &mut request)?;
         let method = request.method;
         let inbound = self.0.inbound.for_request(&mut request, deadline);
+        if let Some(credential) = own {
+            return self
+                .call_as(credential, method, params.as_deref(), deadline, &inbound)
+                .await;
+        }
         let first = self
             .attempt(method, params.as_deref(), deadline, &inbound)
             .await;
@@ -299,9 +313,21 @@ impl LegacyLink {
         deadline: Instant,
         inbound: &Inbound,
     ) -> Attempt {
+        self.attempt_in(self.session(), method, params, deadline, inbound)
+            .await
+    }
+
+    /// One attempt in `session`.
+    async fn attempt_in(
+        &self,
+        session: Session,
+        method: protocol::Method,
+        params: Option<&RawValue>,
+        deadline: Instant,
+        inbound: &Inbound,
+    ) -> Attempt {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
-        let session = self.session();
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, method.as_str(), params);
         let mut guard = CancelGuard::new(&*inner.outbox, id, true);
@@ -353,11 +379,17 @@ impl LegacyLink {
     /// Replaces the session with a fresh `initialize`; what the backend said this time.
     pub(crate) async fn reinitialize(&self) -> Result<Arc<ServerDescription>, String> {
         let inner = &*self.0;
-        let (session, init) = initialize(&inner.ctx, &inner.client, &inner.url, &inner.last_id)
-            .await
-            .map_err(|r| match r {
-                Refused::NotStreamable(why) | Refused::Outage(why) | Refused::Failed(why) => why,
-            })?;
+        let (session, init) = initialize(
+            &inner.ctx,
+            &inner.client,
+            &inner.url,
+            &inner.last_id,
+            inner.ctx.config.credential.clone(),
+        )
+        .await
+        .map_err(|r| match r {
+            Refused::NotStreamable(why) | Refused::Outage(why) | Refused::Failed(why) => why,
+        })?;
         info!(backend = %inner.ctx.name(), session = ?session.id.as_deref().map(ShortId), "backend session renewed");
         let generation = session.generation;
         *inner
@@ -374,24 +406,11 @@ impl LegacyLink {
 
     /// Ends the session: stops the GET stream and DELETEs the session (best effort, in the background).
     pub(crate) fn close(&self) {
-        let inner = &*self.0;
-        inner.listening.cancel();
-        let session = self.session();
-        if session.id.is_none() {
-            return;
+        self.0.listening.cancel();
+        self.delete(self.session());
+        for session in self.0.principals.drain() {
+            self.delete(session);
         }
-        let request = inner
-            .client
-            .delete(inner.url.clone())
-            .headers(session.headers())
-            .timeout(DELETE_TIMEOUT);
-        let backend = inner.ctx.name().to_owned();
-        actix_rt::spawn(async move {
-            match request.send().await {
-                Ok(r) => debug!(%backend, status = %r.status(), "backend session deleted"),
-                Err(e) => debug!(%backend, error = %e, "deleting the backend session failed"),
-            }
-        });
     }
 }
 
