@@ -251,19 +251,21 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
         .collect()
 }
 
+/// The tables the README's configuration table documents, each key by key.
+const TABLES: [&str; 9] = [
+    "[server]",
+    "[[backend]]",
+    "[[middleware]]",
+    "[cluster]",
+    "[auth]",
+    "[[auth.api_key]]",
+    "[auth.jwt]",
+    "[auth.oauth]",
+    "[[auth.scope]]",
+];
+
 /// The keys the README's configuration table names, by table (`[server]` until another table's first row).
 fn readme_keys() -> BTreeMap<&'static str, Vec<String>> {
-    const TABLES: [&str; 9] = [
-        "[server]",
-        "[[backend]]",
-        "[[middleware]]",
-        "[cluster]",
-        "[auth]",
-        "[[auth.api_key]]",
-        "[auth.jwt]",
-        "[auth.oauth]",
-        "[[auth.scope]]",
-    ];
     let readme = include_str!("../../../README.md");
     let table = readme
         .split("### Configuration")
@@ -294,17 +296,7 @@ fn readme_keys() -> BTreeMap<&'static str, Vec<String>> {
 #[test]
 fn the_readme_configuration_table_names_every_key_and_only_keys() {
     let mut documented = readme_keys();
-    for table in [
-        "[server]",
-        "[[backend]]",
-        "[[middleware]]",
-        "[cluster]",
-        "[auth]",
-        "[[auth.api_key]]",
-        "[auth.jwt]",
-        "[auth.oauth]",
-        "[[auth.scope]]",
-    ] {
+    for table in TABLES {
         let mut accepted = accepted_keys(table);
         let mut documented = documented.remove(table).unwrap_or_default();
         accepted.sort();

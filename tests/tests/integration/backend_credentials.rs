@@ -271,21 +271,19 @@ fn no_client_header_reaches_a_backend_on_any_transport_and_the_configured_creden
     }
 }
 
-/// A token endpoint on loopback: checks HTTP Basic with the client's id and secret and the form, and
-/// hands out `cc-token-1`, `cc-token-2`, … each valid for `lifetime` seconds.
-fn token_endpoint(lifetime: u64) -> (String, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
+/// A token endpoint on loopback at `/token`: each request's head and form body are handed to `answer`,
+/// which gives the status line and the JSON to send back (one request per connection).
+pub(crate) fn token_server(
+    answer: impl Fn(&str, &str) -> (&'static str, String) + Send + 'static,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/token", listener.local_addr().unwrap());
-    let issued = Arc::new(AtomicUsize::new(0));
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let (count, seen) = (issued.clone(), requests.clone());
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { return };
             let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
             let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let mut head = String::new();
-            let mut length = 0;
+            let (mut head, mut length) = (String::new(), 0);
             loop {
                 let mut line = String::new();
                 if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
@@ -298,26 +296,37 @@ fn token_endpoint(lifetime: u64) -> (String, Arc<AtomicUsize>, Arc<Mutex<Vec<Str
             }
             let mut body = vec![0; length];
             let _ = reader.read_exact(&mut body);
-            let body = String::from_utf8_lossy(&body).into_owned();
-            seen.lock().unwrap().push(format!("{head}\n{body}"));
-            // Basic base64("gw-client:gw-secret")
-            let authorized = head.contains("Basic Z3ctY2xpZW50Omd3LXNlY3JldA==")
-                && body.contains("grant_type=client_credentials")
-                && body.contains("scope=tools.read");
-            let (status, answer) = if authorized {
-                let n = count.fetch_add(1, Ordering::SeqCst) + 1;
-                ("200 OK", json!({"access_token": format!("cc-token-{n}"), "token_type": "Bearer", "expires_in": lifetime}).to_string())
-            } else {
-                (
-                    "401 Unauthorized",
-                    json!({"error": "invalid_client"}).to_string(),
-                )
-            };
+            let (status, json) = answer(&head, &String::from_utf8_lossy(&body));
             let _ = write!(
                 conn,
-                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{json}",
+                json.len()
             );
+        }
+    });
+    url
+}
+
+/// A client-credentials endpoint: checks HTTP Basic with the client's id and secret and the form, and
+/// hands out `cc-token-1`, `cc-token-2`, … each valid for `lifetime` seconds.
+fn token_endpoint(lifetime: u64) -> (String, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
+    let issued = Arc::new(AtomicUsize::new(0));
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (count, seen) = (issued.clone(), requests.clone());
+    let url = token_server(move |head, body| {
+        seen.lock().unwrap().push(format!("{head}\n{body}"));
+        // Basic base64("gw-client:gw-secret")
+        let authorized = head.contains("Basic Z3ctY2xpZW50Omd3LXNlY3JldA==")
+            && body.contains("grant_type=client_credentials")
+            && body.contains("scope=tools.read");
+        if authorized {
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            ("200 OK", json!({"access_token": format!("cc-token-{n}"), "token_type": "Bearer", "expires_in": lifetime}).to_string())
+        } else {
+            (
+                "401 Unauthorized",
+                json!({"error": "invalid_client"}).to_string(),
+            )
         }
     });
     (url, issued, requests)

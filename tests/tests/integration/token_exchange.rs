@@ -4,15 +4,12 @@
 //! backend each principal gets a backend session of its own, initialized with its own token: the session the
 //! gateway shares never carries a principal's identity.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
-use crate::backend_credentials::Recorder;
+use crate::backend_credentials::{Recorder, token_server};
 use crate::support::{JSON_HEADERS, TempDir, gateway, http_mock, post_raw};
 
 const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
@@ -23,59 +20,31 @@ const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
 type Issued = Arc<Mutex<Vec<(String, String)>>>;
 
 fn exchange_endpoint() -> (String, Issued) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/token", listener.local_addr().unwrap());
     let issued = Arc::new(Mutex::new(Vec::new()));
     let record = issued.clone();
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { return };
-            let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
-            let mut reader = BufReader::new(conn.try_clone().unwrap());
-            let (mut head, mut length) = (String::new(), 0);
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-                head.push_str(&line);
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let body = String::from_utf8_lossy(&body).into_owned();
-            let field = |name: &str| {
-                body.split('&')
-                    .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            let ok = head.contains("Basic Z3ctY2xpZW50Omd3LXNlY3JldA==")
-                && field("grant_type")
-                    == "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
-                && field("subject_token_type")
-                    == "urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"
-                && field("audience") == "backend-x"
-                && !field("subject_token").is_empty();
-            let (status, answer) = if ok {
-                let mut issued = record.lock().unwrap();
-                let token = format!("exchanged-{}", issued.len() + 1);
-                issued.push((field("subject_token"), token.clone()));
-                ("200 OK", json!({"access_token": token, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 600}).to_string())
-            } else {
-                (
-                    "400 Bad Request",
-                    json!({"error": "invalid_request"}).to_string(),
-                )
-            };
-            let _ = write!(
-                conn,
-                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-                answer.len()
+    let url = token_server(move |head, body| {
+        let field = |name: &str| {
+            body.split('&')
+                .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+                .unwrap_or("")
+                .to_owned()
+        };
+        let ok = head.contains("Basic Z3ctY2xpZW50Omd3LXNlY3JldA==")
+            && field("grant_type") == "urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange"
+            && field("subject_token_type")
+                == "urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token"
+            && field("audience") == "backend-x"
+            && !field("subject_token").is_empty();
+        if !ok {
+            return (
+                "400 Bad Request",
+                json!({"error": "invalid_request"}).to_string(),
             );
         }
+        let mut issued = record.lock().unwrap();
+        let token = format!("exchanged-{}", issued.len() + 1);
+        issued.push((field("subject_token"), token.clone()));
+        ("200 OK", json!({"access_token": token, "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer", "expires_in": 600}).to_string())
     });
     (url, issued)
 }
