@@ -1,7 +1,9 @@
 //! Reading a request body with bounds: past `max_body_bytes` reading stops and the request is answered 413
 //! with a JSON-RPC error, before anything else is parsed; a body that stalls (no byte for
 //! `body_idle_timeout_ms`) or drags on (not whole after `body_timeout_ms`) is answered 408 and its connection
-//! closed — the rest of that body may still come, so the connection cannot carry another request.
+//! closed — the rest of that body may still come, so the connection cannot carry another request. A body
+//! refused for its size is first read to its end and dropped when that is at most 16 MiB, within 2 s, so that
+//! the client reads the 413 rather than a reset connection.
 
 use std::time::Duration;
 
@@ -37,6 +39,28 @@ impl BodyLimits {
     }
 }
 
+/// How long the rest of a refused request's body is read and dropped, at most (a lingering close, as nginx
+/// does): the client, still sending it, then reads the answer instead of meeting a closed connection.
+const LINGER: Duration = Duration::from_secs(2);
+/// How much of it, at most.
+pub(super) const LINGER_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads and drops the rest of a body, bounded by [`LINGER`] and [`LINGER_BYTES`].
+pub(super) async fn drain<E>(
+    mut payload: impl futures_util::Stream<Item = Result<Bytes, E>> + Unpin,
+) {
+    let drained = async {
+        let mut read = 0;
+        while let Some(Ok(chunk)) = payload.next().await {
+            read += chunk.len();
+            if read > LINGER_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, drained).await;
+}
+
 /// Reads the whole body within `limits`; what goes back instead when it cannot.
 pub(super) async fn read_body(
     headers: &actix_web::http::header::HeaderMap,
@@ -48,7 +72,15 @@ pub(super) async fn read_body(
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > max) {
+    if let Some(n) = declared.filter(|n| *n > max) {
+        // A body we may read to its end is, so that the client reads the 413 (not one whose client waits
+        // for `100 Continue`: it has sent nothing).
+        let expects = headers
+            .get("expect")
+            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        if n <= LINGER_BYTES && !expects {
+            drain(payload).await;
+        }
         return Err(rejection_response(&Rejection::body_too_large(max)));
     }
     let whole_by = Instant::now() + limits.total;
@@ -62,6 +94,7 @@ pub(super) async fn read_body(
         };
         let chunk = chunk.map_err(|e| rejection_response(&Rejection::bad_body(&e.to_string())))?;
         if body.len() + chunk.len() > max {
+            drain(payload).await;
             return Err(rejection_response(&Rejection::body_too_large(max)));
         }
         body.extend_from_slice(&chunk);

@@ -3,7 +3,9 @@
 //! catalog. No acceptable credential: 401 with a `WWW-Authenticate: Bearer …` challenge (RFC 6750; with
 //! `resource_metadata` when the OAuth resource server is on), the same whatever the request names. The
 //! principal goes on in the request's extensions ([`Authenticated`]). CORS preflights pass (they carry no
-//! credential by definition); `/healthz`, `/readyz` and the metadata document are not behind it.
+//! credential by definition); `/healthz`, `/readyz` and the metadata document are not behind it. A refused
+//! request's body is read and dropped first (bounded: 2 s, 16 MiB), so that a client still sending it reads
+//! the 401 rather than a reset connection.
 
 use std::sync::Arc;
 
@@ -29,7 +31,7 @@ pub fn principal_of(req: &actix_web::HttpRequest) -> Option<Arc<Principal>> {
 
 /// The middleware (on the MCP endpoints).
 pub async fn middleware(
-    req: ServiceRequest,
+    mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     let auth = req
@@ -55,6 +57,7 @@ pub async fn middleware(
                 path = req.path(),
                 "refused: not authenticated"
             );
+            linger(&mut req).await;
             let body = json!({
                 "error": if reason == crate::auth::Reason::Missing { "unauthorized" } else { "invalid_token" },
                 "error_description": reason.describe(),
@@ -65,6 +68,19 @@ pub async fn middleware(
                 .json(body);
             Ok(req.into_response(response).map_into_right_body())
         }
+    }
+}
+
+/// Reads and drops what the client is still sending of a refused request's body (bounded in time and
+/// bytes), so that it reads the 401 instead of meeting a closed connection while it writes. Not for a
+/// client that waits for `100 Continue`: it has sent nothing yet, and is told 401 at once.
+async fn linger(req: &mut ServiceRequest) {
+    let expects = req
+        .headers()
+        .get("expect")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if !expects {
+        super::body::drain(req.take_payload()).await;
     }
 }
 
