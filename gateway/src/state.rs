@@ -163,6 +163,18 @@ impl Gateway {
         self
     }
 
+    /// What a legacy session or HTTP+SSE stream of a request from `principal` is bound to: the principal's
+    /// context with `[auth]` on, nothing otherwise.
+    pub fn binding(
+        &self,
+        principal: Option<&crate::auth::Principal>,
+        auth: crate::auth_context::AuthContext,
+    ) -> Option<[u8; 16]> {
+        principal
+            .filter(|_| self.auth.is_some())
+            .map(|_| auth.binding())
+    }
+
     /// The authorization context of a request from `principal` whose `Authorization` header is
     /// `authorization`: the principal's when authentication is on, else the header's digest.
     pub fn auth_context(

@@ -49,11 +49,11 @@ pub use credential::Credential;
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendRequest, CONTROL_PERMITS};
-pub use http::outbound_client;
 pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,
 };
+pub use http::{chain as error_chain, outbound_client};
 pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;
 pub use protocol::Generation;

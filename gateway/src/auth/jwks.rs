@@ -202,29 +202,22 @@ async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, Strin
         .header("accept", "application/json")
         .send()
         .await
-        .map_err(|e| handlers_chain(&e))?;
+        .map_err(|e| handlers::error_chain(&e))?;
     if !response.status().is_success() {
         return Err(format!("{url} answered {}", response.status()));
     }
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| handlers_chain(&e))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| handlers::error_chain(&e))?
+    {
         if body.len() + chunk.len() > MAX_BYTES {
             return Err(format!("the JWK set is larger than {MAX_BYTES} bytes"));
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
-}
-
-fn handlers_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 impl crate::reload::Reload for KeySet {

@@ -101,10 +101,7 @@ impl Answering<'_> {
     /// What a session this request starts is bound to, and what a session it names must be bound to: its
     /// principal, with `[auth]` on.
     pub fn binding(&self) -> Option<[u8; 16]> {
-        self.principal
-            .as_ref()
-            .filter(|_| self.gw.auth.is_some())
-            .map(|_| self.auth.binding())
+        self.gw.binding(self.principal.as_deref(), self.auth)
     }
 
     /// Answers a valid request; its in-flight permit is held until the answer is ready (a streamed answer

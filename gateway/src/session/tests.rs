@@ -357,16 +357,7 @@ async fn another_store_with_the_same_ring_rebuilds_a_session_from_its_id_and_no_
 async fn a_full_store_rests_its_idlest_unused_actor_and_rebuilds_it_on_its_next_request() {
     let ring = crate::cluster::keys::new_key_line();
     let store = store_with(&ring, 2, Duration::from_secs(60));
-    let create = || {
-        store.create(
-            None,
-            Generation::V2025_06_18,
-            &initialize_params(),
-            Transport::StreamableHttp,
-            Duration::from_secs(60),
-            None,
-        )
-    };
+    let create = || http_session(&store);
     let old = create().unwrap().id.clone();
     actix_rt::time::sleep(Duration::from_millis(20)).await;
     let held = create().unwrap();
@@ -424,18 +415,7 @@ async fn a_session_sealed_with_a_dropped_key_ends_where_its_actor_lives() {
         crate::cluster::KeySource::File(path.clone()),
     ));
     let store = store_of(keys.clone(), 8, Duration::from_secs(60), None);
-    let create = || {
-        store
-            .create(
-                None,
-                Generation::V2025_06_18,
-                &initialize_params(),
-                Transport::StreamableHttp,
-                Duration::from_secs(60),
-                None,
-            )
-            .unwrap()
-    };
+    let create = || http_session(&store).unwrap();
     let sealed_with_old = create();
     // Rotation: the new key added, then moved first; the old one still opens.
     std::fs::write(&path, format!("{old}\n{new}\n")).unwrap();
@@ -516,14 +496,7 @@ fn a_full_store_makes_room_for_every_racing_initialize() {
                     start.wait();
                     let mut refused = 0;
                     for _ in 0..EACH {
-                        let made = store.create(
-                            None,
-                            Generation::V2025_06_18,
-                            &initialize_params(),
-                            Transport::StreamableHttp,
-                            Duration::from_secs(60),
-                            None,
-                        );
+                        let made = http_session(&store);
                         refused += usize::from(made.is_err());
                     }
                     // The actors started here run (and stop) before this system does.
@@ -546,20 +519,7 @@ fn a_full_store_makes_room_for_every_racing_initialize() {
 async fn a_session_holding_a_subscription_never_rests_and_rests_once_it_holds_none() {
     let ring = crate::cluster::keys::new_key_line();
     let store = store_with(&ring, 4, Duration::from_secs(60));
-    let create = || {
-        store
-            .create(
-                None,
-                Generation::V2025_06_18,
-                &initialize_params(),
-                Transport::StreamableHttp,
-                Duration::from_secs(60),
-                None,
-            )
-            .unwrap()
-            .id
-            .clone()
-    };
+    let create = || http_session(&store).unwrap().id.clone();
     let subscribed = create();
     actix_rt::time::sleep(Duration::from_millis(20)).await;
     let other = create();
@@ -577,4 +537,16 @@ async fn a_session_holding_a_subscription_never_rests_and_rests_once_it_holds_no
     assert_eq!(store.rest_idlest(), 1);
     assert!(store.peek(&subscribed).is_none());
     assert_eq!(store.records(), 2);
+}
+
+/// A 2025-06-18 Streamable HTTP session of `store`, idle after 60 s, bound to no principal.
+fn http_session(store: &SessionStore) -> Result<Arc<Session>, CreateError> {
+    store.create(
+        None,
+        Generation::V2025_06_18,
+        &initialize_params(),
+        Transport::StreamableHttp,
+        Duration::from_secs(60),
+        None,
+    )
 }

@@ -88,7 +88,7 @@ pub fn outbound_client(
 
 /// An error with its causes, outermost first (`reqwest` says only "error sending request" on its own; the
 /// reason, such as an untrusted certificate, is in its sources).
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(cause) = source {

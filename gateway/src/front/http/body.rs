@@ -45,10 +45,18 @@ const LINGER: Duration = Duration::from_secs(2);
 /// How much of it, at most.
 pub(super) const LINGER_BYTES: usize = 16 * 1024 * 1024;
 
-/// Reads and drops the rest of a body, bounded by [`LINGER`] and [`LINGER_BYTES`].
+/// Reads and drops the rest of a body, bounded by [`LINGER`] and [`LINGER_BYTES`]; nothing when the client
+/// waits for `100 Continue` (it has sent nothing yet, and is answered at once).
 pub(super) async fn drain<E>(
+    headers: &actix_web::http::header::HeaderMap,
     mut payload: impl futures_util::Stream<Item = Result<Bytes, E>> + Unpin,
 ) {
+    let waits = headers
+        .get("expect")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if waits {
+        return;
+    }
     let drained = async {
         let mut read = 0;
         while let Some(Ok(chunk)) = payload.next().await {
@@ -73,13 +81,9 @@ pub(super) async fn read_body(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
     if let Some(n) = declared.filter(|n| *n > max) {
-        // A body we may read to its end is, so that the client reads the 413 (not one whose client waits
-        // for `100 Continue`: it has sent nothing).
-        let expects = headers
-            .get("expect")
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-        if n <= LINGER_BYTES && !expects {
-            drain(payload).await;
+        // A body we may read to its end is, so that the client reads the 413.
+        if n <= LINGER_BYTES {
+            drain(headers, payload).await;
         }
         return Err(rejection_response(&Rejection::body_too_large(max)));
     }
@@ -94,7 +98,7 @@ pub(super) async fn read_body(
         };
         let chunk = chunk.map_err(|e| rejection_response(&Rejection::bad_body(&e.to_string())))?;
         if body.len() + chunk.len() > max {
-            drain(payload).await;
+            drain(headers, payload).await;
             return Err(rejection_response(&Rejection::body_too_large(max)));
         }
         body.extend_from_slice(&chunk);

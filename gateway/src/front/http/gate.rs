@@ -57,7 +57,9 @@ pub async fn middleware(
                 path = req.path(),
                 "refused: not authenticated"
             );
-            linger(&mut req).await;
+            // What the client still sends of the body is read first, so that it reads the 401.
+            let payload = req.take_payload();
+            super::body::drain(req.headers(), payload).await;
             let body = json!({
                 "error": if reason == crate::auth::Reason::Missing { "unauthorized" } else { "invalid_token" },
                 "error_description": reason.describe(),
@@ -68,19 +70,6 @@ pub async fn middleware(
                 .json(body);
             Ok(req.into_response(response).map_into_right_body())
         }
-    }
-}
-
-/// Reads and drops what the client is still sending of a refused request's body (bounded in time and
-/// bytes), so that it reads the 401 instead of meeting a closed connection while it writes. Not for a
-/// client that waits for `100 Continue`: it has sent nothing yet, and is told 401 at once.
-async fn linger(req: &mut ServiceRequest) {
-    let expects = req
-        .headers()
-        .get("expect")
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if !expects {
-        super::body::drain(req.take_payload()).await;
     }
 }
 

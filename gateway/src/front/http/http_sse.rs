@@ -62,11 +62,7 @@ fn identity(req: &HttpRequest, gw: &Gateway) -> (AuthContext, Option<[u8; 16]>) 
     let principal = super::gate::principal_of(req);
     let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
     let auth = gw.auth_context(principal.as_deref(), authorization);
-    let bound_to = principal
-        .as_ref()
-        .filter(|_| gw.auth.is_some())
-        .map(|_| auth.binding());
-    (auth, bound_to)
+    (auth, gw.binding(principal.as_deref(), auth))
 }
 
 #[derive(Deserialize)]

@@ -39,7 +39,8 @@ impl Principals {
         Some(session.clone())
     }
 
-    /// Keeps `session`; the one it pushed out, if the map was full.
+    /// Keeps `session`; the one it pushed out (the map was full), or the one it replaced (two requests of
+    /// one principal initialized at once).
     fn put(&self, credential: HeaderValue, session: Session) -> Option<Session> {
         let mut uses = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         uses.tick += 1;
@@ -55,8 +56,8 @@ impl Principals {
                 evicted = uses.map.remove(&k).map(|(s, _)| s);
             }
         }
-        uses.map.insert(credential, (session, tick));
-        evicted
+        let replaced = uses.map.insert(credential, (session, tick)).map(|(s, _)| s);
+        evicted.or(replaced)
     }
 
     fn forget(&self, credential: &HeaderValue) {
@@ -196,6 +197,11 @@ mod tests {
         assert_eq!(out.id.as_deref(), Some("s1"));
         assert_eq!(p.len(), MAX);
         assert!(p.get(&key(1)).is_none() && p.get(&key(0)).is_some());
+        let replaced = p
+            .put(key(0), session(1000))
+            .expect("two sessions of one principal: one leaves");
+        assert_eq!(replaced.id.as_deref(), Some("s0"));
+        assert_eq!(p.len(), MAX);
         p.forget(&key(0));
         assert_eq!(p.len(), MAX - 1);
     }

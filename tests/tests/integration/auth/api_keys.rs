@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{
-    BACKEND, Gw, assert_echoed, bearer, challenge, echo_call, initialize, open_session, post,
+    BACKEND, Gw, assert_echoed, bearer, challenge, echo_call, initialize, modern_echo,
+    open_session, post,
 };
 use crate::interop::peers::run_bounded;
-use crate::support::{Reply, TempDir, client, free_port, into_reply, mcpgw, modern_request, start};
+use crate::support::{Reply, TempDir, client, free_port, into_reply, mcpgw, start};
 
 const ALICE_KEY: &str = "alice-key-7f3a9c2e4b8d1f6a0c5e9b3d";
 const BOB_KEY: &str = "bob-key-2d8f4a6c0e1b9d7f3a5c8e2b4d";
@@ -83,19 +84,6 @@ fn assert_401_plain(r: &Reply, error: Option<&str>) {
     assert!(!c.contains_key("resource_metadata"), "{r:?}");
 }
 
-fn modern_echo(gw: &Gw, headers: &[(String, String)], text: &str) -> Reply {
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    modern_request(
-        &gw.url(),
-        "tools/call",
-        json!({"name": "m__echo", "arguments": {"text": text}}),
-        &headers,
-    )
-}
-
 #[test]
 fn a_key_hashed_by_hash_key_is_accepted_as_a_bearer_token_and_another_key_gets_401() {
     let gw = Gw::start("api-key-bearer", |_| keys_config(""));
@@ -105,10 +93,10 @@ fn a_key_hashed_by_hash_key_is_accepted_as_a_bearer_token_and_another_key_gets_4
         &post(&gw.url(), &alice, Some(&session), &echo_call(2, "legacy")),
         "legacy",
     );
-    assert_echoed(&modern_echo(&gw, &alice, "modern"), "modern");
+    assert_echoed(&modern_echo(&gw, "modern", &alice), "modern");
     let wrong = [bearer("carol-key-0000000000000000000000")];
     assert_401_plain(&initialize(&gw.url(), &wrong), Some("invalid_token"));
-    assert_401_plain(&modern_echo(&gw, &wrong, "x"), Some("invalid_token"));
+    assert_401_plain(&modern_echo(&gw, "x", &wrong), Some("invalid_token"));
     // The digest itself is not a key.
     let digest = [bearer(&digest_of(ALICE_KEY))];
     assert_401_plain(&initialize(&gw.url(), &digest), Some("invalid_token"));
@@ -126,7 +114,7 @@ fn with_api_key_header_set_the_key_is_accepted_in_that_header() {
         &post(&gw.url(), &alice, Some(&session), &echo_call(2, "legacy")),
         "legacy",
     );
-    assert_echoed(&modern_echo(&gw, &alice, "modern"), "modern");
+    assert_echoed(&modern_echo(&gw, "modern", &alice), "modern");
     let wrong = [(
         "X-Api-Key".to_owned(),
         "carol-key-0000000000000000000000".to_owned(),

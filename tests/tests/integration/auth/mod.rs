@@ -25,7 +25,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::support::{
-    JSON_HEADERS, Reply, Running, TempDir, free_port, mcpgw, post_raw, start, wait_ready,
+    JSON_HEADERS, Reply, Running, TempDir, free_port, mcpgw, modern_request, post_raw, start,
+    wait_ready,
 };
 
 pub use issuer::{AUDIENCE, ISSUER};
@@ -228,4 +229,18 @@ pub fn assert_401(reply: &Reply, metadata_url: &str, error: Option<&str>) {
         "{reply:?}"
     );
     assert_eq!(c.get("error").map(String::as_str), error, "{reply:?}");
+}
+
+/// A 2026-07-28 `tools/call` of `m__echo` with `headers`.
+pub fn modern_echo(gw: &Gw, text: &str, headers: &[(String, String)]) -> Reply {
+    let headers: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    modern_request(
+        &gw.url(),
+        "tools/call",
+        json!({"name": "m__echo", "arguments": {"text": text}}),
+        &headers,
+    )
 }

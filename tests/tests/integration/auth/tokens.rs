@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::issuer::{self, Availability, Jwks, SigningKey, claims, shared_rsa};
 use super::{
     Gw, assert_401, assert_echoed, bearer, challenge, echo_call, initialize, jwt_config,
-    open_session, post,
+    modern_echo, open_session, post,
 };
 use crate::support::{TempDir, client, into_reply, modern_request};
 
@@ -56,20 +56,6 @@ impl Issuer {
 /// A good token: alice, granted `mcp:tools`.
 fn good(key: &SigningKey) -> String {
     key.sign(&claims("alice", "mcp:tools"))
-}
-
-/// A 2026-07-28 `tools/call` of `m__echo` with `headers`.
-fn modern_echo(gw: &Gw, text: &str, headers: &[(String, String)]) -> crate::support::Reply {
-    let headers: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    modern_request(
-        &gw.url(),
-        "tools/call",
-        json!({"name": "m__echo", "arguments": {"text": text}}),
-        &headers,
-    )
 }
 
 #[test]
