@@ -23,6 +23,7 @@ pub mod front;
 mod layering;
 pub mod notify;
 pub mod pipeline;
+pub mod policy;
 pub mod probe;
 pub mod reload;
 pub mod serve;

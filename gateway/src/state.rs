@@ -63,6 +63,8 @@ pub struct Gateway {
     pub proxies: crate::auth::proxies::TrustedProxies,
     /// Backends that take the client's token exchanged (RFC 8693), by name.
     pub exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
+    /// `[[policy]]`, compiled; `None` when no rule is configured (everything allowed).
+    pub policy: Option<Arc<crate::policy::Policy>>,
 }
 
 impl Gateway {
@@ -144,6 +146,7 @@ impl Gateway {
             auth: None,
             exchanges: BTreeMap::new(),
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies),
+            policy: crate::policy::Policy::new(&config.policies),
             config,
         }
     }
@@ -200,11 +203,13 @@ impl Gateway {
         })
     }
 
-    /// Instructions for the model: the backends' own instructions, each under its backend's name.
-    pub fn instructions(&self) -> Option<String> {
+    /// Instructions for the model: the backends' own instructions, each under its backend's name — of the
+    /// backends the catalog `seen` (a principal's view, under a `[[policy]]`) may name.
+    pub fn instructions(&self, seen: &CatalogSnapshot) -> Option<String> {
         let parts: Vec<String> = self
             .backends
             .values()
+            .filter(|b| seen.shows_backend(b.name()))
             .filter_map(|b| {
                 let d = b.description()?;
                 let text = d.instructions.as_deref()?.trim();

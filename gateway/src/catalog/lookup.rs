@@ -80,7 +80,8 @@ impl CatalogSnapshot {
             .ok()
     }
 
-    /// Where a URI routes, as a key: an exact resource first, then the first matching template.
+    /// Where a URI routes, as a key: an exact resource first, then the first matching template (in a
+    /// restricted view, only when the view keeps the URI).
     fn resource_key(&self, uri: &str) -> Option<RouteKey> {
         if let Ok(i) = self.resources.binary_search_by(|r| r.uri.as_str().cmp(uri)) {
             return u32::try_from(i).ok().map(RouteKey);
@@ -89,10 +90,11 @@ impl CatalogSnapshot {
             .iter()
             .copied()
             .find(|&i| {
-                self.templates
-                    .get(i)
-                    .and_then(|t| t.parsed.as_ref())
-                    .is_some_and(|p| p.is_match(uri))
+                self.templates.get(i).is_some_and(|t| {
+                    // In a restricted view the URI itself must be allowed too, not only its template.
+                    t.parsed.as_ref().is_some_and(|p| p.is_match(uri))
+                        && self.keeps_uri(uri, &t.backend)
+                })
             })
             .and_then(|i| u32::try_from(i).ok())
             .filter(|i| i & TEMPLATE_KEY == 0)

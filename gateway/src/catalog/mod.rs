@@ -16,6 +16,7 @@
 //! - Resource URIs are routed exactly first, then through RFC 6570 templates ([`template`]).
 //! - Each list says how long it may be reused: the least fresh contributor wins ([`freshness`]).
 //! - [`CatalogSnapshot`] implements [`protocol::validate::Catalog`] (module `lookup`).
+//! - A view of it for one audience ([`CatalogSnapshot::restricted`], module `view`) is a snapshot too.
 
 mod builder;
 mod cursor;
@@ -26,6 +27,7 @@ pub mod names;
 mod snapshot;
 pub mod template;
 mod version;
+mod view;
 
 #[cfg(test)]
 mod tests;
@@ -34,6 +36,7 @@ pub use builder::CatalogBuilder;
 pub use cursor::{CursorError, ListKind, Page};
 pub use freshness::{ListFreshness, ListsFreshness};
 pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
+pub use view::{Item, Restriction};
 
 /// What one backend listed (all pages already fetched by the caller), as raw JSON objects.
 #[derive(Debug, Clone, Default, PartialEq)]

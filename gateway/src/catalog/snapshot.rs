@@ -101,6 +101,8 @@ pub struct CatalogSnapshot {
     pub(super) freshness: [ListFreshness; 4],
     /// When the backends were asked (set by the caller that fetched the listings).
     pub(super) listed_at: Option<Instant>,
+    /// Set on a restricted view (module `view`): what it keeps.
+    pub(super) restriction: Option<super::view::Restricted>,
 }
 
 impl Default for CatalogSnapshot {
@@ -147,6 +149,7 @@ impl CatalogSnapshot {
             stale: Vec::new(),
             freshness: ListsFreshness::NONE,
             listed_at: None,
+            restriction: None,
         };
         snapshot.version = snapshot.content_hash();
         snapshot

@@ -9,6 +9,7 @@ mod cluster;
 mod cors;
 mod demo;
 mod mcp_json;
+mod policy;
 mod tls;
 
 use std::collections::BTreeMap;
@@ -27,6 +28,7 @@ pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
+pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use tls::server_files;
 
 /// The whole configuration.
@@ -48,6 +50,9 @@ pub struct Config {
     /// `[auth]`: who may ask (off until configured).
     #[serde(default)]
     pub auth: AuthConfig,
+    /// `[[policy]]` tables: what each principal or group may use (off until one is configured).
+    #[serde(default, rename = "policy")]
+    pub policies: Vec<PolicyRule>,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -508,6 +513,9 @@ impl Config {
         }
         for (i, m) in self.middlewares.iter().enumerate() {
             validate_middleware(i, m)?;
+        }
+        for (i, rule) in self.policies.iter().enumerate() {
+            rule.validate(i)?;
         }
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {

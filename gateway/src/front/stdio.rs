@@ -67,7 +67,7 @@ where
         };
         let routed = match worker
             .routing
-            .route(Origin::Stdio, Bytes::from(line), session.clone())
+            .route(Origin::Stdio, Bytes::from(line), session.clone(), None)
             .await
         {
             Ok(r) => r,

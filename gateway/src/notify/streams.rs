@@ -11,6 +11,7 @@ use protocol::validate::Call;
 use protocol::{Error, ErrorCode, Notification};
 use tokio::sync::mpsc;
 
+use crate::catalog::CatalogSnapshot;
 use crate::notify::changes::sync_backend;
 use crate::session::subscriptions::{Filter, tagged};
 use crate::state::Gateway;
@@ -20,11 +21,15 @@ const BUFFER: usize = 256;
 /// How often a quiet listen stream gets a keep-alive (an empty message: the transport writes a comment).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// Opens a listen stream; its messages arrive on the returned channel until the client goes away.
-pub fn open(gw: &Arc<Gateway>, call: &Call) -> Result<mpsc::Receiver<Vec<u8>>, Error> {
+/// Opens a listen stream; its messages arrive on the returned channel until the client goes away. The
+/// resource URIs honoured are those some backend serves in `snapshot`, the catalog as the client may see it.
+pub fn open(
+    gw: &Arc<Gateway>,
+    snapshot: &CatalogSnapshot,
+    call: &Call,
+) -> Result<mpsc::Receiver<Vec<u8>>, Error> {
     let params: SubscriptionsListenRequestParams = call.request().params_as()?;
     let asked = params.notifications;
-    let snapshot = gw.catalog.snapshot();
     let uris: Vec<String> = asked
         .resource_subscriptions
         .clone()

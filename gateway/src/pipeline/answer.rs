@@ -118,7 +118,7 @@ impl Answering<'_> {
             ValidKind::Initialize { id, params } => {
                 // Through the chain like any request (an authentication middleware may refuse it); the
                 // session is created only when it ends in the result.
-                let result = raw_value(&self.initialize_result(generation));
+                let result = raw_value(&self.initialize_result(generation, snapshot));
                 let ctx =
                     MwContext::initialize(id.clone(), params.clone(), generation, self.transport)
                         .with_principal(self.principal.clone());
@@ -164,7 +164,7 @@ impl Answering<'_> {
                         generation,
                     ));
                 }
-                match streams::open(self.gw, &call) {
+                match streams::open(self.gw, snapshot, &call) {
                     Ok(rx) => Answer::Stream(rx),
                     Err(e) => Answer::Message(request_error(&call.request().id, e, generation)),
                 }
@@ -232,14 +232,18 @@ impl Answering<'_> {
         }
     }
 
-    fn initialize_result(&self, generation: Generation) -> serde_json::Value {
+    fn initialize_result(
+        &self,
+        generation: Generation,
+        seen: &CatalogSnapshot,
+    ) -> serde_json::Value {
         let mut result = json!({
             "protocolVersion": generation.as_str(),
             "capabilities": self.gw.capabilities(),
             "serverInfo": self.gw.server_info,
         });
         if generation >= Generation::V2025_03_26 {
-            if let Some(instructions) = self.gw.instructions() {
+            if let Some(instructions) = self.gw.instructions(seen) {
                 result["instructions"] = instructions.into();
             }
         }

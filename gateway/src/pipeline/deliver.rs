@@ -79,7 +79,12 @@ impl Answering<'_> {
         out: &mut O,
     ) -> O::Reply {
         let routed = match routing
-            .route(origin, body, self.session.map(Arc::clone))
+            .route(
+                origin,
+                body,
+                self.session.map(Arc::clone),
+                self.principal.clone(),
+            )
             .await
         {
             Ok(r) => r,

@@ -12,8 +12,10 @@ use bytes::Bytes;
 use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate_stdio};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use crate::auth::Principal;
 use crate::catalog::CatalogSnapshot;
 use crate::pipeline::Chain;
+use crate::policy::views::{Seen, Views};
 
 use crate::session::Session;
 use crate::state::Gateway;
@@ -62,11 +64,14 @@ pub enum Origin {
 
 /// The routing actor of one worker: it owns the worker's catalog snapshot, which the catalog store pushes
 /// to it (a watch channel: the newest wins, nothing queues) and which it takes up before the next
-/// validation, so a request never meets an older catalog than the one published before it arrived.
+/// validation, so a request never meets an older catalog than the one published before it arrived. With a
+/// `[[policy]]`, it also owns the worker's views of that catalog, one per audience: a request is validated
+/// against its principal's view.
 struct RoutingActor {
     gw: Arc<Gateway>,
     snapshot: Arc<CatalogSnapshot>,
     updates: watch::Receiver<Arc<CatalogSnapshot>>,
+    views: Option<Views>,
 }
 
 impl Actor for RoutingActor {
@@ -89,6 +94,7 @@ struct Route {
     origin: Origin,
     body: Bytes,
     session: Option<Arc<Session>>,
+    principal: Option<Arc<Principal>>,
 }
 
 /// What the actor answers: the request and its snapshot (the handle adds the permit).
@@ -103,7 +109,18 @@ impl Handler<Route> for RoutingActor {
     type Result = Result<Validated, Rejection>;
 
     fn handle(&mut self, msg: Route, _: &mut Self::Context) -> Self::Result {
-        let snapshot = self.current();
+        let full = self.current();
+        let principal = msg.principal.as_deref();
+        let view = self.views.as_mut().map(|v| v.view(&full, principal));
+        let seen = view.as_ref().map(|view| Seen {
+            view,
+            full: &full,
+            principal,
+        });
+        let catalog: &dyn protocol::validate::Catalog = match &seen {
+            Some(seen) => seen,
+            None => full.as_ref(),
+        };
         let session = msg.session.as_deref().map(Session::validation_view);
         let valid = match &msg.origin {
             Origin::Http(method, headers) => {
@@ -113,19 +130,15 @@ impl Handler<Route> for RoutingActor {
                     headers: &headers,
                     body: &msg.body,
                 };
-                validate(
-                    &req,
-                    &self.gw.validation,
-                    snapshot.as_ref(),
-                    session.as_ref(),
-                )?
+                validate(&req, &self.gw.validation, catalog, session.as_ref())?
             }
-            Origin::Stdio => validate_stdio(
-                &msg.body,
-                &self.gw.validation,
-                snapshot.as_ref(),
-                session.as_ref(),
-            )?,
+            Origin::Stdio => {
+                validate_stdio(&msg.body, &self.gw.validation, catalog, session.as_ref())?
+            }
+        };
+        let snapshot = match view {
+            Some(view) => view.snapshot,
+            None => full,
         };
         Ok(Validated { valid, snapshot })
     }
@@ -172,6 +185,7 @@ impl RoutingHandle {
                 let mut updates = gw.catalog.updates();
                 let snapshot = updates.borrow_and_update().clone();
                 RoutingActor {
+                    views: gw.policy.clone().map(Views::new),
                     gw: gw.clone(),
                     snapshot,
                     updates,
@@ -191,13 +205,15 @@ impl RoutingHandle {
         &self.chain
     }
 
-    /// Validates a request (one that arrives while the gateway is starting waits for the first catalog: it
-    /// is never validated against an empty one and told a tool is unknown).
+    /// Validates a request against the catalog as `principal` may see it (one that arrives while the
+    /// gateway is starting waits for the first catalog: it is never validated against an empty one and told
+    /// a tool is unknown).
     pub async fn route(
         &self,
         origin: Origin,
         body: Bytes,
         session: Option<Arc<Session>>,
+        principal: Option<Arc<Principal>>,
     ) -> Result<Routed, Rejection> {
         if self.gw.drain.phase() >= crate::drain::Phase::CutOff {
             return Err(overloaded("the gateway is shutting down"));
@@ -215,6 +231,7 @@ impl RoutingHandle {
             origin,
             body,
             session,
+            principal,
         });
         match tokio::time::timeout(self.deadline, request).await {
             Ok(Ok(result)) => result.map(|v| Routed {

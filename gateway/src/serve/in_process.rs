@@ -146,6 +146,17 @@ impl InProcessGateway {
 
     /// One POST to `/mcp` through the pipeline: validation, the middleware chain, the dispatch, shaping.
     pub async fn post(&self, headers: HeaderMap, body: Bytes) -> Exchange {
+        self.post_as(None, headers, body).await
+    }
+
+    /// One POST as `principal` would make it once authenticated (the front's gate establishes it; here the
+    /// caller names it).
+    pub async fn post_as(
+        &self,
+        principal: Option<crate::auth::Principal>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Exchange {
         let worker = &self.worker;
         let id = headers
             .get("mcp-session-id")
@@ -162,8 +173,8 @@ impl InProcessGateway {
             session: session.as_ref(),
             can_stream: false,
             auth: AuthContext::of_headers(&headers),
-            // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
-            principal: None,
+            // In-process: nothing is authenticated; the caller may name the principal.
+            principal: principal.map(Arc::new),
             // One client with no socket: every request without a session counts against one address.
             address: Some(handlers::Caller::new("address", b"in-process")),
             transport: Transport::StreamableHttp,
@@ -237,5 +248,7 @@ impl Output for ExchangeOutput {
     }
 }
 
+#[cfg(test)]
+mod policy_tests;
 #[cfg(test)]
 mod tests;

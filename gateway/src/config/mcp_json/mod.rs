@@ -82,6 +82,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         middlewares: Vec::new(),
         cluster: Default::default(),
         auth: Default::default(),
+        policies: Vec::new(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

@@ -218,11 +218,12 @@ impl Dispatch<'_> {
         let mut result = json!({
             "supportedVersions": self.gw.validation.served.version_strings(),
             "capabilities": self.gw.capabilities(),
-            // The same for every client; not reusable, since a backend (re)connecting changes `instructions`.
+            // Not reusable, since a backend (re)connecting changes `instructions`; the same for every client
+            // unless a `[[policy]]` makes what it names differ by principal.
             "ttlMs": 0,
-            "cacheScope": "public",
+            "cacheScope": if self.snapshot.is_restricted() { "private" } else { "public" },
         });
-        if let Some(instructions) = self.gw.instructions() {
+        if let Some(instructions) = self.gw.instructions(self.snapshot) {
             result["instructions"] = Value::String(instructions);
         }
         if let Some(degraded) = self.snapshot.degraded() {

@@ -1,0 +1,167 @@
+//! A restricted view of a snapshot: what one audience (the principals one set of `[[policy]]` rules applies
+//! to) may see and use. It is a [`CatalogSnapshot`] like any other — validation, routing, the lists and
+//! completion references read it unchanged — holding only the entries the [`Restriction`] keeps, its lists
+//! marked `cacheScope: "private"` (they differ by principal), and the restriction itself for what cannot be
+//! decided ahead of a request: a URI reached through a template is checked when it is looked up.
+//!
+//! Pure like the rest of the catalog: the restriction decides, the view only keeps what it is told.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::freshness::ListFreshness;
+use super::snapshot::CatalogSnapshot;
+
+/// Something a restriction decides on.
+#[derive(Debug, Clone, Copy)]
+pub enum Item<'a> {
+    /// A tool: its exposed name, its backend, and its Tool object (for its annotations).
+    Tool {
+        /// The exposed name.
+        name: &'a str,
+        /// Its backend.
+        backend: &'a str,
+        /// The Tool object as listed.
+        tool: &'a Value,
+    },
+    /// A prompt by its exposed name.
+    Prompt {
+        /// The exposed name.
+        name: &'a str,
+        /// Its backend.
+        backend: &'a str,
+    },
+    /// A resource by its URI (a listed one, or one read through a template).
+    Resource {
+        /// The URI.
+        uri: &'a str,
+        /// Its backend.
+        backend: &'a str,
+    },
+    /// A resource template by its `uriTemplate`.
+    Template {
+        /// The `uriTemplate`.
+        uri_template: &'a str,
+        /// Its backend.
+        backend: &'a str,
+    },
+    /// A backend by name (whether the view may name it: in `_meta` degraded lists, in instructions).
+    Backend(&'a str),
+}
+
+/// What a view keeps.
+pub trait Restriction: Send + Sync + std::fmt::Debug {
+    /// Whether the view keeps `item`.
+    fn keeps(&self, item: Item<'_>) -> bool;
+}
+
+/// The restriction a view was made with, and the backends it may name.
+#[derive(Debug, Clone)]
+pub(super) struct Restricted {
+    pub(super) to: Arc<dyn Restriction>,
+    /// Backends with an entry in the view, or kept by name.
+    pub(super) backends: Arc<BTreeSet<String>>,
+}
+
+impl CatalogSnapshot {
+    /// The view of this snapshot that `to` allows: only the entries it keeps (built once per audience and
+    /// catalog, never per request); the backends named as missing or stale only when the view may name them;
+    /// every list `private`.
+    pub fn restricted(&self, to: Arc<dyn Restriction>) -> CatalogSnapshot {
+        let tools: Vec<_> = self
+            .tools
+            .iter()
+            .filter(|t| {
+                to.keeps(Item::Tool {
+                    name: &t.exposed_name,
+                    backend: &t.backend,
+                    tool: &t.tool,
+                })
+            })
+            .cloned()
+            .collect();
+        let prompts: Vec<_> = self
+            .prompts
+            .iter()
+            .filter(|p| {
+                to.keeps(Item::Prompt {
+                    name: &p.exposed_name,
+                    backend: &p.backend,
+                })
+            })
+            .cloned()
+            .collect();
+        let resources: Vec<_> = self
+            .resources
+            .iter()
+            .filter(|r| {
+                to.keeps(Item::Resource {
+                    uri: &r.uri,
+                    backend: &r.backend,
+                })
+            })
+            .cloned()
+            .collect();
+        let templates: Vec<_> = self
+            .templates
+            .iter()
+            .filter(|t| {
+                to.keeps(Item::Template {
+                    uri_template: &t.uri_template,
+                    backend: &t.backend,
+                })
+            })
+            .cloned()
+            .collect();
+        let mut backends: BTreeSet<String> = tools
+            .iter()
+            .map(|t| &t.backend)
+            .chain(prompts.iter().map(|p| &p.backend))
+            .chain(resources.iter().map(|r| &r.backend))
+            .chain(templates.iter().map(|t| &t.backend))
+            .cloned()
+            .collect();
+        for b in self.missing.iter().chain(&self.stale) {
+            if to.keeps(Item::Backend(b)) {
+                backends.insert(b.clone());
+            }
+        }
+        let named = |list: &[String]| -> Vec<String> {
+            list.iter()
+                .filter(|b| backends.contains(*b))
+                .cloned()
+                .collect()
+        };
+        let (missing, stale) = (named(&self.missing), named(&self.stale));
+        let mut view = CatalogSnapshot::from_sorted(tools, prompts, resources, templates, missing);
+        view.set_stale(stale);
+        view.freshness = self.freshness.map(|f| ListFreshness { public: false, ..f });
+        view.listed_at = self.listed_at;
+        view.restriction = Some(Restricted {
+            to,
+            backends: Arc::new(backends),
+        });
+        view
+    }
+
+    /// Whether this view may name `backend` (always, for an unrestricted snapshot).
+    pub fn shows_backend(&self, backend: &str) -> bool {
+        self.restriction
+            .as_ref()
+            .is_none_or(|r| r.backends.contains(backend))
+    }
+
+    /// Whether the view is restricted (lists and discovery then differ by principal).
+    pub fn is_restricted(&self) -> bool {
+        self.restriction.is_some()
+    }
+
+    /// Whether a URI a template matched may be used in this view.
+    pub(super) fn keeps_uri(&self, uri: &str, backend: &str) -> bool {
+        self.restriction
+            .as_ref()
+            .is_none_or(|r| r.to.keeps(Item::Resource { uri, backend }))
+    }
+}
