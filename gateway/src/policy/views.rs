@@ -135,9 +135,9 @@ impl Seen<'_> {
         let decision = self.view.subject.decide(item);
         if decision != Decision::Allowed {
             tracing::info!(
-                principal = self.principal.map_or("-", |p| p.name.as_str()),
+                principal = %self.principal.map_or("-", |p| p.name.as_str()),
                 kind,
-                name,
+                %name,
                 rule = %decision,
                 "denied by policy"
             );

@@ -10,11 +10,14 @@
 //! - `api_keys`: `mcpgw auth hash-key`, keys as bearer tokens or in their own header, sessions bound to
 //!   their principal, `[server] strict`.
 //! - `sdk`: the Python and TypeScript SDK clients sending a bearer token, in both eras.
+//! - `policy`: `[[policy]]` through the Python and TypeScript SDK clients: lists filtered per principal,
+//!   denials answered as absence.
 
 mod api_keys;
 mod issuer;
 mod jwks;
 mod metadata;
+mod policy;
 mod sdk;
 mod tokens;
 
