@@ -183,3 +183,45 @@ fn the_readme_jwt_and_oauth_configs_start_and_challenge_as_described() {
         }
     }
 }
+
+/// The README's policy example, with API keys for alice (group ops) and bob: bob lists one tool, alice every
+/// tool but those that may be destructive (the mock's `fail` says nothing, so it may be).
+#[test]
+fn the_readme_policy_example_filters_each_principals_list() {
+    const ALICE: &str = "readme-alice-key-3f9a1c7e5b2d4a6c";
+    const BOB: &str = "readme-bob-key-8e2c4a6f0b1d3e5a7c";
+    let digest = crate::auth::api_keys::digest_of;
+    let config = format!(
+        "{}\n[[auth.api_key]]\nprincipal = \"alice\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n\n[[auth.api_key]]\nprincipal = \"bob\"\ndigest = \"{}\"\n",
+        fenced("security-policy", "toml"),
+        digest(ALICE),
+        digest(BOB)
+    );
+    let dir = TempDir::new("readme-policy");
+    let gw = gateway(&config, &dir);
+    let tools = |key: &str| -> Vec<String> {
+        let auth = format!("Bearer {key}");
+        let r = modern_request(
+            &gw.url,
+            "tools/list",
+            serde_json::json!({}),
+            &[("Authorization", auth.as_str())],
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        let v = r.json();
+        assert_eq!(v["result"]["cacheScope"], "private", "{v}");
+        v["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(tools(BOB), ["demo__echo"]);
+    let alice = tools(ALICE);
+    assert!(
+        alice.contains(&"demo__echo".to_owned()) && alice.contains(&"demo__add".to_owned()),
+        "{alice:?}"
+    );
+    assert!(!alice.contains(&"demo__fail".to_owned()), "{alice:?}");
+}

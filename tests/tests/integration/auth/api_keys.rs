@@ -52,7 +52,7 @@ fn hash_key_run(input: &str) -> (bool, String, String) {
 }
 
 /// The digest `mcpgw auth hash-key` prints for `key`.
-pub(super) fn digest_of(key: &str) -> String {
+pub(crate) fn digest_of(key: &str) -> String {
     let (ok, out, err) = hash_key_run(&format!("{key}\n"));
     assert!(ok, "hash-key failed: {err}");
     let digest = out.trim().to_owned();

@@ -13,7 +13,7 @@
 //! - `policy`: `[[policy]]` through the Python and TypeScript SDK clients: lists filtered per principal,
 //!   denials answered as absence.
 
-mod api_keys;
+pub(crate) mod api_keys;
 mod issuer;
 mod jwks;
 mod metadata;
