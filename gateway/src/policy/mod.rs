@@ -178,12 +178,19 @@ impl Policy {
     }
 
     /// The rules that apply to `principal` (`None`: a request without one, which only `principal = "*"`
-    /// rules apply to).
+    /// rules apply to). Per request: a name without wildcards is compared, not matched.
     pub fn audience(&self, principal: Option<&Principal>) -> Audience {
+        let named = |g: &str, name: &str| {
+            if g.contains(['*', '?']) {
+                glob_match(g, name)
+            } else {
+                g == name
+            }
+        };
         let applies = |rule: &Rule| match (&rule.applies, principal) {
             (Applies::Principal(g), _) if g == "*" => true,
-            (Applies::Principal(g), Some(p)) => glob_match(g, &p.name),
-            (Applies::Group(g), Some(p)) => p.groups.iter().any(|group| glob_match(g, group)),
+            (Applies::Principal(g), Some(p)) => named(g, &p.name),
+            (Applies::Group(g), Some(p)) => p.groups.iter().any(|group| named(g, group)),
             (_, None) => false,
         };
         Audience(
