@@ -21,6 +21,7 @@ pub mod drain;
 pub mod front;
 #[cfg(test)]
 mod layering;
+pub mod limit;
 pub mod notify;
 pub mod pipeline;
 pub mod policy;

@@ -65,6 +65,8 @@ pub struct Gateway {
     pub exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
     /// `[[policy]]`, compiled; `None` when no rule is configured (everything allowed).
     pub policy: Option<Arc<crate::policy::Policy>>,
+    /// The `[[rate_limit]]` buckets' authority, shared by the workers; `None` when no limit is configured.
+    pub limits: Option<Arc<crate::limit::Limits>>,
 }
 
 impl Gateway {
@@ -134,7 +136,7 @@ impl Gateway {
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
             server_info,
             sealer: Arc::new(StateSealer::new(keys)),
-            redis,
+            redis: redis.clone(),
             subscriptions,
             resource_cache: ResourceCache::new(
                 crate::cache::MAX_ENTRIES,
@@ -145,6 +147,7 @@ impl Gateway {
             tool_timeouts,
             auth: None,
             exchanges: BTreeMap::new(),
+            limits: crate::limit::Limits::new(&config.rate_limits, redis.clone()),
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies),
             policy: crate::policy::Policy::new(&config.policies),
             config,

@@ -211,6 +211,15 @@ impl RedisLink {
         }
     }
 
+    /// One command sent alone (a rate limit's lease, `limit::redis`), within the same deadline as every
+    /// other, counted with them.
+    pub async fn query<T: redis::FromRedisValue>(&self, cmd: redis::Cmd) -> Result<T, Unavailable> {
+        let mut pipe = redis::pipe();
+        pipe.add_command(cmd);
+        let (value,): (T,) = self.run(&pipe, 1).await?;
+        Ok(value)
+    }
+
     /// What Redis holds of a session (one round trip).
     pub async fn session(&self, key: &str) -> Result<SessionRecord, Unavailable> {
         let mut pipe = redis::pipe();

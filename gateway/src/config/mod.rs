@@ -10,6 +10,7 @@ mod cors;
 mod demo;
 mod mcp_json;
 mod policy;
+pub mod rate_limit;
 mod tls;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
+pub use rate_limit::{LimitPer, RateLimitConfig};
 pub use tls::server_files;
 
 /// The whole configuration.
@@ -53,6 +55,9 @@ pub struct Config {
     /// `[[policy]]` tables: what each principal or group may use (off until one is configured).
     #[serde(default, rename = "policy")]
     pub policies: Vec<PolicyRule>,
+    /// `[[rate_limit]]` tables: token buckets on requests (none by default: no limit).
+    #[serde(rename = "rate_limit", default)]
+    pub rate_limits: Vec<RateLimitConfig>,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -517,6 +522,7 @@ impl Config {
         for (i, rule) in self.policies.iter().enumerate() {
             rule.validate(i)?;
         }
+        rate_limit::validate(&self.rate_limits)?;
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {
             let field = |f: &str| format!("backend[{i}].{f}");

@@ -121,7 +121,8 @@ impl Answering<'_> {
                 let result = raw_value(&self.initialize_result(generation, snapshot));
                 let ctx =
                     MwContext::initialize(id.clone(), params.clone(), generation, self.transport)
-                        .with_principal(self.principal.clone());
+                        .with_principal(self.principal.clone())
+                        .with_route(snapshot, self.address);
                 let answered = self
                     .chain
                     .run(ctx, move |_| async move {
@@ -294,8 +295,9 @@ impl Answering<'_> {
             .session
             .and_then(|s| s.in_flight().register(&call.request().id));
         let (id, method) = (call.request().id.clone(), call.method());
-        let ctx =
-            MwContext::new(call, generation, self.transport).with_principal(self.principal.clone());
+        let ctx = MwContext::new(call, generation, self.transport)
+            .with_principal(self.principal.clone())
+            .with_route(snapshot, self.address);
         let (gw, snapshot, session, auth, address) = (
             self.gw.clone(),
             snapshot.clone(),

@@ -3,6 +3,8 @@
 //!   outcome, code, duration, generation, transport, principal — never arguments, results or tokens;
 //! - `require_scopes` (not in `[[middleware]]`: always first when `[[auth.scope]]` rules exist): the
 //!   principal's scopes;
+//! - `rate_limit` (not in `[[middleware]]`: right after the scope check when `[[rate_limit]]` tables
+//!   exist, never otherwise: no default limit), in `pipeline::rate_limit`;
 //! - `allow_methods`: only the listed methods pass; any other is answered exactly as an unknown method is
 //!   (-32601; 404 on 2026-07-28), before any backend is called.
 
@@ -15,6 +17,7 @@ use protocol::validate::Target;
 use protocol::{Error, ErrorCode, Method};
 
 use super::middleware::{Chain, Middleware, MwContext, Next, Response, Summary};
+use super::rate_limit::RateLimit;
 use crate::config::{MiddlewareEntry, MiddlewareKind};
 use crate::pipeline::response::Outcome;
 
@@ -59,16 +62,23 @@ impl Middleware for RequireScopes {
 }
 
 /// The configured chain: the scope check first when `[[auth.scope]]` rules exist (it is part of the
-/// authenticate phase, never reordered), then the `[[middleware]]` tables in order.
+/// authenticate phase, never reordered), then the rate limits when `[[rate_limit]]` tables exist (a new
+/// instance per call: each worker builds its own chain and so holds its own leases), then the
+/// `[[middleware]]` tables in order.
 pub fn chain(gw: &crate::state::Gateway) -> Chain {
     let scopes = gw
         .auth
         .as_ref()
         .filter(|a| !a.scopes.is_empty())
         .map(|a| Arc::new(RequireScopes(a.clone())) as Arc<dyn Middleware>);
+    let limits = gw
+        .limits
+        .as_ref()
+        .map(|l| Arc::new(RateLimit::new(l.clone())) as Arc<dyn Middleware>);
     Chain::new(
         scopes
             .into_iter()
+            .chain(limits)
             .chain(configured(&gw.config.middlewares))
             .collect(),
     )

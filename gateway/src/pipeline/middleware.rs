@@ -33,10 +33,12 @@ use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
 use protocol::payload::InitializeRequestParams;
 use protocol::shape::Refusal;
-use protocol::validate::Call;
+use protocol::validate::{Call, Target};
 use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
+use crate::catalog::CatalogSnapshot;
 use crate::pipeline::response::Outcome;
+use handlers::Caller;
 
 pub use crate::auth::Principal;
 pub use crate::session::Transport;
@@ -58,6 +60,10 @@ pub struct MwContext {
     generation: Generation,
     transport: Transport,
     principal: Option<Arc<Principal>>,
+    /// The catalog snapshot the call was validated against (its route names the backend).
+    snapshot: Option<Arc<CatalogSnapshot>>,
+    /// The client's address (HTTP; `None` on stdio).
+    address: Option<Caller>,
     started: Instant,
 }
 
@@ -83,6 +89,8 @@ impl MwContext {
             generation,
             transport,
             principal: None,
+            snapshot: None,
+            address: None,
             started: Instant::now(),
         }
     }
@@ -143,6 +151,55 @@ impl MwContext {
     pub(crate) fn with_principal(mut self, principal: Option<Arc<Principal>>) -> MwContext {
         self.principal = principal;
         self
+    }
+
+    /// The context with the snapshot the call was validated against and the client's address.
+    pub(crate) fn with_route(
+        mut self,
+        snapshot: &Arc<CatalogSnapshot>,
+        address: Option<Caller>,
+    ) -> MwContext {
+        self.snapshot = Some(snapshot.clone());
+        self.address = address;
+        self
+    }
+
+    /// The client's address as the gateway names it (a keyed digest, never the address itself), for a
+    /// request over HTTP; `None` on stdio.
+    pub fn address(&self) -> Option<&Caller> {
+        self.address.as_ref()
+    }
+
+    /// The backend the call is routed to — a tool's, prompt's, resource's or completion reference's —
+    /// looked up in the snapshot it was validated against; `None` for what the gateway answers itself.
+    pub fn backend(&self) -> Option<&str> {
+        let call = self.call()?;
+        let snapshot = self.snapshot.as_deref()?;
+        match call.target() {
+            Some(Target::Tool { route, .. }) => {
+                snapshot.tool_at(*route).map(|t| t.backend.as_str())
+            }
+            Some(Target::Prompt { route, .. }) => {
+                snapshot.prompt_at(*route).map(|p| p.backend.as_str())
+            }
+            Some(Target::Resource { route, .. }) => snapshot.resource_at(*route).map(|r| r.backend),
+            None if call.method() == Method::CompletionComplete => {
+                let params = call.request().params.as_deref()?;
+                let params = protocol::raw::RawObject::parse(params)?;
+                let reference: serde_json::Value =
+                    serde_json::from_str(params.get("ref")?.get()).ok()?;
+                snapshot.completion_backend(&reference).map(|(b, _)| b)
+            }
+            None => None,
+        }
+    }
+
+    /// The exposed tool name of a `tools/call`.
+    pub fn tool(&self) -> Option<&str> {
+        match self.call()?.target() {
+            Some(Target::Tool { name, .. }) => Some(name),
+            _ => None,
+        }
     }
 
     /// When the gateway took the request up.

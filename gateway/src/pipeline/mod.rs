@@ -10,6 +10,7 @@ pub mod builtin;
 pub(crate) mod deliver;
 pub mod dispatch;
 mod middleware;
+pub mod rate_limit;
 pub mod request_stream;
 pub mod response;
 pub mod routing;

@@ -149,7 +149,9 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         principal,
     } = s;
     let (id, method) = (call.request().id.clone(), call.method());
-    let ctx = MwContext::new(call, generation, transport).with_principal(principal);
+    let ctx = MwContext::new(call, generation, transport)
+        .with_principal(principal)
+        .with_route(&snapshot, address);
     let drain_gw = gw.clone();
     let dispatched = {
         let tx = tx.clone();

@@ -83,6 +83,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         cluster: Default::default(),
         auth: Default::default(),
         policies: Vec::new(),
+        rate_limits: Vec::new(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)
