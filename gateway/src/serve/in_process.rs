@@ -149,11 +149,10 @@ impl InProcessGateway {
         self.post_as(None, headers, body).await
     }
 
-    /// One POST as `principal` would make it once authenticated (the front's gate establishes it; here the
-    /// caller names it).
+    /// As [`InProcessGateway::post`], from `principal` as if authentication had established it.
     pub async fn post_as(
         &self,
-        principal: Option<crate::auth::Principal>,
+        principal: Option<Arc<crate::auth::Principal>>,
         headers: HeaderMap,
         body: Bytes,
     ) -> Exchange {
@@ -173,8 +172,8 @@ impl InProcessGateway {
             session: session.as_ref(),
             can_stream: false,
             auth: AuthContext::of_headers(&headers),
-            // In-process: nothing is authenticated; the caller may name the principal.
-            principal: principal.map(Arc::new),
+            // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
+            principal,
             // One client with no socket: every request without a session counts against one address.
             address: Some(handlers::Caller::new("address", b"in-process")),
             transport: Transport::StreamableHttp,

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -33,13 +34,13 @@ async fn gateway() -> InProcessGateway {
     InProcessGateway::start(config).await.unwrap()
 }
 
-fn who(name: &str) -> Option<Principal> {
-    Some(Principal {
+fn who(name: &str) -> Option<Arc<Principal>> {
+    Some(Arc::new(Principal {
         name: name.to_owned(),
         groups: Vec::new(),
         scopes: Vec::new(),
         token: None,
-    })
+    }))
 }
 
 /// A 2026-07-28 request, with `extra` headers after the mirrored ones.

@@ -321,3 +321,5 @@ async fn a_batch_answers_its_refused_and_its_allowed_entry() {
     );
     gw.shutdown();
 }
+
+mod rate_limits;
