@@ -27,6 +27,7 @@ mod load_asks;
 mod load_example;
 mod operations;
 mod pipeline;
+mod rate_limits;
 mod readme;
 mod replicas;
 mod resilience;

@@ -225,3 +225,58 @@ fn the_readme_policy_example_filters_each_principals_list() {
     );
     assert!(!alice.contains(&"demo__fail".to_owned()), "{alice:?}");
 }
+
+/// The README's rate-limit config starts as it is and refuses over its limits as described: calls beyond
+/// the burst are tool errors with `retryAfterMs`, lists beyond theirs 429 with `Retry-After` and -32000.
+#[test]
+fn the_readme_rate_limit_config_starts_and_refuses_over_the_limit() {
+    let dir = TempDir::new("readme-rate-limit");
+    let gw = gateway(&fenced("security-rate-limit", "toml"), &dir);
+    let started = std::time::Instant::now();
+    let (mut admitted, mut refused) = (0, 0);
+    for i in 0..10 {
+        let reply = modern_request(
+            &gw.url,
+            "tools/call",
+            serde_json::json!({"name": "demo__echo", "arguments": {"text": format!("c{i}")}}),
+            &[],
+        );
+        assert_eq!(reply.status, 200, "{reply:?}");
+        let v = reply.json();
+        if v["result"]["isError"] == true {
+            assert!(
+                v["result"]["content"][0]["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("rate limited: retry after ")),
+                "{v}"
+            );
+            assert!(v["result"]["_meta"]["retryAfterMs"].is_u64(), "{v}");
+            refused += 1;
+        } else {
+            admitted += 1;
+        }
+    }
+    // burst 5, 1 a second: at most the README's bound.
+    let bound = 5.0 + started.elapsed().as_secs_f64() + 0.25;
+    assert!(
+        admitted >= 5 && f64::from(admitted) <= bound,
+        "{admitted} admitted"
+    );
+    assert_eq!(admitted + refused, 10);
+    let statuses: Vec<u16> = (0..5)
+        .map(|_| modern_request(&gw.url, "tools/list", serde_json::json!({}), &[]))
+        .map(|reply| {
+            if reply.status == 429 {
+                assert!(reply.header("retry-after").is_some(), "{reply:?}");
+                assert_eq!(reply.json()["error"]["code"], -32000, "{reply:?}");
+                assert!(
+                    reply.json()["error"]["data"]["retryAfterMs"].is_u64(),
+                    "{reply:?}"
+                );
+            }
+            reply.status
+        })
+        .collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert_eq!(statuses[0], 200, "{statuses:?}");
+}

@@ -3,6 +3,7 @@
 //! rolling restart or a Redis restart.
 
 mod cluster;
+mod limits;
 mod restart;
 mod shared;
 mod three;
