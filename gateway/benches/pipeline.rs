@@ -135,10 +135,11 @@ fn bench(c: &mut Criterion) {
         let config = Config::from_toml_str(NEVER_REFUSING_LIMIT, Path::new("bench.toml")).unwrap();
         let limits = gateway::limit::Limits::new(&config.rate_limits, None).unwrap();
         let worker = gateway::limit::WorkerLimits::new(limits.clone());
-        let caller = handlers::Caller::new("address", b"127.0.0.1");
         let facts = gateway::limit::Facts {
             method: protocol::Method::ToolsCall,
-            subject: gateway::limit::Subject::Address(&caller),
+            subject: gateway::limit::Subject::Address(std::net::IpAddr::V4(
+                std::net::Ipv4Addr::LOCALHOST,
+            )),
             backend: Some("m"),
             tool: Some("m__echo"),
         };

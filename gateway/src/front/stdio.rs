@@ -87,6 +87,7 @@ where
                 auth: AuthContext::ANONYMOUS,
                 principal: None,
                 address: None,
+                client: None,
                 transport: Transport::Stdio,
             };
             let mut out = StdioOutput {
@@ -112,6 +113,7 @@ where
                 auth: AuthContext::ANONYMOUS,
                 principal: None,
                 address: None,
+                client: None,
                 transport: Transport::Stdio,
             };
             let mut out = StdioOutput {

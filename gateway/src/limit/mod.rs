@@ -19,7 +19,6 @@ pub mod bucket;
 pub mod lease;
 pub mod redis;
 
-use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -37,8 +36,8 @@ use lease::{Leases, Local, WORKER_KEYS};
 pub enum Subject<'a> {
     /// The principal authentication established, by name.
     Principal(&'a str),
-    /// The client's address (a request without a principal over HTTP).
-    Address(&'a handlers::Caller),
+    /// The client's IP address (a request without a principal over HTTP): the same key on every replica.
+    Address(std::net::IpAddr),
     /// The one client of a stdio gateway.
     Local,
 }
@@ -185,10 +184,8 @@ fn bucket_key(i: usize, rule: &Rule, f: &Facts<'_>) -> String {
             Subject::Principal(name) => {
                 let _ = write!(key, "p{}:{name}", name.len());
             }
-            Subject::Address(caller) => {
-                let mut h = std::hash::DefaultHasher::new();
-                caller.hash(&mut h);
-                let _ = write!(key, "a:{:016x}", h.finish());
+            Subject::Address(ip) => {
+                let _ = write!(key, "a:{ip}");
             }
             Subject::Local => key.push_str("local"),
         }

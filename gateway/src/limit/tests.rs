@@ -82,19 +82,19 @@ fn buckets_are_kept_per_what_the_rule_names_and_nothing_else() {
     let plain = keys(&call("a", "m", "m__echo"));
     assert_ne!(tricky[0], plain[0]);
     // Without a principal: the address, and on stdio one local subject.
-    let caller = handlers::Caller::new("address", b"10.0.0.1");
-    let other = handlers::Caller::new("address", b"10.0.0.2");
+    let caller: std::net::IpAddr = "10.0.0.1".parse().unwrap();
+    let other: std::net::IpAddr = "10.0.0.2".parse().unwrap();
     let by = |subject| Facts {
         subject,
         ..call("", "m", "t")
     };
     assert_ne!(
-        keys(&by(Subject::Address(&caller)))[0],
-        keys(&by(Subject::Address(&other)))[0]
+        keys(&by(Subject::Address(caller)))[0],
+        keys(&by(Subject::Address(other)))[0]
     );
     assert_eq!(
-        keys(&by(Subject::Address(&caller)))[0],
-        keys(&by(Subject::Address(&caller)))[0]
+        keys(&by(Subject::Address(caller)))[0],
+        keys(&by(Subject::Address(caller)))[0]
     );
     assert!(keys(&by(Subject::Local))[0].contains("local"));
 }

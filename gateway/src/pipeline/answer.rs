@@ -93,6 +93,9 @@ pub struct Answering<'a> {
     /// The client's address as a caller of backends (HTTP; `None` on stdio, where the host is the only
     /// client): a request without a session counts against it for a backend's per-caller share.
     pub address: Option<Caller>,
+    /// The client's IP address (HTTP; `None` on stdio): what the rate limits' per-address buckets are kept
+    /// by, on every replica alike.
+    pub client: Option<std::net::IpAddr>,
     /// How the request arrived.
     pub transport: Transport,
 }
@@ -122,7 +125,7 @@ impl Answering<'_> {
                 let ctx =
                     MwContext::initialize(id.clone(), params.clone(), generation, self.transport)
                         .with_principal(self.principal.clone())
-                        .with_route(snapshot, self.address);
+                        .with_route(snapshot, self.client);
                 let answered = self
                     .chain
                     .run(ctx, move |_| async move {
@@ -184,6 +187,7 @@ impl Answering<'_> {
                         auth: self.auth,
                         principal: self.principal.clone(),
                         address: self.address,
+                        client: self.client,
                         call,
                         generation,
                         wants,
@@ -297,7 +301,7 @@ impl Answering<'_> {
         let (id, method) = (call.request().id.clone(), call.method());
         let ctx = MwContext::new(call, generation, self.transport)
             .with_principal(self.principal.clone())
-            .with_route(snapshot, self.address);
+            .with_route(snapshot, self.client);
         let (gw, snapshot, session, auth, address) = (
             self.gw.clone(),
             snapshot.clone(),

@@ -38,7 +38,6 @@ use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
 use crate::catalog::CatalogSnapshot;
 use crate::pipeline::response::Outcome;
-use handlers::Caller;
 
 pub use crate::auth::Principal;
 pub use crate::session::Transport;
@@ -62,8 +61,8 @@ pub struct MwContext {
     principal: Option<Arc<Principal>>,
     /// The catalog snapshot the call was validated against (its route names the backend).
     snapshot: Option<Arc<CatalogSnapshot>>,
-    /// The client's address (HTTP; `None` on stdio).
-    address: Option<Caller>,
+    /// The client's IP address (HTTP; `None` on stdio).
+    client: Option<std::net::IpAddr>,
     started: Instant,
 }
 
@@ -90,7 +89,7 @@ impl MwContext {
             transport,
             principal: None,
             snapshot: None,
-            address: None,
+            client: None,
             started: Instant::now(),
         }
     }
@@ -157,17 +156,17 @@ impl MwContext {
     pub(crate) fn with_route(
         mut self,
         snapshot: &Arc<CatalogSnapshot>,
-        address: Option<Caller>,
+        client: Option<std::net::IpAddr>,
     ) -> MwContext {
         self.snapshot = Some(snapshot.clone());
-        self.address = address;
+        self.client = client;
         self
     }
 
-    /// The client's address as the gateway names it (a keyed digest, never the address itself), for a
-    /// request over HTTP; `None` on stdio.
-    pub fn address(&self) -> Option<&Caller> {
-        self.address.as_ref()
+    /// The client's IP address (behind a trusted proxy, the client it names), for a request over HTTP;
+    /// `None` on stdio.
+    pub fn client(&self) -> Option<std::net::IpAddr> {
+        self.client
     }
 
     /// The backend the call is routed to — a tool's, prompt's, resource's or completion reference's —

@@ -41,7 +41,7 @@ impl Middleware for RateLimit {
         let limits = self.0.limits();
         let facts = Facts {
             method: ctx.method(),
-            subject: match (ctx.principal(), ctx.address()) {
+            subject: match (ctx.principal(), ctx.client()) {
                 (Some(p), _) => Subject::Principal(&p.name),
                 (None, Some(address)) => Subject::Address(address),
                 (None, None) => Subject::Local,

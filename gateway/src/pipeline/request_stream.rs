@@ -90,6 +90,8 @@ pub struct Streamed {
     pub principal: Option<std::sync::Arc<crate::auth::Principal>>,
     /// The client's address, for requests without a session (see `Answering::address`).
     pub address: Option<Caller>,
+    /// The client's IP address (see `Answering::client`).
+    pub client: Option<std::net::IpAddr>,
     /// The call.
     pub call: Call,
     /// The client's generation.
@@ -139,6 +141,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         session,
         auth,
         address,
+        client,
         call,
         generation,
         wants,
@@ -151,7 +154,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let (id, method) = (call.request().id.clone(), call.method());
     let ctx = MwContext::new(call, generation, transport)
         .with_principal(principal)
-        .with_route(&snapshot, address);
+        .with_route(&snapshot, client);
     let drain_gw = gw.clone();
     let dispatched = {
         let tx = tx.clone();

@@ -176,6 +176,7 @@ impl InProcessGateway {
             principal,
             // One client with no socket: every request without a session counts against one address.
             address: Some(handlers::Caller::new("address", b"in-process")),
+            client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             transport: Transport::StreamableHttp,
         };
         let origin = Origin::Http(HttpMethod::Post, headers);

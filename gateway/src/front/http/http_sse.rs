@@ -126,6 +126,7 @@ pub(super) async fn post(
         auth,
         principal,
         address: super::address_of(&req, gw),
+        client: super::client_ip(&req, gw),
         transport: Transport::HttpSse,
     };
     let mut out = SseOutput {

@@ -90,6 +90,7 @@ async fn handle(
         auth,
         principal,
         address: super::address_of(req, &worker.gw),
+        client: super::client_ip(req, &worker.gw),
         transport: Transport::StreamableHttp,
     };
     let session = match session_of(req, worker, answering.binding()).await {

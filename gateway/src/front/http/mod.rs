@@ -121,12 +121,17 @@ pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Cha
         .service(web::resource("/readyz").to(health::readyz));
 }
 
-/// A rejection as an HTTP response.
+/// The client's IP address: the socket's peer, or behind a trusted proxy the client it names
+/// (`[server] trusted_proxies`). The rate limits' per-address buckets are kept by it, the same on every replica.
+pub(crate) fn client_ip(req: &actix_web::HttpRequest, gw: &Gateway) -> Option<std::net::IpAddr> {
+    Some(gw.proxies.client(req.peer_addr()?.ip(), req.headers()))
+}
+
 /// The client's address as a caller of backends: requests without a session count against it for a
 /// backend's per-caller share (`max_in_flight_per_session`). The socket's peer, or behind a trusted proxy
 /// the client it names (`[server] trusted_proxies`).
 pub(crate) fn address_of(req: &actix_web::HttpRequest, gw: &Gateway) -> Option<handlers::Caller> {
-    let ip = gw.proxies.client(req.peer_addr()?.ip(), req.headers());
+    let ip = client_ip(req, gw)?;
     let bytes = match ip {
         std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
         std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
@@ -134,6 +139,7 @@ pub(crate) fn address_of(req: &actix_web::HttpRequest, gw: &Gateway) -> Option<h
     Some(handlers::Caller::new("address", &bytes))
 }
 
+/// A rejection as an HTTP response.
 pub(crate) fn rejection_response(r: &Rejection) -> HttpResponse {
     message_response(r.shaped(), Accepts::JSON)
 }
