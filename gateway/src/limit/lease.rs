@@ -38,7 +38,7 @@ pub enum Local {
 /// One worker's leases, bounded.
 #[derive(Debug)]
 pub struct Leases {
-    held: HashMap<String, Lease>,
+    held: HashMap<u64, Lease>,
     cap: usize,
     /// When expired leases were last swept out, microseconds.
     swept: u64,
@@ -65,8 +65,8 @@ impl Leases {
     }
 
     /// Takes a token of `key` at `now` from what this worker holds.
-    pub fn take(&mut self, key: &str, now: u64) -> Local {
-        let Some(lease) = self.held.get_mut(key) else {
+    pub fn take(&mut self, key: u64, now: u64) -> Local {
+        let Some(lease) = self.held.get_mut(&key) else {
             return Local::Ask;
         };
         if lease.empty_until > now {
@@ -84,7 +84,7 @@ impl Leases {
     /// before is dropped); none granted: the bucket is remembered empty for the wait it named. Past
     /// [`WORKER_KEYS`] keys, expired ones are swept out (at most once per lease time) and otherwise one is
     /// forgotten — which only costs its next request a trip to the authority, never admits more.
-    pub fn granted(&mut self, key: &str, grant: Grant, asked: u64, now: u64) -> Local {
+    pub fn granted(&mut self, key: u64, grant: Grant, asked: u64, now: u64) -> Local {
         let (lease, local) = if grant.granted == 0 {
             let wait = grant.wait_ms.max(1);
             let lease = Lease {
@@ -101,14 +101,14 @@ impl Leases {
             };
             (lease, Local::Admit)
         };
-        if let Some(held) = self.held.get_mut(key) {
+        if let Some(held) = self.held.get_mut(&key) {
             *held = lease;
             return local;
         }
         if self.held.len() >= self.cap {
             self.make_room(now);
         }
-        self.held.insert(key.to_owned(), lease);
+        self.held.insert(key, lease);
         local
     }
 
@@ -119,7 +119,7 @@ impl Leases {
                 .retain(|_, l| (l.left > 0 && l.expires > now) || l.empty_until > now);
         }
         if self.held.len() >= self.cap
-            && let Some(any) = self.held.keys().next().cloned()
+            && let Some(any) = self.held.keys().next().copied()
         {
             self.held.remove(&any);
         }
@@ -137,12 +137,12 @@ mod tests {
     #[test]
     fn a_lease_serves_its_tokens_locally_then_asks_again() {
         let mut leases = Leases::new(8);
-        assert_eq!(leases.take("k", 0), Local::Ask);
-        assert_eq!(leases.granted("k", grant(3, 0), 0, 10), Local::Admit);
-        assert_eq!(leases.take("k", 20), Local::Admit);
-        assert_eq!(leases.take("k", 30), Local::Admit);
+        assert_eq!(leases.take(1, 0), Local::Ask);
+        assert_eq!(leases.granted(1, grant(3, 0), 0, 10), Local::Admit);
+        assert_eq!(leases.take(1, 20), Local::Admit);
+        assert_eq!(leases.take(1, 30), Local::Admit);
         assert_eq!(
-            leases.take("k", 40),
+            leases.take(1, 40),
             Local::Ask,
             "three tokens, three requests"
         );
@@ -151,49 +151,46 @@ mod tests {
     #[test]
     fn leased_tokens_expire_unused_and_are_not_carried() {
         let mut leases = Leases::new(8);
-        assert_eq!(leases.granted("k", grant(5, 0), 1_000, 2_000), Local::Admit);
-        assert_eq!(leases.take("k", 1_000 + LEASE_TTL_US - 1), Local::Admit);
+        assert_eq!(leases.granted(1, grant(5, 0), 1_000, 2_000), Local::Admit);
+        assert_eq!(leases.take(1, 1_000 + LEASE_TTL_US - 1), Local::Admit);
         // Expiry counts from when the lease was asked for, not from when it arrived.
-        assert_eq!(leases.take("k", 1_000 + LEASE_TTL_US), Local::Ask);
+        assert_eq!(leases.take(1, 1_000 + LEASE_TTL_US), Local::Ask);
         // A new lease replaces what was left: 3 unused tokens do not come back.
         let later = 1_000 + 2 * LEASE_TTL_US;
-        assert_eq!(leases.granted("k", grant(1, 0), later, later), Local::Admit);
-        assert_eq!(leases.take("k", later + 1), Local::Ask);
+        assert_eq!(leases.granted(1, grant(1, 0), later, later), Local::Admit);
+        assert_eq!(leases.take(1, later + 1), Local::Ask);
     }
 
     #[test]
     fn an_empty_bucket_is_refused_locally_until_its_wait_has_passed() {
         let mut leases = Leases::new(8);
-        assert_eq!(
-            leases.granted("k", grant(0, 1500), 0, 0),
-            Local::Refuse(1500)
-        );
-        assert_eq!(leases.take("k", 500_000), Local::Refuse(1000));
-        assert_eq!(leases.take("k", 1_499_001), Local::Refuse(1));
-        assert_eq!(leases.take("k", 1_500_000), Local::Ask);
+        assert_eq!(leases.granted(1, grant(0, 1500), 0, 0), Local::Refuse(1500));
+        assert_eq!(leases.take(1, 500_000), Local::Refuse(1000));
+        assert_eq!(leases.take(1, 1_499_001), Local::Refuse(1));
+        assert_eq!(leases.take(1, 1_500_000), Local::Ask);
         // Keys are independent.
-        assert_eq!(leases.take("other", 0), Local::Ask);
+        assert_eq!(leases.take(2, 0), Local::Ask);
     }
 
     #[test]
     fn past_its_bound_a_worker_forgets_keys_and_never_holds_more() {
         let mut leases = Leases::new(3);
-        for (i, key) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+        for (i, key) in [10u64, 11, 12, 13, 14].into_iter().enumerate() {
             let at = i as u64;
             assert_eq!(leases.granted(key, grant(2, 0), at, at), Local::Admit);
             assert!(leases.len() <= 3, "{} keys held", leases.len());
         }
         assert_eq!(leases.len(), 3);
         // The newest key is kept; a forgotten key only asks the authority again.
-        assert_eq!(leases.take("e", 10), Local::Admit);
-        let asked = ["a", "b", "c", "d"]
-            .iter()
-            .filter(|k| leases.take(k, 10) == Local::Ask)
+        assert_eq!(leases.take(14, 10), Local::Admit);
+        let asked = [10u64, 11, 12, 13]
+            .into_iter()
+            .filter(|k| leases.take(*k, 10) == Local::Ask)
             .count();
         assert!(asked >= 2, "{asked} keys forgotten");
         // Once the leases have expired a sweep makes room without forgetting anything live.
         let late = 10 * LEASE_TTL_US;
-        assert_eq!(leases.granted("f", grant(2, 0), late, late), Local::Admit);
+        assert_eq!(leases.granted(15, grant(2, 0), late, late), Local::Admit);
         assert_eq!(leases.len(), 1, "expired leases swept");
     }
 }

@@ -55,11 +55,21 @@ pub struct Facts<'a> {
     pub tool: Option<&'a str>,
 }
 
-/// One bucket a request must take a token from.
+/// One bucket a request must take a token from: its rule, its id in this process (what a worker's leases
+/// are kept by, hashed per request without building a string), and — named only when the authority is
+/// asked — the key the replicas share.
 #[derive(Debug, Clone)]
 pub struct Key {
     rule: usize,
+    id: u64,
     key: String,
+}
+
+/// The hasher of bucket ids: keyed at random once per process, so no client can aim two buckets at one id.
+fn ids() -> &'static std::collections::hash_map::RandomState {
+    static IDS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    IDS.get_or_init(Default::default)
 }
 
 /// A request a limit refused.
@@ -158,7 +168,8 @@ impl Limits {
         self.backend_matters
     }
 
-    /// The buckets a request with these facts takes a token from, in the configured order.
+    /// The buckets a request with these facts takes a token from, in the configured order, by id (not yet
+    /// named: see [`Limits::name`]).
     pub fn keys(&self, f: &Facts<'_>) -> Vec<Key> {
         self.rules
             .iter()
@@ -166,10 +177,46 @@ impl Limits {
             .filter(|(_, r)| r.applies(f))
             .map(|(i, r)| Key {
                 rule: i,
-                key: bucket_key(i, r, f),
+                id: bucket_id(i, r, f),
+                key: String::new(),
             })
             .collect()
     }
+
+    /// Names `keys` (of a request with these facts) for the authority: what a worker does before it asks
+    /// for a lease, never on a request its leases serve.
+    pub fn name(&self, keys: &mut [Key], f: &Facts<'_>) {
+        for k in keys {
+            if let Some(rule) = self.rules.get(k.rule) {
+                k.key = bucket_key(k.rule, rule, f);
+            }
+        }
+    }
+
+    /// [`Limits::keys`], named.
+    pub fn named(&self, f: &Facts<'_>) -> Vec<Key> {
+        let mut keys = self.keys(f);
+        self.name(&mut keys, f);
+        keys
+    }
+}
+
+/// A bucket's id in this process: a keyed hash of what [`bucket_key`] names, the same parts.
+fn bucket_id(i: usize, rule: &Rule, f: &Facts<'_>) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    let mut h = ids().build_hasher();
+    i.hash(&mut h);
+    let per = |p| rule.per.contains(&p);
+    if per(LimitPer::Principal) {
+        match f.subject {
+            Subject::Principal(name) => (0u8, name).hash(&mut h),
+            Subject::Address(ip) => (1u8, ip).hash(&mut h),
+            Subject::Local => 2u8.hash(&mut h),
+        }
+    }
+    f.backend.filter(|_| per(LimitPer::Backend)).hash(&mut h);
+    f.tool.filter(|_| per(LimitPer::Tool)).hash(&mut h);
+    h.finish()
 }
 
 /// A bucket's key: the limit (its place and name), then what it is kept per (`-` for what it is not);
@@ -237,7 +284,7 @@ impl WorkerLimits {
     pub fn check(&self, keys: &[Key], now: u64) -> Step {
         let mut leases = self.leases();
         for (i, k) in keys.iter().enumerate() {
-            match leases.take(&k.key, now) {
+            match leases.take(k.id, now) {
                 Local::Admit => {}
                 Local::Refuse(ms) => return Step::Refuse(self.refused(k, ms)),
                 Local::Ask => return Step::Ask(i),
@@ -247,7 +294,7 @@ impl WorkerLimits {
     }
 
     /// Goes on from the bucket at `at` (what [`WorkerLimits::check`] asked for): leases from the authority
-    /// where needed, then takes the remaining buckets' tokens. A token taken before a later bucket refuses
+    /// where needed, then takes the remaining buckets' tokens; `keys` named ([`Limits::name`]). A token taken before a later bucket refuses
     /// is not given back.
     pub async fn admit(&self, keys: &[Key], mut at: usize) -> Result<(), Refused> {
         while let Some(k) = keys.get(at) {
@@ -259,7 +306,7 @@ impl WorkerLimits {
                 .lease(&k.key, rule.rate, rule.lease, asked)
                 .await;
             let now = self.limits.now();
-            if let Local::Refuse(ms) = self.leases().granted(&k.key, grant, asked, now) {
+            if let Local::Refuse(ms) = self.leases().granted(k.id, grant, asked, now) {
                 return Err(self.refused(k, ms));
             }
             let rest = keys.get(at + 1..).unwrap_or_default();

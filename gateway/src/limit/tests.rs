@@ -27,7 +27,7 @@ fn call<'a>(who: &'a str, backend: &'a str, tool: &'a str) -> Facts<'a> {
 
 /// Admits what the worker's leases and the authority admit, as the middleware does.
 async fn admitted(w: &WorkerLimits, f: &Facts<'_>) -> Result<(), Refused> {
-    let keys = w.limits().keys(f);
+    let keys = w.limits().named(f);
     match w.check(&keys, w.limits().now()) {
         Step::Admit => Ok(()),
         Step::Refuse(r) => Err(r),
@@ -67,20 +67,34 @@ fn buckets_are_kept_per_what_the_rule_names_and_nothing_else() {
          [[rate_limit]]\nper = [\"backend\", \"tool\"]\nrate = 1.0\nburst = 1\n\n\
          [[rate_limit]]\nrate = 1.0\nburst = 1\n",
     );
-    let keys = |f: &Facts<'_>| -> Vec<String> { l.keys(f).into_iter().map(|k| k.key).collect() };
+    // Each bucket by its name and by its id in this process: the two always agree.
+    let keys = |f: &Facts<'_>| -> Vec<(String, u64)> {
+        l.named(f).into_iter().map(|k| (k.key, k.id)).collect()
+    };
+    let same = |x: &(String, u64), y: &(String, u64)| -> bool {
+        assert_eq!(
+            x.0 == y.0,
+            x.1 == y.1,
+            "the name and the id disagree: {x:?} {y:?}"
+        );
+        x.0 == y.0
+    };
     let a = keys(&call("alice", "m", "m__echo"));
     let b = keys(&call("bob", "m", "m__echo"));
     let c = keys(&call("alice", "m", "m__add"));
-    assert_ne!(a[0], b[0], "per principal");
-    assert_eq!(a[0], c[0], "the principal's bucket is not per tool");
-    assert_eq!(a[1], b[1], "per backend and tool, not per principal");
-    assert_ne!(a[1], c[1], "per tool");
-    assert_eq!(a[2], b[2]);
-    assert_eq!(a[2], c[2], "one bucket for all");
+    assert!(!same(&a[0], &b[0]), "per principal");
+    assert!(same(&a[0], &c[0]), "the principal's bucket is not per tool");
+    assert!(
+        same(&a[1], &b[1]),
+        "per backend and tool, not per principal"
+    );
+    assert!(!same(&a[1], &c[1]), "per tool");
+    assert!(same(&a[2], &b[2]));
+    assert!(same(&a[2], &c[2]), "one bucket for all");
     // A name holding the separators cannot pose as another principal's key.
     let tricky = keys(&call("a|x", "m", "m__echo"));
     let plain = keys(&call("a", "m", "m__echo"));
-    assert_ne!(tricky[0], plain[0]);
+    assert!(!same(&tricky[0], &plain[0]));
     // Without a principal: the address, and on stdio one local subject.
     let caller: std::net::IpAddr = "10.0.0.1".parse().unwrap();
     let other: std::net::IpAddr = "10.0.0.2".parse().unwrap();
@@ -88,15 +102,15 @@ fn buckets_are_kept_per_what_the_rule_names_and_nothing_else() {
         subject,
         ..call("", "m", "t")
     };
-    assert_ne!(
-        keys(&by(Subject::Address(caller)))[0],
-        keys(&by(Subject::Address(other)))[0]
-    );
-    assert_eq!(
-        keys(&by(Subject::Address(caller)))[0],
-        keys(&by(Subject::Address(caller)))[0]
-    );
-    assert!(keys(&by(Subject::Local))[0].contains("local"));
+    assert!(!same(
+        &keys(&by(Subject::Address(caller)))[0],
+        &keys(&by(Subject::Address(other)))[0]
+    ));
+    assert!(same(
+        &keys(&by(Subject::Address(caller)))[0],
+        &keys(&by(Subject::Address(caller)))[0]
+    ));
+    assert!(keys(&by(Subject::Local))[0].0.contains("local"));
 }
 
 #[actix_rt::test]

@@ -64,6 +64,8 @@ impl Middleware for RateLimit {
                 Box::pin(async move { response })
             }
             Step::Ask(at) => {
+                let mut keys = keys;
+                limits.name(&mut keys, &facts);
                 let worker = self.0.clone();
                 Box::pin(async move {
                     match worker.admit(&keys, at).await {
