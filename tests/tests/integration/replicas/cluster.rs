@@ -297,14 +297,24 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        // SIGQUIT would wait for connections; the test is over.
+        // Its workers are found through the master, so before the master goes (killed first, they would
+        // outlive it, reparented: the regression, an orphaned worker left running after the suite).
+        // SIGTERM is nginx's fast shutdown (SIGQUIT would wait for connections; the test is over): the
+        // master ends its workers and exits; what is left after 5 s is killed, with the workers seen before.
+        let workers = self.workers();
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return; // the master waited for its workers before it exited
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let pid = std::fs::read_to_string(self.dir.join("nginx.pid")).unwrap_or_default();
-        if let Ok(pid) = pid.trim().parse::<u32>() {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
-        for worker in self.workers() {
+        for worker in workers {
             let _ = Command::new("kill")
                 .arg("-9")
                 .arg(worker.to_string())
