@@ -5,28 +5,45 @@ use protocol::Method;
 
 use crate::config::ScopeRule;
 
-/// A `*`/`?` glob match (whole string).
+/// A `*`/`?` glob match (whole string; `?` is one character). Allocates nothing: the scope check, the rate
+/// limits and the policy call it per request.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    // The length of the character starting at byte `i` of the text (always a boundary here: literals
+    // match whole characters byte by byte, and `?` and a backtrack step over whole characters).
+    let step = |i: usize| {
+        text.get(i..)
+            .and_then(|s| s.chars().next())
+            .map_or(1, char::len_utf8)
+    };
     let (mut pi, mut ti) = (0, 0);
     let (mut star, mut mark) = (None, 0);
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == t[ti]) {
-            pi += 1;
-            ti += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ti;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ti = mark;
-        } else {
-            return false;
+        match p.get(pi) {
+            Some(b'?') => {
+                pi += 1;
+                ti += step(ti);
+            }
+            Some(b'*') => {
+                star = Some(pi);
+                mark = ti;
+                pi += 1;
+            }
+            Some(c) if t.get(ti) == Some(c) => {
+                pi += 1;
+                ti += 1;
+            }
+            _ => match star {
+                Some(s) => {
+                    pi = s + 1;
+                    mark += step(mark);
+                    ti = mark;
+                }
+                None => return false,
+            },
         }
     }
-    p[pi..].iter().all(|c| *c == '*')
+    p.get(pi..).unwrap_or_default().iter().all(|c| *c == b'*')
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +127,16 @@ mod tests {
             ("exact", "exact", true),
             ("exact", "exactly", false),
             ("", "", true),
+            ("", "x", false),
+            ("**", "", true),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            // `?` is one character, however many bytes it takes.
+            ("caf?", "café", true),
+            ("caf??", "café", false),
+            ("?é*", "xé-y", true),
+            ("*é", "ééé", true),
+            ("é?", "éé", true),
         ];
         for (p, t, want) in cases {
             assert_eq!(glob_match(p, t), want, "{p} ~ {t}");

@@ -51,6 +51,19 @@ pub enum Item<'a> {
     Backend(&'a str),
 }
 
+impl Item<'_> {
+    /// What kind of thing it is, for logs: `tool`, `prompt`, `resource`, `resource template`, `backend`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Item::Tool { .. } => "tool",
+            Item::Prompt { .. } => "prompt",
+            Item::Resource { .. } => "resource",
+            Item::Template { .. } => "resource template",
+            Item::Backend(_) => "backend",
+        }
+    }
+}
+
 /// What a view keeps.
 pub trait Restriction: Send + Sync + std::fmt::Debug {
     /// Whether the view keeps `item`.
@@ -70,51 +83,23 @@ impl CatalogSnapshot {
     /// catalog, never per request); the backends named as missing or stale only when the view may name them;
     /// every list `private`.
     pub fn restricted(&self, to: Arc<dyn Restriction>) -> CatalogSnapshot {
-        let tools: Vec<_> = self
-            .tools
-            .iter()
-            .filter(|t| {
-                to.keeps(Item::Tool {
-                    name: &t.exposed_name,
-                    backend: &t.backend,
-                    tool: &t.tool,
-                })
-            })
-            .cloned()
-            .collect();
-        let prompts: Vec<_> = self
-            .prompts
-            .iter()
-            .filter(|p| {
-                to.keeps(Item::Prompt {
-                    name: &p.exposed_name,
-                    backend: &p.backend,
-                })
-            })
-            .cloned()
-            .collect();
-        let resources: Vec<_> = self
-            .resources
-            .iter()
-            .filter(|r| {
-                to.keeps(Item::Resource {
-                    uri: &r.uri,
-                    backend: &r.backend,
-                })
-            })
-            .cloned()
-            .collect();
-        let templates: Vec<_> = self
-            .templates
-            .iter()
-            .filter(|t| {
-                to.keeps(Item::Template {
-                    uri_template: &t.uri_template,
-                    backend: &t.backend,
-                })
-            })
-            .cloned()
-            .collect();
+        let tools = kept(&self.tools, &*to, |t| Item::Tool {
+            name: &t.exposed_name,
+            backend: &t.backend,
+            tool: &t.tool,
+        });
+        let prompts = kept(&self.prompts, &*to, |p| Item::Prompt {
+            name: &p.exposed_name,
+            backend: &p.backend,
+        });
+        let resources = kept(&self.resources, &*to, |r| Item::Resource {
+            uri: &r.uri,
+            backend: &r.backend,
+        });
+        let templates = kept(&self.templates, &*to, |t| Item::Template {
+            uri_template: &t.uri_template,
+            backend: &t.backend,
+        });
         let mut backends: BTreeSet<String> = tools
             .iter()
             .map(|t| &t.backend)
@@ -164,4 +149,13 @@ impl CatalogSnapshot {
             .as_ref()
             .is_none_or(|r| r.to.keeps(Item::Resource { uri, backend }))
     }
+}
+
+/// The entries of one list that `to` keeps, in their order.
+fn kept<T: Clone>(items: &[T], to: &dyn Restriction, item: fn(&T) -> Item<'_>) -> Vec<T> {
+    items
+        .iter()
+        .filter(|i| to.keeps(item(i)))
+        .cloned()
+        .collect()
 }

@@ -86,7 +86,6 @@ where
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
                 principal: None,
-                address: None,
                 client: None,
                 transport: Transport::Stdio,
             };
@@ -112,7 +111,6 @@ where
                 can_stream: true,
                 auth: AuthContext::ANONYMOUS,
                 principal: None,
-                address: None,
                 client: None,
                 transport: Transport::Stdio,
             };

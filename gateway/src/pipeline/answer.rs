@@ -22,7 +22,6 @@ use crate::pipeline::routing::Routed;
 use crate::pipeline::{Chain, MwContext, Response, Transport};
 use crate::session::{Session, ShortId};
 use crate::state::Gateway;
-use handlers::Caller;
 
 /// The entries of one JSON-RPC batch in flight at once (`[server] max_batch` bounds how many it holds), or
 /// fewer: see [`batch_concurrency`].
@@ -90,11 +89,9 @@ pub struct Answering<'a> {
     pub auth: AuthContext,
     /// The principal authentication established (`None`: authentication off, or stdio).
     pub principal: Option<Arc<crate::auth::Principal>>,
-    /// The client's address as a caller of backends (HTTP; `None` on stdio, where the host is the only
-    /// client): a request without a session counts against it for a backend's per-caller share.
-    pub address: Option<Caller>,
-    /// The client's IP address (HTTP; `None` on stdio): what the rate limits' per-address buckets are kept
-    /// by, on every replica alike.
+    /// The client's IP address (HTTP, behind trusted proxies the client they name; `None` on stdio, where
+    /// the host is the only client): a request without a session counts against it for a backend's
+    /// per-caller share, and the rate limits' per-address buckets are kept by it, on every replica alike.
     pub client: Option<std::net::IpAddr>,
     /// How the request arrived.
     pub transport: Transport,
@@ -186,7 +183,6 @@ impl Answering<'_> {
                         session: self.session.cloned(),
                         auth: self.auth,
                         principal: self.principal.clone(),
-                        address: self.address,
                         client: self.client,
                         call,
                         generation,
@@ -302,24 +298,18 @@ impl Answering<'_> {
         let ctx = MwContext::new(call, generation, self.transport)
             .with_principal(self.principal.clone())
             .with_route(snapshot, self.client);
-        let (gw, snapshot, session, auth, address) = (
+        let (gw, snapshot, session, auth, client) = (
             self.gw.clone(),
             snapshot.clone(),
             self.session.cloned(),
             self.auth,
-            self.address,
+            self.client,
         );
         let work = async {
             let dispatched = self.chain.run(ctx, move |ctx| async move {
-                let dispatch = Dispatch::new(
-                    &gw,
-                    &snapshot,
-                    generation,
-                    session.as_deref(),
-                    auth,
-                    address,
-                )
-                .with_subject(ctx.principal());
+                let dispatch =
+                    Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth, client)
+                        .with_subject(ctx.principal());
                 let Some(call) = ctx.into_call() else {
                     return not_a_call();
                 };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
-use handlers::{Caller, Related};
+use handlers::Related;
 use protocol::payload::LoggingLevel;
 use protocol::shape::Failure;
 use protocol::validate::Call;
@@ -88,8 +88,6 @@ pub struct Streamed {
     pub auth: AuthContext,
     /// The principal authentication established.
     pub principal: Option<std::sync::Arc<crate::auth::Principal>>,
-    /// The client's address, for requests without a session (see `Answering::address`).
-    pub address: Option<Caller>,
     /// The client's IP address (see `Answering::client`).
     pub client: Option<std::net::IpAddr>,
     /// The call.
@@ -140,7 +138,6 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         snapshot,
         session,
         auth,
-        address,
         client,
         call,
         generation,
@@ -159,15 +156,8 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let dispatched = {
         let tx = tx.clone();
         chain.run(ctx, move |ctx| async move {
-            let base = Dispatch::new(
-                &gw,
-                &snapshot,
-                generation,
-                session.as_deref(),
-                auth,
-                address,
-            )
-            .with_subject(ctx.principal());
+            let base = Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth, client)
+                .with_subject(ctx.principal());
             let Some(call) = ctx.into_call() else {
                 return crate::pipeline::answer::not_a_call();
             };

@@ -178,19 +178,12 @@ impl Policy {
     }
 
     /// The rules that apply to `principal` (`None`: a request without one, which only `principal = "*"`
-    /// rules apply to). Per request: a name without wildcards is compared, not matched.
+    /// rules apply to).
     pub fn audience(&self, principal: Option<&Principal>) -> Audience {
-        let named = |g: &str, name: &str| {
-            if g.contains(['*', '?']) {
-                glob_match(g, name)
-            } else {
-                g == name
-            }
-        };
         let applies = |rule: &Rule| match (&rule.applies, principal) {
             (Applies::Principal(g), _) if g == "*" => true,
-            (Applies::Principal(g), Some(p)) => named(g, &p.name),
-            (Applies::Group(g), Some(p)) => p.groups.iter().any(|group| named(g, group)),
+            (Applies::Principal(g), Some(p)) => glob_match(g, &p.name),
+            (Applies::Group(g), Some(p)) => p.groups.iter().any(|group| glob_match(g, group)),
             (_, None) => false,
         };
         Audience(

@@ -131,12 +131,13 @@ pub struct Seen<'a> {
 }
 
 impl Seen<'_> {
-    fn denied(&self, kind: &'static str, name: &str, item: Item<'_>) {
+    /// Logs why the view lacks `item`, which the full catalog has under `name`.
+    fn denied(&self, name: &str, item: Item<'_>) {
         let decision = self.view.subject.decide(item);
         if decision != Decision::Allowed {
             tracing::info!(
                 principal = %self.principal.map_or("-", |p| p.name.as_str()),
-                kind,
+                kind = item.kind(),
                 %name,
                 rule = %decision,
                 "denied by policy"
@@ -148,43 +149,40 @@ impl Seen<'_> {
 impl Catalog for Seen<'_> {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
         let route = Catalog::tool(self.view.snapshot.as_ref(), name);
-        if route.is_none() {
-            if let Some(t) = self.full.tool(name) {
-                let item = Item::Tool {
+        if route.is_none()
+            && let Some(t) = self.full.tool(name)
+        {
+            let (backend, tool) = (&t.backend, &t.tool);
+            self.denied(
+                name,
+                Item::Tool {
                     name,
-                    backend: &t.backend,
-                    tool: &t.tool,
-                };
-                self.denied("tool", name, item);
-            }
+                    backend,
+                    tool,
+                },
+            );
         }
         route
     }
 
     fn resource(&self, uri: &str) -> Option<RouteKey> {
         let route = Catalog::resource(self.view.snapshot.as_ref(), uri);
-        if route.is_none() {
-            if let Some(r) = self.full.resource(uri) {
-                let item = Item::Resource {
-                    uri,
-                    backend: r.backend,
-                };
-                self.denied("resource", uri, item);
-            }
+        if route.is_none()
+            && let Some(r) = self.full.resource(uri)
+        {
+            let backend = r.backend;
+            self.denied(uri, Item::Resource { uri, backend });
         }
         route
     }
 
     fn prompt(&self, name: &str) -> Option<RouteKey> {
         let route = Catalog::prompt(self.view.snapshot.as_ref(), name);
-        if route.is_none() {
-            if let Some(p) = self.full.prompt(name) {
-                let item = Item::Prompt {
-                    name,
-                    backend: &p.backend,
-                };
-                self.denied("prompt", name, item);
-            }
+        if route.is_none()
+            && let Some(p) = self.full.prompt(name)
+        {
+            let backend = &p.backend;
+            self.denied(name, Item::Prompt { name, backend });
         }
         route
     }

@@ -175,7 +175,6 @@ impl InProcessGateway {
             // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
             principal,
             // One client with no socket: every request without a session counts against one address.
-            address: Some(handlers::Caller::new("address", b"in-process")),
             client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             transport: Transport::StreamableHttp,
         };

@@ -316,16 +316,7 @@ async fn another_store_with_the_same_ring_rebuilds_a_session_from_its_id_and_no_
     let ring = crate::cluster::keys::new_key_line();
     let here = store_with(&ring, 8, Duration::from_secs(60));
     let there = store_with(&ring, 8, Duration::from_secs(60));
-    let session = here
-        .create(
-            None,
-            Generation::V2025_06_18,
-            &initialize_params(),
-            Transport::StreamableHttp,
-            Duration::from_secs(60),
-            None,
-        )
-        .unwrap();
+    let session = http_session(&here).unwrap();
     let rebuilt = there
         .get(&session.id)
         .unwrap()

@@ -125,7 +125,6 @@ pub(super) async fn post(
         can_stream: true,
         auth,
         principal,
-        address: super::address_of(&req, gw),
         client: super::client_ip(&req, gw),
         transport: Transport::HttpSse,
     };

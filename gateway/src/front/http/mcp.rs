@@ -89,7 +89,6 @@ async fn handle(
         can_stream: false,
         auth,
         principal,
-        address: super::address_of(req, &worker.gw),
         client: super::client_ip(req, &worker.gw),
         transport: Transport::StreamableHttp,
     };

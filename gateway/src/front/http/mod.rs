@@ -122,21 +122,10 @@ pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Cha
 }
 
 /// The client's IP address: the socket's peer, or behind a trusted proxy the client it names
-/// (`[server] trusted_proxies`). The rate limits' per-address buckets are kept by it, the same on every replica.
+/// (`[server] trusted_proxies`): what a request without a session counts against for a backend's
+/// per-caller share, and what the rate limits' per-address buckets are kept by, the same on every replica.
 pub(crate) fn client_ip(req: &actix_web::HttpRequest, gw: &Gateway) -> Option<std::net::IpAddr> {
     Some(gw.proxies.client(req.peer_addr()?.ip(), req.headers()))
-}
-
-/// The client's address as a caller of backends: requests without a session count against it for a
-/// backend's per-caller share (`max_in_flight_per_session`). The socket's peer, or behind a trusted proxy
-/// the client it names (`[server] trusted_proxies`).
-pub(crate) fn address_of(req: &actix_web::HttpRequest, gw: &Gateway) -> Option<handlers::Caller> {
-    let ip = client_ip(req, gw)?;
-    let bytes = match ip {
-        std::net::IpAddr::V4(v4) => v4.octets().to_vec(),
-        std::net::IpAddr::V6(v6) => v6.octets().to_vec(),
-    };
-    Some(handlers::Caller::new("address", &bytes))
 }
 
 /// A rejection as an HTTP response.

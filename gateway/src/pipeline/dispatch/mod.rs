@@ -63,6 +63,15 @@ pub struct Dispatch<'a> {
     pub subject: Option<crate::auth::SubjectToken>,
 }
 
+/// A client's address as a caller of backends: a request without a session counts against it for a
+/// backend's per-caller share (`max_in_flight_per_session`).
+fn address_caller(ip: std::net::IpAddr) -> Caller {
+    match ip {
+        std::net::IpAddr::V4(v4) => Caller::new("address", &v4.octets()),
+        std::net::IpAddr::V6(v6) => Caller::new("address", &v6.octets()),
+    }
+}
+
 impl<'a> Dispatch<'a> {
     /// The dispatch of one request in the context it was validated in (no sink for its own
     /// notifications: see `request_stream` for a request answered as a stream).
@@ -72,7 +81,7 @@ impl<'a> Dispatch<'a> {
         generation: Generation,
         session: Option<&'a Session>,
         auth: AuthContext,
-        address: Option<Caller>,
+        client: Option<std::net::IpAddr>,
     ) -> Dispatch<'a> {
         Dispatch {
             gw,
@@ -81,7 +90,9 @@ impl<'a> Dispatch<'a> {
             session,
             related: None,
             auth,
-            caller: session.map(Session::caller).or(address),
+            caller: session
+                .map(Session::caller)
+                .or_else(|| client.map(address_caller)),
             backend: std::cell::OnceCell::new(),
             subject: None,
         }
