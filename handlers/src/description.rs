@@ -32,6 +32,18 @@ pub enum TransportKind {
     InProcess,
 }
 
+impl TransportKind {
+    /// `"stdio"`, `"streamable_http"`, `"http_sse"` or `"in_process"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            TransportKind::Stdio => "stdio",
+            TransportKind::StreamableHttp => "streamable_http",
+            TransportKind::HttpSse => "http_sse",
+            TransportKind::InProcess => "in_process",
+        }
+    }
+}
+
 impl ServerDescription {
     /// A modern backend's description, from its `DiscoverResult`.
     pub(crate) fn from_discover(d: DiscoverResult, transport: TransportKind) -> ServerDescription {

@@ -25,7 +25,7 @@ use crate::actor::BackendActor;
 use crate::callers::{Asker, Callers};
 use crate::circuit::{Circuit, CircuitState};
 use crate::config::BackendConfig;
-use crate::description::ServerDescription;
+use crate::description::{ServerDescription, TransportKind};
 use crate::events::{BackendEvent, Notifier};
 use crate::link::Link;
 use crate::listen::ListenFilter;
@@ -90,6 +90,55 @@ impl BackendRequest {
     }
 }
 
+/// Where a backend stands, as [`BackendHandle::status`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendState {
+    /// Its first connection (or a reconnect) is being made.
+    Connecting,
+    /// Handshake done: requests go through.
+    Ready,
+    /// Its last connect attempt failed or its connection was lost; it keeps reconnecting.
+    Down,
+    /// Shut down.
+    Stopped,
+}
+
+impl BackendState {
+    /// `"connecting"`, `"ready"`, `"down"` or `"stopped"`.
+    pub fn label(self) -> &'static str {
+        match self {
+            BackendState::Connecting => "connecting",
+            BackendState::Ready => "ready",
+            BackendState::Down => "down",
+            BackendState::Stopped => "stopped",
+        }
+    }
+}
+
+/// A backend as an operator sees it at one moment ([`BackendHandle::status`]).
+#[derive(Debug, Clone)]
+pub struct BackendStatus {
+    /// Connecting, ready, down or stopped.
+    pub state: BackendState,
+    /// The transport found at the handshake, else the one configured (an HTTP backend counts as Streamable
+    /// HTTP until its probe finds HTTP+SSE).
+    pub transport: TransportKind,
+    /// The generation it speaks, while ready.
+    pub generation: Option<protocol::Generation>,
+    /// Data-path requests in flight now (calls, reads, gets, completions).
+    pub in_flight: usize,
+    /// Its `max_in_flight`.
+    pub max_in_flight: usize,
+    /// Control requests in flight now (lists, discovery, ping, subscriptions).
+    pub control_in_flight: usize,
+    /// How many times it became ready again after its first connection (reconnects and restarts).
+    pub restarts: u64,
+    /// Why it last went down, kept after it is up again.
+    pub last_error: Option<String>,
+    /// Its circuit breaker.
+    pub circuit: CircuitState,
+}
+
 /// A backend's state as every handle sees it.
 #[derive(Debug, Clone)]
 pub(crate) enum State {
@@ -118,11 +167,29 @@ pub(crate) struct Shared {
     honoured: watch::Sender<Option<ListenFilter>>,
     /// The data path's circuit breaker.
     circuit: Circuit,
+    /// How many times the backend became ready (its first connection, then every reconnect or restart).
+    connects: AtomicU64,
+    /// The last reason it went down, kept after it is up again (for operators; never a basis for decisions).
+    last_error: std::sync::Mutex<Option<String>>,
+    /// The transport as configured.
+    configured: TransportKind,
 }
 
 impl Shared {
     /// Changes the state; a stopped backend stays stopped.
     pub(crate) fn set(&self, state: State) {
+        match &state {
+            State::Ready(_) => {
+                self.connects.fetch_add(1, Ordering::Relaxed);
+            }
+            State::Down(reason) => {
+                *self
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
+            }
+            State::Connecting | State::Stopped => {}
+        }
         self.state.send_if_modified(|current| {
             if matches!(current, State::Stopped) {
                 return false;
@@ -238,6 +305,13 @@ impl BackendHandle {
             filter: watch::Sender::new(ListenFilter::default()),
             honoured: watch::Sender::new(None),
             circuit: Circuit::new(&config.name, config.circuit),
+            connects: AtomicU64::new(0),
+            last_error: std::sync::Mutex::new(None),
+            configured: match &config.transport {
+                crate::config::Transport::Stdio { .. } => TransportKind::Stdio,
+                crate::config::Transport::Http { .. } => TransportKind::StreamableHttp,
+                crate::config::Transport::InProcess(_) => TransportKind::InProcess,
+            },
         });
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let shares = Arc::new(Shares::new(config.share()));
@@ -379,6 +453,39 @@ impl BackendHandle {
     /// The state of the backend's circuit breaker.
     pub fn circuit(&self) -> CircuitState {
         self.shared.circuit.state()
+    }
+
+    /// What an operator sees of the backend now (metrics, the admin view): read from atomics and the state
+    /// channel, no lock held by the data path.
+    pub fn status(&self) -> BackendStatus {
+        let (state, description) = match &*self.shared.state.borrow() {
+            State::Connecting => (BackendState::Connecting, None),
+            State::Ready(d) => (BackendState::Ready, Some(Arc::clone(d))),
+            State::Down(_) => (BackendState::Down, None),
+            State::Stopped => (BackendState::Stopped, None),
+        };
+        let connects = self.shared.connects.load(Ordering::Relaxed);
+        BackendStatus {
+            state,
+            transport: description
+                .as_ref()
+                .map_or(self.shared.configured, |d| d.transport),
+            generation: description.as_ref().map(|d| d.generation),
+            in_flight: self
+                .shared
+                .max_in_flight
+                .saturating_sub(self.permits.available_permits()),
+            max_in_flight: self.shared.max_in_flight,
+            control_in_flight: CONTROL_PERMITS.saturating_sub(self.control.available_permits()),
+            restarts: connects.saturating_sub(1),
+            last_error: self
+                .shared
+                .last_error
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            circuit: self.shared.circuit.state(),
+        }
     }
 
     /// Waits until the backend is ready (handshake done) or `within` passes.

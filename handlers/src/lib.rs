@@ -48,7 +48,7 @@ pub use config::{BackendConfig, TlsClient, Transport};
 pub use credential::Credential;
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
-pub use handle::{BackendHandle, BackendRequest, CONTROL_PERMITS};
+pub use handle::{BackendHandle, BackendRequest, BackendState, BackendStatus, CONTROL_PERMITS};
 pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use handlers::{BackendRequest, Generation, TransportKind};
+use handlers::{BackendRequest, BackendState, Generation, TransportKind};
 use protocol::ErrorCode;
 use protocol::method::Method;
 use protocol::shape::Failure;
@@ -248,6 +248,10 @@ async fn a_crash_answers_in_flight_requests_and_the_backend_restarts() {
     );
     let (backend, mut events) = start(config);
     events.ready().await;
+    let first = backend.status();
+    assert_eq!((first.state, first.restarts), (BackendState::Ready, 0));
+    assert_eq!(first.last_error, None);
+    assert_eq!(first.transport, TransportKind::Stdio);
     assert_eq!(kind(&backend.call(call("echo", "{}")).await), "ok");
     let started = Instant::now();
     let in_flight = backend.call(call("sleep", r#"{"ms":5000}"#));
@@ -255,7 +259,12 @@ async fn a_crash_answers_in_flight_requests_and_the_backend_restarts() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         backend.call(call("echo", "{}")).await
     };
-    let (a, b) = tokio::join!(in_flight, crashing);
+    let watched = async {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        backend.status().in_flight
+    };
+    let (a, b, in_flight_then) = tokio::join!(in_flight, crashing, watched);
+    assert_eq!(in_flight_then, 1, "the sleeping call holds one data permit");
     assert!(matches!(a, Err(Failure::Crashed { .. })), "{a:?}");
     assert!(matches!(b, Err(Failure::Crashed { .. })), "{b:?}");
     assert!(started.elapsed() < Duration::from_secs(3));
@@ -265,6 +274,18 @@ async fn a_crash_answers_in_flight_requests_and_the_backend_restarts() {
     let description = events.ready().await;
     assert_eq!(description.generation, Generation::V2025_11_25);
     assert_eq!(kind(&backend.call(call("echo", "{}")).await), "ok");
+    let after = backend.status();
+    assert_eq!(
+        (after.state, after.restarts, after.in_flight),
+        (BackendState::Ready, 1, 0)
+    );
+    assert!(
+        after
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("exit status: 3")),
+        "{after:?}"
+    );
     // the remembered legacy era: the restarted process got initialize first, no probe
     let lines = log.lines();
     let last_start = lines.iter().rposition(|l| l.starts_with("START")).unwrap();
