@@ -30,4 +30,5 @@ pub mod reload;
 pub mod serve;
 pub mod session;
 pub mod state;
+pub mod telemetry;
 pub mod tls;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use gateway::config::{Config, demo_config, from_mcp_json};
+use gateway::config::{Config, LogFormat, demo_config, from_mcp_json};
 use gateway::tls::{ServerTls, TlsFiles};
 
 /// mimalloc: see the dependency's note in Cargo.toml (measured by bench/run.sh).
@@ -80,6 +80,9 @@ struct ServeArgs {
     /// Serve one client over standard input and output instead of HTTP.
     #[arg(long)]
     stdio: bool,
+    /// How log lines are written on standard error (overrides the config's `[server] log_format`).
+    #[arg(long, value_enum)]
+    log_format: Option<LogFormat>,
 }
 
 #[derive(Debug, Args)]
@@ -98,11 +101,11 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Check(args) => return check(&args),
         Command::MockBackend(args) => {
-            init_logging("warn");
+            let _logging = init_logging("warn");
             run_mock(args).context("mock-backend")
         }
         Command::Load(args) => {
-            init_logging("warn");
+            let _logging = init_logging("warn");
             load::run(args).map(drop).context("load")
         }
         Command::Auth(AuthCommand::HashKey) => hash_key(),
@@ -137,7 +140,6 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    init_logging("info");
     let mut config = match (&args.config, &args.mcp_json) {
         (Some(path), _) => Config::from_toml_file(path)?,
         (None, Some(path)) => from_mcp_json(path)?,
@@ -146,6 +148,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             demo()?
         }
     };
+    if let Some(format) = args.log_format {
+        config.server.log_format = format;
+    }
+    // Kept until the process ends: dropping it writes out the lines still queued.
+    let _logging = gateway::telemetry::logs::init(
+        config.server.log_format,
+        config.server.log_level.as_deref(),
+        "info",
+    );
     if let Some(listen) = args.listen {
         config.server.listen = listen;
     }
@@ -197,7 +208,7 @@ fn demo() -> anyhow::Result<Config> {
 /// `mcpgw check`: the report on standard output, one line per problem on standard error, exit 1 on any.
 /// Logs are off unless `RUST_LOG` asks (they would repeat the problems).
 fn check(args: &CheckArgs) -> ExitCode {
-    init_logging("off");
+    let _logging = init_logging("off");
     // A `ConfigError`'s message already holds its cause: printed once, without the source chain.
     let (loaded, source) = match (&args.config, &args.mcp_json) {
         (Some(path), _) => (
@@ -234,16 +245,8 @@ fn check(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// Logs go to standard error (standard output carries the protocol in stdio modes). `RUST_LOG` overrides.
-/// Colours only on a terminal: a log file gets plain text (and no request pays for formatting escapes).
-fn init_logging(default: &str) {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+/// Logs go to standard error as text (standard output carries the protocol in stdio modes), through the
+/// bounded writer `serve` uses; `RUST_LOG` overrides `default`. Colours only on a terminal.
+fn init_logging(default: &str) -> gateway::telemetry::logs::Logging {
+    gateway::telemetry::logs::init(LogFormat::Text, None, default)
 }

@@ -68,7 +68,7 @@ impl std::fmt::Debug for BackendActor {
 
 impl BackendActor {
     pub(crate) fn new(config: BackendConfig, shared: Arc<Shared>, notifier: Notifier) -> Self {
-        let span = info_span!("backend", name = %config.name);
+        let span = info_span!("backend", backend = %config.name);
         let ctx = LinkContext::new(config, notifier);
         let http = match &ctx.config.transport {
             Transport::Http { .. } => match crate::http::client(&ctx) {

@@ -154,6 +154,23 @@ pub struct ServerConfig {
     /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
     /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
     pub cors_allowed_origins: Vec<String>,
+    /// `"text"` (default) or `"json"`: how log lines are written on standard error (`--log-format`
+    /// overrides).
+    pub log_format: LogFormat,
+    /// The log level and per-target directives (`RUST_LOG`'s syntax: `"info,mcpgw::access=warn"`); `RUST_LOG`,
+    /// when set, wins. Applied again by a config reload. Default: `info`.
+    pub log_level: Option<String>,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// Human-readable lines (colours only on a terminal).
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError> {
@@ -223,6 +240,8 @@ impl Default for ServerConfig {
             strict: false,
             trusted_proxies: Vec::new(),
             cors_allowed_origins: Vec::new(),
+            log_format: LogFormat::default(),
+            log_level: None,
         }
     }
 }
@@ -511,6 +530,14 @@ impl Config {
             return Err(invalid("server.workers", "must be at least 1"));
         }
         tls::validate_server(s)?;
+        if let Some(level) = &s.log_level
+            && let Err(e) = tracing_subscriber::EnvFilter::try_new(level)
+        {
+            return Err(invalid(
+                "server.log_level",
+                format!("{level:?} does not parse: {e}"),
+            ));
+        }
         for (i, origin) in s.cors_allowed_origins.iter().enumerate() {
             if let Err(why) = normalize_origin(origin) {
                 return Err(invalid(format!("server.cors_allowed_origins[{i}]"), why));

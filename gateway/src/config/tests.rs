@@ -62,6 +62,8 @@ fn every_rule_names_its_field() {
         ),
         ("[server]\nbody_timeout_ms = 0", "server.body_timeout_ms"),
         ("[server]\nworkers = 0", "server.workers"),
+        ("[server]\nlog_level = \"info,mcpgw=[\"", "server.log_level"),
+        ("[server]\nlog_format = \"xml\"", "log_format"),
         ("[server]\ncache_max_bytes = 0", "server.cache_max_bytes"),
         ("[server]\nmax_connections = 0", "server.max_connections"),
         (

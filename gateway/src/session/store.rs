@@ -158,7 +158,7 @@ impl Sessions {
             };
             self.dormant.put(key, record, unix_now());
         }
-        tracing::info!(session = %ShortId(id), why = why.as_str(), "session ended");
+        tracing::debug!(session = %ShortId(id), why = why.as_str(), "session ended");
         true
     }
 }
@@ -345,7 +345,7 @@ impl SessionStore {
                 self.sessions
                     .dormant
                     .put(key, Record { ended: true, ..r }, now);
-                tracing::info!(session = %ShortId(id), why = Ending::Idle.as_str(), "session ended");
+                tracing::debug!(session = %ShortId(id), why = Ending::Idle.as_str(), "session ended");
                 return None;
             }
         }

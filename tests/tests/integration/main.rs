@@ -25,6 +25,7 @@ mod hardening;
 mod interop;
 mod load_asks;
 mod load_example;
+mod logs;
 mod operations;
 mod pipeline;
 mod rate_limits;

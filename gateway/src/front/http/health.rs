@@ -63,6 +63,7 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
         "session_records_pruned_early": gw.sessions.records_pruned_early(),
         "in_flight": gw.drain.in_flight(),
         "messages_dropped": crate::session::dropped() + handlers::notifications_dropped(),
+        "log_lines_dropped": crate::telemetry::logs::dropped_lines(),
         "catalog_version": gw.catalog.snapshot().version(),
         "redis": redis,
     });
