@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use gateway::config::{Config, LogFormat, demo_config, from_mcp_json};
+use gateway::reload::config::ConfigSource;
 use gateway::tls::{ServerTls, TlsFiles};
 
 /// mimalloc: see the dependency's note in Cargo.toml (measured by bench/run.sh).
@@ -83,6 +84,9 @@ struct ServeArgs {
     /// How log lines are written on standard error (overrides the config's `[server] log_format`).
     #[arg(long, value_enum)]
     log_format: Option<LogFormat>,
+    /// Reload the config whenever its file changes (as SIGHUP does).
+    #[arg(long)]
+    watch: bool,
 }
 
 #[derive(Debug, Args)]
@@ -160,7 +164,21 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         config.server.listen = listen;
     }
-    gateway::serve::run(config, args.stdio)?;
+    let source = match (args.config, args.mcp_json) {
+        (Some(path), _) => Some(ConfigSource::Toml(path)),
+        (None, Some(path)) => Some(ConfigSource::McpJson(path)),
+        (None, None) => None,
+    };
+    if args.watch && source.is_none() {
+        anyhow::bail!(
+            "--watch needs --config or --mcp-json (the demo config has no file to watch)"
+        );
+    }
+    let reloading = gateway::serve::Reloading {
+        source,
+        watch: args.watch,
+    };
+    gateway::serve::run_with(config, args.stdio, reloading)?;
     Ok(())
 }
 

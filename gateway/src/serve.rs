@@ -2,17 +2,18 @@
 //! (requests wait for it, at most `list_timeout_ms` and a second), keeps the catalog fresh as backends
 //! (re)connect, go down or announce list changes, and serves HTTP (or stdio) until stopped.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use actix_web::{App, HttpServer};
-use handlers::{BackendConfig, BackendEvent, BackendHandle, InProcess, Transport};
+use handlers::BackendEvent;
+
+pub(crate) use crate::state::start::start_backends;
 use tokio::sync::mpsc;
 
 use crate::catalog::CatalogError;
-use crate::config::{BackendTransport, Config};
-use crate::state::{Gateway, server_info};
+use crate::config::Config;
+use crate::state::Gateway;
 
 pub mod in_process;
 mod stop;
@@ -63,11 +64,26 @@ impl From<crate::tls::TlsError> for ServeError {
 
 /// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
 pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
-    crate::front::limits::raise_open_files_logged(config.server.max_connections);
-    actix_rt::System::new().block_on(start(config, stdio))
+    run_with(config, stdio, Reloading::default())
 }
 
-async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
+/// How the config is reloaded while serving HTTP.
+#[derive(Debug, Clone, Default)]
+pub struct Reloading {
+    /// The file the config came from, read again by SIGHUP, `POST /admin/reload` and `watch`; `None` (the
+    /// demo config): only the other parts (certificates, key ring) reload.
+    pub source: Option<crate::reload::config::ConfigSource>,
+    /// Reload when the file changes (`--watch`).
+    pub watch: bool,
+}
+
+/// [`run`], with the config reloaded from its file as `reloading` says.
+pub fn run_with(config: Config, stdio: bool, reloading: Reloading) -> Result<(), ServeError> {
+    crate::front::limits::raise_open_files_logged(config.server.max_connections);
+    actix_rt::System::new().block_on(start(config, stdio, reloading))
+}
+
+async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), ServeError> {
     if !stdio {
         config
             .validate_strict()
@@ -88,12 +104,13 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
     let credentials = crate::auth::backend::prepare(&config)
         .await
         .map_err(ServeError::Auth)?;
-    let backends = start_backends(&config, events_tx, &credentials);
+    let backends = start_backends(&config, events_tx.clone(), &credentials);
     let exchanges = crate::auth::exchange::exchangers(&config).map_err(ServeError::Auth)?;
     let gw = Arc::new(
         Gateway::new(config, backends, keys)
             .with_auth(auth)
-            .with_exchanges(exchanges),
+            .with_exchanges(exchanges)
+            .with_events(events_tx),
     );
     if let Some(auth) = &gw.auth {
         auth.start();
@@ -108,11 +125,11 @@ async fn start(config: Config, stdio: bool) -> Result<(), ServeError> {
                 .map_err(ServeError::Io),
             Err(e) => Err(e),
         },
-        Some(front) => serve_http(gw.clone(), front, first).await,
+        Some(front) => serve_http(gw.clone(), front, first, reloading).await,
     };
     // The backends stop last, after every request is answered, each with its grace period (never
     // restarted: a shut-down backend stays down).
-    for b in gw.backends.values() {
+    for b in gw.live().backends.values() {
         b.shutdown();
     }
     if !handlers::processes_ended(handlers::STOP_BOUND).await {
@@ -201,7 +218,7 @@ async fn first_catalog(
 ) -> Result<(), ServeError> {
     let snapshot = crate::notify::listing::first_catalog(&gw).await?;
     tracing::info!(
-        backends = gw.backends.len(),
+        backends = gw.live().backends.len(),
         missing = ?snapshot.backends_missing(),
         "catalog built"
     );
@@ -215,63 +232,11 @@ async fn first_catalog(
             );
         }
     }
-    for name in gw.backends.keys() {
+    for name in gw.live().backends.keys() {
         crate::notify::changes::sync_backend(&gw, name);
     }
     actix_rt::spawn(crate::notify::changes::watch(gw, events));
     Ok(())
-}
-
-/// Starts one actor per configured backend (each begins connecting at once); `mcpgw check` starts them the
-/// same way.
-pub(crate) fn start_backends(
-    config: &Config,
-    events: mpsc::Sender<BackendEvent>,
-    credentials: &BTreeMap<String, handlers::Credential>,
-) -> BTreeMap<String, BackendHandle> {
-    let client_info = server_info();
-    config
-        .backends
-        .iter()
-        .map(|entry| {
-            let transport = match entry.transport() {
-                BackendTransport::Stdio { command, env, cwd } => {
-                    Transport::Stdio { command, env, cwd }
-                }
-                BackendTransport::Http { url } => Transport::Http { url },
-                BackendTransport::Builtin { words } => builtin(&words),
-            };
-            let mut bc = BackendConfig::new(entry.name.clone(), transport);
-            bc.request_timeout = entry.timeout(&config.server);
-            bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
-            bc.max_in_flight_per_session = entry.max_in_flight_per_session;
-            bc.circuit = entry.circuit.to_config();
-            bc.client_info = client_info.clone();
-            bc.roots.clone_from(&entry.roots);
-            bc.tls = entry.tls();
-            if let Some(c) = credentials.get(&entry.name) {
-                bc.credential = c.clone();
-            }
-            if bc.tls.insecure_skip_verify {
-                tracing::warn!(backend = %entry.name,
-                    "tls_insecure_skip_verify: the backend's certificate is not verified; anyone on the path can impersonate it");
-            }
-            (entry.name.clone(), BackendHandle::start(bc, events.clone()))
-        })
-        .collect()
-}
-
-/// The in-process transport of a `builtin` backend (its words were checked when the config was read).
-fn builtin(words: &[String]) -> Transport {
-    let flags = words.get(1..).unwrap_or_default();
-    match mock::InProcessMock::from_words(flags) {
-        Ok(mock) => Transport::InProcess(InProcess(Arc::new(mock))),
-        // Unreachable after validation; an HTTP transport without a URL never connects and says why.
-        Err(why) => {
-            tracing::error!(%why, "builtin backend refused");
-            Transport::Http { url: String::new() }
-        }
-    }
 }
 
 /// The front door's socket, bound at start, and its TLS.
@@ -296,6 +261,7 @@ async fn serve_http(
     gw: Arc<Gateway>,
     front: FrontDoor,
     first_catalog: impl std::future::Future<Output = Result<(), ServeError>>,
+    reloading: Reloading,
 ) -> Result<(), ServeError> {
     let workers = gw.config.server.workers.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -358,12 +324,19 @@ async fn serve_http(
     if let Some(keys) = gw.auth.as_ref().and_then(|a| a.key_set()) {
         reloadable.push(keys.clone());
     }
-    crate::reload::on_sighup(reloadable).map_err(ServeError::Io)?;
+    let config_reload = reloading
+        .source
+        .map(|source| crate::reload::config::ConfigReload::new(gw.clone(), source));
+    let reloader = crate::reload::Reloader::new(config_reload, reloadable);
+    reloader.on_sighup().map_err(ServeError::Io)?;
+    if reloading.watch {
+        reloader.watch(std::time::Duration::from_secs(1));
+    }
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
         eprintln!(
             "mcpgw listening on {scheme}://{addr}/mcp ({} backends, {workers} workers)",
-            gw.backends.len()
+            gw.live().backends.len()
         );
     }
     let server = server.run();

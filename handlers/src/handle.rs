@@ -450,6 +450,11 @@ impl BackendHandle {
         outcome
     }
 
+    /// The deadline of one request to it.
+    pub fn request_timeout(&self) -> Duration {
+        self.shared.request_timeout
+    }
+
     /// The state of the backend's circuit breaker.
     pub fn circuit(&self) -> CircuitState {
         self.shared.circuit.state()

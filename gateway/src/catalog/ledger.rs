@@ -76,7 +76,7 @@ pub struct BackendReport {
     pub catalog_age: Option<Duration>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Slot {
     good: Option<(BackendListing, Instant)>,
     standing: Standing,
@@ -172,6 +172,40 @@ impl Ledger {
                 reason: format!("{error}; left out until it lists again"),
             };
         }
+    }
+
+    /// A config reload's catalog, built beside the current one: the backends are now `names`; those in
+    /// `fresh` (added, or changed and restarted) start over with `attempts`' outcome, the others keep what
+    /// they had. A collision is an error and changes nothing (the reload is refused and the old catalog
+    /// stays); otherwise the ledger holds the new set from then on.
+    pub fn reconfigure(
+        &self,
+        names: &[&str],
+        fresh: &BTreeSet<String>,
+        attempts: BTreeMap<String, Attempt>,
+        listed_at: Instant,
+        now: Instant,
+    ) -> Result<CatalogSnapshot, CatalogError> {
+        let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut attempts = attempts;
+        let mut next: BTreeMap<String, Slot> = BTreeMap::new();
+        for name in names {
+            let mut slot = match slots.get(*name) {
+                Some(kept) if !fresh.contains(*name) => kept.clone(),
+                _ => Slot::new(),
+            };
+            match attempts.remove(*name) {
+                Some(attempt) => self.record(&mut slot, attempt, now),
+                None => self.reconsider(&mut slot, now),
+            }
+            next.insert((*name).to_owned(), slot);
+        }
+        let mut builder = CatalogBuilder::new();
+        builder.listed_at(listed_at);
+        fill(&next, &mut builder, now);
+        let snapshot = builder.build()?;
+        *slots = next;
+        Ok(snapshot)
     }
 
     fn record(&self, slot: &mut Slot, attempt: Attempt, now: Instant) {

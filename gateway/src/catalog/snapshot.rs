@@ -232,6 +232,22 @@ impl CatalogSnapshot {
         Some(serde_json::json!({ "missing": self.missing, "stale": self.stale }))
     }
 
+    /// The `notifications/*/list_changed` a client holding `before`'s lists should get for these: one per
+    /// list (tools, prompts, resources with their templates) whose items differ.
+    pub fn changed_lists(&self, before: &CatalogSnapshot) -> Vec<protocol::Method> {
+        let mut changed = Vec::new();
+        if self.tools != before.tools {
+            changed.push(protocol::Method::NotificationsToolsListChanged);
+        }
+        if self.prompts != before.prompts {
+            changed.push(protocol::Method::NotificationsPromptsListChanged);
+        }
+        if self.resources != before.resources || self.templates != before.templates {
+            changed.push(protocol::Method::NotificationsResourcesListChanged);
+        }
+        changed
+    }
+
     /// Whether nothing at all is listed.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()

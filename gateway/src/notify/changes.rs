@@ -210,7 +210,7 @@ fn deliver_log(gw: &Gateway, backend: &str, n: &Notification) {
 
 /// Brings every backend's own subscription in line (a session ended: what it wanted is no longer wanted).
 fn sync_all(gw: &Gateway) {
-    for name in gw.backends.keys() {
+    for name in gw.live().backends.keys() {
         sync_backend(gw, name);
     }
 }
@@ -218,7 +218,7 @@ fn sync_all(gw: &Gateway) {
 /// Makes `backend`'s own subscription cover what clients want from it now: every list change (the gateway
 /// refreshes its catalog on them) and the URIs subscribed through it.
 pub fn sync_backend(gw: &Gateway, backend: &str) {
-    let Some(handle) = gw.backends.get(backend) else {
+    let Some(handle) = gw.live().backend(backend).cloned() else {
         return;
     };
     let snapshot = gw.catalog.snapshot();

@@ -67,28 +67,19 @@ async fn build(
 ) -> Result<CatalogSnapshot, CatalogError> {
     let deadline = Duration::from_millis(gw.config.server.list_timeout_ms);
     let listed_at = Instant::now();
-    let fetches = gw.config.backends.iter().filter_map(|b| {
+    let live = gw.live();
+    let fetches = live.config.backends.iter().filter_map(|b| {
         if !scope.includes(&b.name) {
             return None;
         }
-        let handle = gw.backends.get(&b.name)?.clone();
+        let handle = live.backend(&b.name)?.clone();
         let (name, prefix) = (b.name.clone(), b.prefix().to_owned());
         Some(async move {
-            let asked = tokio::time::timeout(deadline, async {
-                if wait_connect {
-                    handle.wait_settled(deadline).await;
-                }
-                attempt(&handle, &prefix).await
-            })
-            .await;
-            let attempt = asked.unwrap_or_else(|_| {
-                let ms = deadline.as_millis();
-                if handle.description().is_none() {
-                    Attempt::Down(format!("not connected within {ms} ms"))
-                } else {
-                    Attempt::Failed(format!("did not list within {ms} ms"))
-                }
-            });
+            let attempt = if wait_connect {
+                settle_and_list(&handle, &prefix, deadline).await
+            } else {
+                within(&handle, deadline, attempt(&handle, &prefix)).await
+            };
             (name, attempt)
         })
     });
@@ -96,6 +87,34 @@ async fn build(
     let asked = |name: &str| scope.includes(name);
     let asked: Option<&dyn Fn(&str) -> bool> = (!wait_connect).then_some(&asked);
     gw.ledger.build(attempts, listed_at, Instant::now(), asked)
+}
+
+/// One backend's first listing (at start, or a backend a reload started): it gets `deadline` in all to
+/// connect and list.
+pub async fn settle_and_list(handle: &BackendHandle, prefix: &str, deadline: Duration) -> Attempt {
+    within(handle, deadline, async {
+        handle.wait_settled(deadline).await;
+        attempt(handle, prefix).await
+    })
+    .await
+}
+
+/// `attempt` within `deadline`: past it, down when the backend never connected, else a failed listing.
+async fn within(
+    handle: &BackendHandle,
+    deadline: Duration,
+    attempt: impl std::future::Future<Output = Attempt>,
+) -> Attempt {
+    tokio::time::timeout(deadline, attempt)
+        .await
+        .unwrap_or_else(|_| {
+            let ms = deadline.as_millis();
+            if handle.description().is_none() {
+                Attempt::Down(format!("not connected within {ms} ms"))
+            } else {
+                Attempt::Failed(format!("did not list within {ms} ms"))
+            }
+        })
 }
 
 /// One backend's listing attempt: down when it is not connected, else what listing it came to.

@@ -79,7 +79,7 @@ pub struct Answering<'a> {
     /// This worker's response actor.
     pub response: &'a ResponseHandle,
     /// This worker's middleware chain.
-    pub chain: &'a Chain,
+    pub chain: Chain,
     /// The legacy session, if any.
     pub session: Option<&'a Arc<Session>>,
     /// Whether the transport can carry a request's notifications before its response (an SSE response,
@@ -216,7 +216,7 @@ impl Answering<'_> {
                 // At most `batch_concurrency` entries at once, answered in order: one client's batch cannot
                 // take every permit of a backend from the others (nor from its own later entries).
                 let bodies: Vec<Vec<u8>> = futures_util::stream::iter(futures)
-                    .buffered(batch_concurrency(&self.gw.config))
+                    .buffered(batch_concurrency(&self.gw.live().config))
                     .collect::<Vec<_>>()
                     .await
                     .into_iter()

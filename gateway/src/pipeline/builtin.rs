@@ -64,14 +64,14 @@ impl Middleware for RequireScopes {
 /// The configured chain: the scope check first when `[[auth.scope]]` rules exist (it is part of the
 /// authenticate phase, never reordered), then the rate limits when `[[rate_limit]]` tables exist (a new
 /// instance per call: each worker builds its own chain and so holds its own leases), then the
-/// `[[middleware]]` tables in order.
-pub fn chain(gw: &crate::state::Gateway) -> Chain {
+/// `[[middleware]]` tables in order — the rate limits and tables of the config in effect (`live`).
+pub fn chain(gw: &crate::state::Gateway, live: &crate::state::Live) -> Chain {
     let scopes = gw
         .auth
         .as_ref()
         .filter(|a| !a.scopes.is_empty())
         .map(|a| Arc::new(RequireScopes(a.clone())) as Arc<dyn Middleware>);
-    let limits = gw
+    let limits = live
         .limits
         .as_ref()
         .map(|l| Arc::new(RateLimit::new(l.clone())) as Arc<dyn Middleware>);
@@ -79,7 +79,7 @@ pub fn chain(gw: &crate::state::Gateway) -> Chain {
         scopes
             .into_iter()
             .chain(limits)
-            .chain(configured(&gw.config.middlewares))
+            .chain(configured(&live.config.middlewares))
             .collect(),
     )
 }

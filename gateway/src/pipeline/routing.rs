@@ -3,6 +3,8 @@
 //! handler runs — and hands back the valid request with the snapshot it was checked against, so the dispatch
 //! that follows resolves names in the same catalog.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,6 +74,8 @@ struct RoutingActor {
     snapshot: Arc<CatalogSnapshot>,
     updates: watch::Receiver<Arc<CatalogSnapshot>>,
     views: Option<Views>,
+    /// The `Live` version `views` were made for: a reload that changes the policy replaces them.
+    views_for: u64,
 }
 
 impl Actor for RoutingActor {
@@ -110,6 +114,18 @@ impl Handler<Route> for RoutingActor {
 
     fn handle(&mut self, msg: Route, _: &mut Self::Context) -> Self::Result {
         let full = self.current();
+        let live = self.gw.live.load();
+        if live.version != self.views_for {
+            self.views_for = live.version;
+            let same = match (&self.views, &live.policy) {
+                (Some(v), Some(p)) => v.is_of(p),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                self.views = live.policy.clone().map(Views::new);
+            }
+        }
         let principal = msg.principal.as_deref();
         let view = self.views.as_mut().map(|v| v.view(&full, principal));
         let seen = view.as_ref().map(|view| Seen {
@@ -151,7 +167,7 @@ impl Handler<Route> for RoutingActor {
 pub struct RoutingHandle {
     addr: Addr<RoutingActor>,
     /// The middleware chain this worker runs validated requests through.
-    chain: Chain,
+    chain: ChainSource,
     gw: Arc<Gateway>,
     permits: Arc<Semaphore>,
     deadline: Duration,
@@ -168,14 +184,23 @@ impl std::fmt::Debug for RoutingHandle {
 }
 
 impl RoutingHandle {
-    /// Starts a routing actor on the current arbiter, with the configured `[[middleware]]` chain.
+    /// Starts a routing actor on the current arbiter, with the configured chain (rebuilt after a reload).
     pub fn start(gw: Arc<Gateway>, max_queued: usize) -> RoutingHandle {
-        let chain = crate::pipeline::builtin::chain(&gw);
-        RoutingHandle::start_with(gw, max_queued, chain)
+        let live = gw.live();
+        let chain = crate::pipeline::builtin::chain(&gw, &live);
+        RoutingHandle::start_from(
+            gw,
+            max_queued,
+            ChainSource::Configured(Rc::new(RefCell::new((live.version, chain)))),
+        )
     }
 
-    /// Starts a routing actor on the current arbiter with this middleware chain.
+    /// Starts a routing actor on the current arbiter with this middleware chain (kept through reloads).
     pub fn start_with(gw: Arc<Gateway>, max_queued: usize, chain: Chain) -> RoutingHandle {
+        RoutingHandle::start_from(gw, max_queued, ChainSource::Fixed(chain))
+    }
+
+    fn start_from(gw: Arc<Gateway>, max_queued: usize, chain: ChainSource) -> RoutingHandle {
         // The first catalog is in within `list_timeout_ms` of the start (each backend connects and lists in
         // that time); a second more covers building it.
         let starting =
@@ -184,8 +209,10 @@ impl RoutingHandle {
             addr: {
                 let mut updates = gw.catalog.updates();
                 let snapshot = updates.borrow_and_update().clone();
+                let live = gw.live();
                 RoutingActor {
-                    views: gw.policy.clone().map(Views::new),
+                    views: live.policy.clone().map(Views::new),
+                    views_for: live.version,
                     gw: gw.clone(),
                     snapshot,
                     updates,
@@ -200,9 +227,23 @@ impl RoutingHandle {
         }
     }
 
-    /// The middleware chain of this worker.
-    pub fn chain(&self) -> &Chain {
-        &self.chain
+    /// The middleware chain of this worker: the configured one is rebuilt (once per worker) after a reload
+    /// (its rate limits and `[[middleware]]` tables may have changed).
+    pub fn chain(&self) -> Chain {
+        match &self.chain {
+            ChainSource::Fixed(chain) => chain.clone(),
+            ChainSource::Configured(slot) => {
+                let live = self.gw.live.load();
+                let mut slot = slot.borrow_mut();
+                if slot.0 != live.version {
+                    *slot = (
+                        live.version,
+                        crate::pipeline::builtin::chain(&self.gw, &live),
+                    );
+                }
+                slot.1.clone()
+            }
+        }
     }
 
     /// Validates a request against the catalog as `principal` may see it (one that arrives while the
@@ -243,6 +284,15 @@ impl RoutingHandle {
             Err(_) => Err(overloaded("validation did not finish in time")),
         }
     }
+}
+
+/// Where a worker's middleware chain comes from.
+#[derive(Clone)]
+enum ChainSource {
+    /// Given at start (tests, benchmarks): kept as it is.
+    Fixed(Chain),
+    /// The configured one and the `Live` version it was built for (one worker's: no other thread sees it).
+    Configured(Rc<RefCell<(u64, Chain)>>),
 }
 
 fn overloaded(why: &str) -> Rejection {

@@ -51,6 +51,11 @@ impl Views {
         Views::bounded(policy, MAX_VIEWS)
     }
 
+    /// Whether these are views of `policy` (a reload that keeps the policy keeps the views).
+    pub fn is_of(&self, policy: &Arc<Policy>) -> bool {
+        Arc::ptr_eq(&self.policy, policy)
+    }
+
     /// No view yet, at most `bound` (at least 1).
     pub fn bounded(policy: Arc<Policy>, bound: usize) -> Views {
         Views {

@@ -121,8 +121,8 @@ impl InProcessGateway {
     /// current actix arbiter. Fails as `serve` does when the first catalog cannot be built (a collision).
     pub async fn start(config: Config) -> Result<InProcessGateway, ServeError> {
         let (events_tx, events_rx) = mpsc::channel(EVENTS);
-        let backends = start_backends(&config, events_tx, &Default::default());
-        InProcessGateway::start_with_backends(config, backends, events_rx).await
+        let backends = start_backends(&config, events_tx.clone(), &Default::default());
+        InProcessGateway::start_from(config, backends, events_rx, Some(events_tx)).await
     }
 
     /// As [`InProcessGateway::start`], with backends already started (their events on `events`); the
@@ -132,8 +132,21 @@ impl InProcessGateway {
         backends: std::collections::BTreeMap<String, BackendHandle>,
         events: mpsc::Receiver<BackendEvent>,
     ) -> Result<InProcessGateway, ServeError> {
+        InProcessGateway::start_from(config, backends, events, None).await
+    }
+
+    async fn start_from(
+        config: Config,
+        backends: std::collections::BTreeMap<String, BackendHandle>,
+        events: mpsc::Receiver<BackendEvent>,
+        events_tx: Option<mpsc::Sender<BackendEvent>>,
+    ) -> Result<InProcessGateway, ServeError> {
         let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
-        let gw = Arc::new(Gateway::new(config, backends, keys));
+        let mut gw = Gateway::new(config, backends, keys);
+        if let Some(tx) = events_tx {
+            gw = gw.with_events(tx);
+        }
+        let gw = Arc::new(gw);
         first_catalog(gw.clone(), events).await?;
         let worker = Worker::start(gw.clone());
         Ok(InProcessGateway { gw, worker })
@@ -191,7 +204,7 @@ impl InProcessGateway {
 
     /// Stops the backends.
     pub fn shutdown(&self) {
-        for b in self.gw.backends.values() {
+        for b in self.gw.live().backends.values() {
             b.shutdown();
         }
     }
@@ -249,5 +262,7 @@ impl Output for ExchangeOutput {
 
 #[cfg(test)]
 mod policy_tests;
+#[cfg(test)]
+mod reload_tests;
 #[cfg(test)]
 mod tests;

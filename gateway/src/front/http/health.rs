@@ -18,13 +18,14 @@ pub(super) async fn readyz(worker: web::Data<Worker>) -> HttpResponse {
     let gw = &worker.gw;
     let draining = gw.drain.is_draining();
     let ready = gw.catalog.is_built() && !draining;
+    let live = gw.live();
     let backends: Vec<Value> = gw
         .ledger
         .report(Instant::now())
         .into_iter()
         .map(|r| {
             let mut b = json!({ "name": r.name, "state": r.standing.label() });
-            if let Some(h) = gw.backends.get(r.name.as_str()) {
+            if let Some(h) = live.backend(r.name.as_str()) {
                 b["circuit"] = Value::from(h.circuit().label());
             }
             if let Some(reason) = r.standing.reason() {

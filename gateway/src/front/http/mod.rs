@@ -46,16 +46,20 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts this worker's actors on its arbiter, with the configured `[[middleware]]` chain.
+    /// Starts this worker's actors on its arbiter, with the configured chain (rebuilt after a reload).
     pub fn start(gw: Arc<Gateway>) -> Worker {
-        let chain = crate::pipeline::builtin::chain(&gw);
-        Worker::start_with(gw, chain)
+        let routing = RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker);
+        Worker::with_routing(gw, routing)
     }
 
     /// Starts this worker's actors on its arbiter, with this middleware chain.
     pub fn start_with(gw: Arc<Gateway>, chain: Chain) -> Worker {
         let routing =
             RoutingHandle::start_with(gw.clone(), gw.config.server.max_in_flight_per_worker, chain);
+        Worker::with_routing(gw, routing)
+    }
+
+    fn with_routing(gw: Arc<Gateway>, routing: RoutingHandle) -> Worker {
         let response = ResponseHandle::start(gw.clone());
         let origin = OriginPolicy::from_config(&gw.config.server);
         let cors = CorsPolicy::from_config(&gw.config.server);
@@ -72,13 +76,19 @@ impl Worker {
 /// Registers every route, with the configured middleware chain. Call inside the `HttpServer::new` factory
 /// (per worker).
 pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
-    let chain = crate::pipeline::builtin::chain(&gw);
-    configure_with(cfg, gw, chain);
+    let worker = Worker::start(gw);
+    routes(cfg, worker);
 }
 
 /// Registers every route, with this middleware chain (one's own middlewares, e.g. the built-ins of
 /// `pipeline::builtin::chain` and others around them).
 pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Chain) {
+    let worker = Worker::start_with(gw, chain);
+    routes(cfg, worker);
+}
+
+fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
+    let gw = worker.gw.clone();
     // The OAuth resource server's metadata document, open to all, at both of RFC 9728's places.
     if let Some(oauth) = gw.auth.as_ref().and_then(|a| a.oauth()) {
         let suffixed = format!(
@@ -95,7 +105,7 @@ pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Cha
         }
     }
     // Middlewares wrap in reverse: CORS is outermost (a 401 carries its headers), then authentication.
-    cfg.app_data(web::Data::new(Worker::start_with(gw, chain)))
+    cfg.app_data(web::Data::new(worker))
         .service(
             web::resource("/mcp")
                 .wrap(from_fn(gate::middleware))

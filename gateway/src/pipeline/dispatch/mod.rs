@@ -191,7 +191,7 @@ impl Dispatch<'_> {
         backend: &str,
         mut request: BackendRequest,
     ) -> Result<BackendRequest, Outcome> {
-        let Some(exchanger) = self.gw.exchanges.get(backend) else {
+        let Some(exchanger) = self.gw.live().exchanges.get(backend).cloned() else {
             return Ok(request);
         };
         let unavailable = |reason: String| {
@@ -365,6 +365,7 @@ impl Dispatch<'_> {
                 };
                 timeout = self
                     .gw
+                    .live()
                     .tool_timeouts
                     .get(&entry.backend)
                     .and_then(|tools| tools.get(&entry.original_name))
@@ -520,8 +521,8 @@ impl Dispatch<'_> {
             && call.method().may_require_input()
             && self
                 .gw
-                .backends
-                .get(backend)
+                .live()
+                .backend(backend)
                 .and_then(|h| h.description())
                 .is_some_and(|d| d.transport != TransportKind::InProcess)
     }
@@ -566,7 +567,7 @@ impl Dispatch<'_> {
     }
 
     async fn forward(&self, backend: String, request: BackendRequest) -> Outcome {
-        let Some(handle) = self.gw.backends.get(&backend) else {
+        let Some(handle) = self.gw.live().backend(&backend).cloned() else {
             return Outcome::Failed(Failure::Unavailable {
                 backend,
                 reason: "not configured any more".into(),

@@ -96,7 +96,7 @@ pub async fn forward(
     mut request: BackendRequest,
     replay: Replay,
 ) -> Outcome {
-    let Some(handle) = d.gw.backends.get(backend) else {
+    let Some(handle) = d.gw.live().backend(backend).cloned() else {
         return Outcome::Failed(Failure::Unavailable {
             backend: backend.to_owned(),
             reason: "not configured any more".into(),

@@ -1,5 +1,6 @@
 //! The gateway's shared state: configuration, the backends (by name), the current catalog, the legacy session
-//! store, and what the gateway says about itself. One `Arc<Gateway>` is shared by every worker.
+//! store, and what the gateway says about itself. One `Arc<Gateway>` is shared by every worker. What a config
+//! reload replaces is in `live`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,18 +20,22 @@ use crate::catalog::CatalogSnapshot;
 use crate::catalog::ledger::Ledger;
 use crate::cluster::ClusterKeys;
 use crate::config::{Config, UnknownToolCode};
+
+pub mod live;
+pub mod start;
 use crate::session::subscriptions::Subscriptions;
 use crate::session::{PendingStreams, SessionStore, StoreLimits};
+pub use live::{Live, LiveStore};
 
 /// Everything a request may need, shared by all workers.
 #[derive(Debug)]
 pub struct Gateway {
-    /// The configuration it was started with.
+    /// The configuration it was started with (what a reload changes is in [`Gateway::live`]).
     pub config: Config,
     /// Validation settings derived from the configuration.
     pub validation: protocol::validate::Config,
-    /// Backends by configured name.
-    pub backends: BTreeMap<String, BackendHandle>,
+    /// What a config reload replaces: the config in effect, backends, policy, limits (see [`Live`]).
+    pub live: LiveStore,
     /// The current catalog.
     pub catalog: CatalogStore,
     /// Each backend's last good listing and standing (up, stale, down).
@@ -55,18 +60,12 @@ pub struct Gateway {
     pub drain: crate::drain::Drain,
     /// Redis, when replicas share one (`[cluster] redis`).
     pub redis: Option<Arc<crate::cluster::redis::RedisLink>>,
-    /// Tools' own deadlines (`tool_timeouts_ms`), by backend and the backend's tool name; empty unless set.
-    pub tool_timeouts: BTreeMap<String, BTreeMap<String, std::time::Duration>>,
     /// Who is asking (`[auth]`); `None` when authentication is off.
     pub auth: Option<Arc<crate::auth::Authenticator>>,
     /// Whose `Forwarded` / `X-Forwarded-For` is believed (`[server] trusted_proxies`).
     pub proxies: crate::auth::proxies::TrustedProxies,
-    /// Backends that take the client's token exchanged (RFC 8693), by name.
-    pub exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
-    /// `[[policy]]`, compiled; `None` when no rule is configured (everything allowed).
-    pub policy: Option<Arc<crate::policy::Policy>>,
-    /// The `[[rate_limit]]` buckets' authority, shared by the workers; `None` when no limit is configured.
-    pub limits: Option<Arc<crate::limit::Limits>>,
+    /// Backend events (what each backend's actor reports), for the backends a reload starts.
+    pub events: Option<tokio::sync::mpsc::Sender<handlers::BackendEvent>>,
 }
 
 impl Gateway {
@@ -91,19 +90,6 @@ impl Gateway {
             max_batch: config.server.max_batch,
         };
         let subscriptions = Arc::new(Subscriptions::default());
-        let tool_timeouts = config
-            .backends
-            .iter()
-            .filter(|b| !b.tool_timeouts_ms.is_empty())
-            .map(|b| {
-                let tools = b
-                    .tool_timeouts_ms
-                    .keys()
-                    .filter_map(|t| Some((t.clone(), b.tool_timeout(t)?)))
-                    .collect();
-                (b.name.clone(), tools)
-            })
-            .collect();
         let limits = StoreLimits {
             max: config.server.max_sessions,
             idle: Duration::from_secs(config.server.session_idle_secs),
@@ -126,9 +112,18 @@ impl Gateway {
             config.backends.iter().map(|b| b.name.as_str()),
             Duration::from_millis(config.server.down_grace_ms),
         );
+        let live = Live {
+            version: 0,
+            config: Arc::new(config.clone()),
+            backends,
+            tool_timeouts: Live::tool_timeouts(&config),
+            policy: crate::policy::Policy::new(&config.policies),
+            limits: crate::limit::Limits::new(&config.rate_limits, redis.clone()),
+            exchanges: BTreeMap::new(),
+        };
         Gateway {
             validation,
-            backends,
+            live: LiveStore::new(live),
             catalog: CatalogStore::default(),
             ledger,
             sessions,
@@ -144,23 +139,43 @@ impl Gateway {
             ),
             parked: Arc::default(),
             drain: crate::drain::Drain::default(),
-            tool_timeouts,
             auth: None,
-            exchanges: BTreeMap::new(),
-            limits: crate::limit::Limits::new(&config.rate_limits, redis.clone()),
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies),
-            policy: crate::policy::Policy::new(&config.policies),
+            events: None,
             config,
         }
     }
 
     /// The same state, exchanging client tokens for these backends.
     pub fn with_exchanges(
-        mut self,
+        self,
         exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
     ) -> Gateway {
-        self.exchanges = exchanges;
+        let live = self.live.load();
+        self.live.store(Arc::new(Live {
+            version: live.version,
+            config: live.config.clone(),
+            backends: live.backends.clone(),
+            tool_timeouts: live.tool_timeouts.clone(),
+            policy: live.policy.clone(),
+            limits: live.limits.clone(),
+            exchanges,
+        }));
         self
+    }
+
+    /// The same state, starting the backends a reload adds with this event channel.
+    pub fn with_events(
+        mut self,
+        events: tokio::sync::mpsc::Sender<handlers::BackendEvent>,
+    ) -> Gateway {
+        self.events = Some(events);
+        self
+    }
+
+    /// What a reload replaces, as it is now (keep it for the request's length).
+    pub fn live(&self) -> Arc<Live> {
+        self.live.load()
     }
 
     /// The same state, authenticating requests with `auth`.
@@ -209,7 +224,8 @@ impl Gateway {
     /// Instructions for the model: the backends' own instructions, each under its backend's name — of the
     /// backends the catalog `seen` (a principal's view, under a `[[policy]]`) may name.
     pub fn instructions(&self, seen: &CatalogSnapshot) -> Option<String> {
-        let parts: Vec<String> = self
+        let live = self.live();
+        let parts: Vec<String> = live
             .backends
             .values()
             .filter(|b| seen.shows_backend(b.name()))

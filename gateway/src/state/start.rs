@@ -1,0 +1,64 @@
+//! Starting the configured backends, one actor each (each begins connecting at once): at start (`serve`,
+//! `mcpgw check`) and for the backends a config reload adds or changes. It must not wait for them: callers
+//! wait as they need (`wait_settled`) with their own deadline.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use handlers::{BackendConfig, BackendEvent, BackendHandle, InProcess, Transport};
+use tokio::sync::mpsc;
+
+use crate::config::{BackendTransport, Config};
+use crate::state::server_info;
+
+/// Starts one actor per configured backend (each begins connecting at once); `mcpgw check` starts them the
+/// same way.
+pub fn start_backends(
+    config: &Config,
+    events: mpsc::Sender<BackendEvent>,
+    credentials: &BTreeMap<String, handlers::Credential>,
+) -> BTreeMap<String, BackendHandle> {
+    let client_info = server_info();
+    config
+        .backends
+        .iter()
+        .map(|entry| {
+            let transport = match entry.transport() {
+                BackendTransport::Stdio { command, env, cwd } => {
+                    Transport::Stdio { command, env, cwd }
+                }
+                BackendTransport::Http { url } => Transport::Http { url },
+                BackendTransport::Builtin { words } => builtin(&words),
+            };
+            let mut bc = BackendConfig::new(entry.name.clone(), transport);
+            bc.request_timeout = entry.timeout(&config.server);
+            bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
+            bc.max_in_flight_per_session = entry.max_in_flight_per_session;
+            bc.circuit = entry.circuit.to_config();
+            bc.client_info = client_info.clone();
+            bc.roots.clone_from(&entry.roots);
+            bc.tls = entry.tls();
+            if let Some(c) = credentials.get(&entry.name) {
+                bc.credential = c.clone();
+            }
+            if bc.tls.insecure_skip_verify {
+                tracing::warn!(backend = %entry.name,
+                    "tls_insecure_skip_verify: the backend's certificate is not verified; anyone on the path can impersonate it");
+            }
+            (entry.name.clone(), BackendHandle::start(bc, events.clone()))
+        })
+        .collect()
+}
+
+/// The in-process transport of a `builtin` backend (its words were checked when the config was read).
+fn builtin(words: &[String]) -> Transport {
+    let flags = words.get(1..).unwrap_or_default();
+    match mock::InProcessMock::from_words(flags) {
+        Ok(mock) => Transport::InProcess(InProcess(Arc::new(mock))),
+        // Unreachable after validation; an HTTP transport without a URL never connects and says why.
+        Err(why) => {
+            tracing::error!(%why, "builtin backend refused");
+            Transport::Http { url: String::new() }
+        }
+    }
+}
