@@ -30,6 +30,7 @@ mod operations;
 mod pipeline;
 mod rate_limits;
 mod readme;
+mod reload;
 mod replicas;
 mod resilience;
 mod slow_consumers;
