@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod probe;
 pub mod reload;
+pub mod reloadable;
 pub mod serve;
 pub mod session;
 pub mod state;

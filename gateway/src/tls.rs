@@ -2,7 +2,7 @@
 //! `tls_client_ca_file`) and `mcpgw mock-backend --tls-cert` (loaded here by the binary, the configuration
 //! handed to the `mock` crate) — with rustls and the ring provider: HTTP/2 and HTTP/1.1 by ALPN, client
 //! certificates required when a client CA is given, and a certificate that is read again on reload
-//! ([`crate::reload`], SIGHUP) and served from the next handshake on, without dropping a connection: a
+//! (`reload`: SIGHUP, the admin POST, `--watch`) and served from the next handshake on, without dropping a connection: a
 //! certificate resolver holds the current one.
 //!
 //! It must not read anything but the configured files, and never drops the certificate in use for one that
@@ -18,7 +18,7 @@ use rustls::server::{ClientHello, ResolvesServerCert, WebPkiClientVerifier};
 use rustls::sign::CertifiedKey;
 use rustls::{RootCertStore, ServerConfig};
 
-use crate::reload::Reload;
+use crate::reloadable::Reload;
 
 /// Why a listener's TLS cannot be set up.
 #[derive(Debug, thiserror::Error)]

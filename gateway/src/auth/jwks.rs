@@ -220,7 +220,7 @@ async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, Strin
     Ok(body)
 }
 
-impl crate::reload::Reload for KeySet {
+impl crate::reloadable::Reload for KeySet {
     fn part(&self) -> &'static str {
         "jwk set file"
     }

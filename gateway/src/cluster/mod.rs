@@ -156,7 +156,7 @@ impl ClusterKeys {
     }
 }
 
-impl crate::reload::Reload for ClusterKeys {
+impl crate::reloadable::Reload for ClusterKeys {
     fn part(&self) -> &'static str {
         "session key ring"
     }
@@ -176,7 +176,7 @@ impl crate::reload::Reload for ClusterKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reload::Reload;
+    use crate::reloadable::Reload;
 
     #[test]
     fn a_reload_swaps_the_ring_and_a_bad_file_keeps_the_old_one() {

@@ -392,7 +392,7 @@ async fn a_rested_session_idle_past_its_limit_is_over_everywhere_it_is_known() {
 
 #[actix_rt::test]
 async fn a_session_sealed_with_a_dropped_key_ends_where_its_actor_lives() {
-    use crate::reload::Reload;
+    use crate::reloadable::Reload;
     let dir = std::env::temp_dir().join(format!("mcpgw-dropped-key-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("keys");
