@@ -72,7 +72,7 @@ fn down_reasons(gw: &Running, seen: &mut Vec<String>, backend: &str) -> Vec<Stri
         let reasons: Vec<String> = seen
             .iter()
             .filter(|l| {
-                l.contains(&format!("backend{{name={backend}}}")) && l.contains("backend down")
+                l.contains(&format!("backend{{backend={backend}}}")) && l.contains("backend down")
             })
             .cloned()
             .collect();
