@@ -71,6 +71,10 @@ pub struct BackendRequest {
     /// in the backend credential's header. Only a 2026-07-28 backend takes one: a legacy backend's one
     /// session must never carry several principals' identities, so such a request is refused there.
     pub credential: Option<reqwest::header::HeaderValue>,
+    /// The gateway's own trace context for this request (its backend-call span), sent in `_meta` and, to
+    /// an HTTP backend, as `traceparent`/`tracestate` headers. `None` (tracing off): nothing is added and
+    /// the params' `_meta` passes as it came.
+    pub trace: Option<crate::TraceContext>,
 }
 
 impl BackendRequest {
@@ -86,6 +90,7 @@ impl BackendRequest {
             timeout: None,
             caller: None,
             credential: None,
+            trace: None,
         }
     }
 }

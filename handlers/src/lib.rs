@@ -40,6 +40,7 @@ mod related;
 mod retry;
 mod share;
 mod stdio;
+mod trace;
 mod wire;
 mod worker;
 
@@ -60,3 +61,4 @@ pub use protocol::Generation;
 pub use related::{Related, RelatedSink, notifications_dropped};
 pub use share::{Caller, share_of};
 pub use stdio::{STOP_BOUND, processes_ended};
+pub use trace::{TRACEPARENT, TRACESTATE, TraceContext};

@@ -121,7 +121,10 @@ impl LinkContext {
                 ),
             });
         }
-        let params = request.params.take();
+        let mut params = request.params.take();
+        if let Some(trace) = &request.trace {
+            params = trace.stamp(params);
+        }
         if !generation.is_modern() {
             return Ok(meta::for_legacy(params));
         }

@@ -197,6 +197,9 @@ impl ModernLink {
         let mut headers =
             routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
         ctx.config.credential.apply(&mut headers);
+        if let Some(trace) = &request.trace {
+            trace.apply(&mut headers);
+        }
         if let Some(own) = request.credential.take() {
             headers.insert(ctx.config.credential.header_name(), own);
         }
@@ -303,6 +306,7 @@ mod tests {
             timeout: None,
             caller: None,
             credential: None,
+            trace: None,
         };
         let h = routing_headers(&request).unwrap();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");

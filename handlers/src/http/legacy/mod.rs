@@ -276,13 +276,21 @@ impl LegacyLink {
         let params = ctx.params_for(self.session().generation, &mut request)?;
         let method = request.method;
         let inbound = self.0.inbound.for_request(&mut request, deadline);
+        let trace = request.trace.as_ref();
         if let Some(credential) = own {
             return self
-                .call_as(credential, method, params.as_deref(), deadline, &inbound)
+                .call_as(
+                    credential,
+                    method,
+                    params.as_deref(),
+                    trace,
+                    deadline,
+                    &inbound,
+                )
                 .await;
         }
         let first = self
-            .attempt(method, params.as_deref(), deadline, &inbound)
+            .attempt(method, params.as_deref(), trace, deadline, &inbound)
             .await;
         let stale = match first {
             Attempt::Done(outcome) => return outcome,
@@ -298,7 +306,7 @@ impl LegacyLink {
             Err(_) => return Err(ctx.timeout()),
         }
         match self
-            .attempt(method, params.as_deref(), deadline, &inbound)
+            .attempt(method, params.as_deref(), trace, deadline, &inbound)
             .await
         {
             Attempt::Done(outcome) => outcome,
@@ -310,10 +318,11 @@ impl LegacyLink {
         &self,
         method: protocol::Method,
         params: Option<&RawValue>,
+        trace: Option<&crate::TraceContext>,
         deadline: Instant,
         inbound: &Inbound,
     ) -> Attempt {
-        self.attempt_in(self.session(), method, params, deadline, inbound)
+        self.attempt_in(self.session(), method, params, trace, deadline, inbound)
             .await
     }
 
@@ -323,6 +332,7 @@ impl LegacyLink {
         session: Session,
         method: protocol::Method,
         params: Option<&RawValue>,
+        trace: Option<&crate::TraceContext>,
         deadline: Instant,
         inbound: &Inbound,
     ) -> Attempt {
@@ -331,10 +341,14 @@ impl LegacyLink {
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, method.as_str(), params);
         let mut guard = CancelGuard::new(&*inner.outbox, id, true);
+        let mut headers = session.headers();
+        if let Some(trace) = trace {
+            trace.apply(&mut headers);
+        }
         let exchange = async {
             let post = thread_client(&inner.ctx, &inner.client)
                 .post(inner.url.clone())
-                .headers(session.headers())
+                .headers(headers)
                 .body(body);
             // Sent once more only if it never reached the backend (its connection could not be made).
             let response = super::send_retrying(ctx, post)

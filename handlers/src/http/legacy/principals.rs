@@ -97,6 +97,7 @@ impl LegacyLink {
         credential: HeaderValue,
         method: protocol::Method,
         params: Option<&RawValue>,
+        trace: Option<&crate::TraceContext>,
         deadline: Instant,
         inbound: &Inbound,
     ) -> Result<Box<RawValue>, Failure> {
@@ -114,7 +115,7 @@ impl LegacyLink {
                 }
             };
             match self
-                .attempt_in(session, method, params, deadline, inbound)
+                .attempt_in(session, method, params, trace, deadline, inbound)
                 .await
             {
                 Attempt::Done(outcome) => return outcome,
