@@ -178,7 +178,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         source,
         watch: args.watch,
     };
-    gateway::serve::run_with(config, args.stdio, reloading)?;
+    // `[traces]`: the process's tracer (no span is made without it); queued spans are exported at the end.
+    let traces = config
+        .traces
+        .as_ref()
+        .map(gateway::telemetry::traces::install)
+        .transpose()?;
+    let served = gateway::serve::run_with(config, args.stdio, reloading);
+    if let Some(traces) = traces {
+        traces.shutdown();
+    }
+    served?;
     Ok(())
 }
 

@@ -12,6 +12,7 @@ mod mcp_json;
 mod policy;
 pub mod rate_limit;
 mod tls;
+pub mod traces;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -32,6 +33,7 @@ pub use mcp_json::from_mcp_json;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
 pub use tls::server_files;
+pub use traces::TracesConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize)]
@@ -58,6 +60,9 @@ pub struct Config {
     /// `[[rate_limit]]` tables: token buckets on requests (none by default: no limit).
     #[serde(rename = "rate_limit", default)]
     pub rate_limits: Vec<RateLimitConfig>,
+    /// `[traces]`: OpenTelemetry traces over OTLP/HTTP (off when absent).
+    #[serde(default)]
+    pub traces: Option<TracesConfig>,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -495,6 +500,9 @@ impl Config {
             ));
         }
         self.cluster.validate()?;
+        if let Some(traces) = &self.traces {
+            traces.validate()?;
+        }
         self.auth.validate(s.strict)?;
         self.validate_strict()?;
         for (i, p) in s.trusted_proxies.iter().enumerate() {

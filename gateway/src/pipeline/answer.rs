@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
+use opentelemetry::context::FutureExt as _;
 use protocol::payload::InitializeRequestParams;
 use protocol::shape::{Shaped, request_error, stream_required};
 use protocol::validate::{Call, ValidKind};
@@ -22,6 +23,7 @@ use crate::pipeline::routing::Routed;
 use crate::pipeline::{Chain, MwContext, Response, Transport};
 use crate::session::{Session, ShortId};
 use crate::state::Gateway;
+use crate::telemetry::spans::{self, Arrival, RequestFacts, RequestSpan};
 
 /// The entries of one JSON-RPC batch in flight at once (`[server] max_batch` bounds how many it holds), or
 /// fewer: see [`batch_concurrency`].
@@ -111,8 +113,10 @@ impl Answering<'_> {
             valid,
             snapshot,
             permit,
+            trace,
         } = routed;
         let snapshot = &snapshot;
+        let trace = trace.as_ref();
         let generation = valid.generation();
         match valid.into_kind() {
             ValidKind::Initialize { id, params } => {
@@ -176,6 +180,7 @@ impl Answering<'_> {
                     request_stream::wants(&call, generation, session, self.can_stream)
                 {
                     let span = self.span(&call, generation);
+                    let otel = trace.and_then(|t| self.request_span(t, &call, generation));
                     return Answer::Stream(request_stream::start(Streamed {
                         gw: self.gw.clone(),
                         response: self.response.clone(),
@@ -191,9 +196,10 @@ impl Answering<'_> {
                         chain: self.chain.clone(),
                         permit,
                         span,
+                        otel,
                     }));
                 }
-                let Some(shaped) = self.call(call, generation, snapshot).await else {
+                let Some(shaped) = self.call(call, generation, snapshot, trace).await else {
                     return Answer::Cancelled;
                 };
                 Answer::Message(shaped)
@@ -202,7 +208,7 @@ impl Answering<'_> {
                 let futures = items.into_iter().map(|item| async move {
                     match item {
                         Ok(ValidKind::Call(call)) => self
-                            .call(call, generation, snapshot)
+                            .call(call, generation, snapshot, trace)
                             .await
                             .map(|shaped| shaped.body),
                         Ok(ValidKind::Notification(n)) => {
@@ -281,14 +287,45 @@ impl Answering<'_> {
         )
     }
 
+    /// The request's OpenTelemetry span, with `[traces]` (see `telemetry::spans`).
+    fn request_span(
+        &self,
+        arrival: &Arrival,
+        call: &Call,
+        generation: Generation,
+    ) -> Option<RequestSpan> {
+        let session = self.session.map(|s| ShortId(&s.id).to_string());
+        let target = call.target().and_then(|t| match t {
+            protocol::validate::Target::Tool { name, .. } => Some((name.as_str(), false)),
+            protocol::validate::Target::Prompt { name, .. } => Some((name.as_str(), true)),
+            protocol::validate::Target::Resource { .. } => None,
+        });
+        let id = call.request().id.to_string();
+        RequestSpan::start(
+            arrival,
+            &RequestFacts {
+                method: call.method().as_str(),
+                target: target.map(|(name, _)| name),
+                prompt: target.is_some_and(|(_, prompt)| prompt),
+                id: &id,
+                session: session.as_deref(),
+                generation: generation.as_str(),
+                http: !matches!(self.transport, Transport::Stdio),
+                params: call.request().params.as_deref(),
+            },
+        )
+    }
+
     /// One call through the middleware chain to its dispatch, shaped; `None` when the client cancelled it.
     async fn call(
         &self,
         call: Call,
         generation: Generation,
         snapshot: &Arc<CatalogSnapshot>,
+        trace: Option<&Arrival>,
     ) -> Option<Shaped> {
         let span = self.span(&call, generation);
+        let otel = trace.and_then(|t| self.request_span(t, &call, generation));
         // A legacy client may cancel it (notifications/cancelled): its work is then dropped, which abandons
         // the backend call, and no response is sent (the spec's SHOULD NOT respond).
         let registered = self
@@ -320,6 +357,8 @@ impl Answering<'_> {
                 Response::dispatched(outcome, dispatch.backend.into_inner())
             });
             let outcome = unless_cut_off(self.gw, dispatched).await;
+            record_outcome(&outcome);
+            let _shaping = spans::child("mcpgw.shape");
             self.response.shape(id, method, generation, outcome).await
         };
         let cancellable = async {
@@ -334,7 +373,30 @@ impl Answering<'_> {
                 None => Some(work.await),
             }
         };
-        cancellable.instrument(span).await
+        match otel {
+            None => cancellable.instrument(span).await,
+            Some(otel) => {
+                let answered = cancellable
+                    .instrument(span)
+                    .with_context(otel.context())
+                    .await;
+                otel.end();
+                answered
+            }
+        }
+    }
+}
+
+/// Records a failed outcome on the request's span (with `[traces]`): `error.type` and the JSON-RPC code.
+pub(crate) fn record_outcome(outcome: &Outcome) {
+    if !crate::telemetry::traces::on() {
+        return;
+    }
+    match outcome {
+        Outcome::Result(_) => {}
+        Outcome::Failed(f) => spans::record_failure(f.kind(), None),
+        Outcome::Error(e) => spans::record_failure("jsonrpc_error", Some(e.code().code())),
+        Outcome::Refused(_) => spans::record_failure("refused", None),
     }
 }
 

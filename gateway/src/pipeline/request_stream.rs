@@ -104,6 +104,8 @@ pub struct Streamed {
     pub permit: InFlight,
     /// The request's tracing span.
     pub span: tracing::Span,
+    /// Its OpenTelemetry span, with `[traces]`: the stream's work runs in its context, and ends it.
+    pub otel: Option<crate::telemetry::spans::RequestSpan>,
 }
 
 /// Starts the request on the current arbiter; its messages (notifications, then the response) arrive on the
@@ -111,7 +113,19 @@ pub struct Streamed {
 pub fn start(s: Streamed) -> mpsc::Receiver<Vec<u8>> {
     let (tx, rx) = mpsc::channel(BUFFER);
     let span = s.span.clone();
-    actix_rt::spawn(run(s, tx).instrument(span));
+    match s
+        .otel
+        .as_ref()
+        .map(crate::telemetry::spans::RequestSpan::context)
+    {
+        Some(cx) => {
+            use opentelemetry::context::FutureExt as _;
+            actix_rt::spawn(run(s, tx).instrument(span).with_context(cx));
+        }
+        None => {
+            actix_rt::spawn(run(s, tx).instrument(span));
+        }
+    }
     rx
 }
 
@@ -146,6 +160,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         chain,
         permit,
         span: _,
+        otel,
         principal,
     } = s;
     let (id, method) = (call.request().id.clone(), call.method());
@@ -166,8 +181,14 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         })
     };
     let outcome = crate::pipeline::answer::unless_cut_off(&drain_gw, dispatched).await;
+    crate::pipeline::answer::record_outcome(&outcome);
+    let shaping = crate::telemetry::spans::child("mcpgw.shape");
     let shaped = response.shape(id, method, generation, outcome).await;
+    drop(shaping);
     let _ = tx.send(shaped.body).await;
+    if let Some(otel) = otel {
+        otel.end();
+    }
     drop(permit);
 }
 

@@ -21,6 +21,7 @@ use crate::policy::views::{Seen, Views};
 
 use crate::session::Session;
 use crate::state::Gateway;
+use crate::telemetry::spans::Arrival;
 
 /// Request headers as `protocol::validate` reads them.
 #[derive(Debug)]
@@ -43,6 +44,8 @@ pub struct Routed {
     pub snapshot: Arc<CatalogSnapshot>,
     /// Held until the request is answered (a streamed answer carries it to its end).
     pub permit: InFlight,
+    /// With `[traces]`: when routing began and ended, and the parent the client's headers name.
+    pub trace: Option<Arrival>,
 }
 
 /// One request's place in its worker's bound of requests in flight (`max_in_flight_per_worker`), from
@@ -268,6 +271,10 @@ impl RoutingHandle {
         if !self.gw.catalog.first(self.starting).await {
             return Err(overloaded("the gateway is starting: no catalog yet"));
         }
+        let trace = Arrival::begin(|name| match &origin {
+            Origin::Http(_, headers) => headers.get(name)?.to_str().ok(),
+            Origin::Stdio => None,
+        });
         let request = self.addr.send(Route {
             origin,
             body,
@@ -279,6 +286,7 @@ impl RoutingHandle {
                 valid: v.valid,
                 snapshot: v.snapshot,
                 permit: InFlight(permit, running),
+                trace: trace.map(Arrival::routed),
             }),
             Ok(Err(_)) => Err(overloaded("the routing actor stopped")),
             Err(_) => Err(overloaded("validation did not finish in time")),

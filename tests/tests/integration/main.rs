@@ -38,3 +38,4 @@ mod startup;
 mod support;
 mod tls;
 mod token_exchange;
+mod traces;

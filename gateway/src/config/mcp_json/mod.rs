@@ -84,6 +84,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         auth: Default::default(),
         policies: Vec::new(),
         rate_limits: Vec::new(),
+        traces: None,
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

@@ -222,6 +222,7 @@ impl Dispatch<'_> {
     /// Records the backend on the request's span and for the access log.
     fn routed_to(&self, backend: &str) {
         tracing::Span::current().record("backend", backend);
+        crate::telemetry::spans::record_backend(backend);
         let _ = self.backend.set(backend.to_owned());
     }
 
@@ -436,6 +437,7 @@ impl Dispatch<'_> {
             timeout,
             caller: self.caller,
             credential: None,
+            trace: None,
         };
         Ok((backend, request, replay))
     }
@@ -566,18 +568,38 @@ impl Dispatch<'_> {
         .unwrap_or_else(|| json!({}))
     }
 
-    async fn forward(&self, backend: String, request: BackendRequest) -> Outcome {
+    async fn forward(&self, backend: String, mut request: BackendRequest) -> Outcome {
         let Some(handle) = self.gw.live().backend(&backend).cloned() else {
             return Outcome::Failed(Failure::Unavailable {
                 backend,
                 reason: "not configured any more".into(),
             });
         };
-        match handle.call(request).await {
+        let span = backend_span(&backend, &mut request);
+        let answered = handle.call(request).await;
+        if let Some(span) = span {
+            span.end(answered.as_ref().map(|_| ()).map_err(Failure::kind));
+        }
+        match answered {
             Ok(result) => Outcome::Result(result),
             Err(failure) => Outcome::Failed(failure),
         }
     }
+}
+
+/// With `[traces]`, the span of one backend call (a child of the request's), whose context the request
+/// carries to the backend instead of anything the client sent.
+pub(crate) fn backend_span(
+    backend: &str,
+    request: &mut BackendRequest,
+) -> Option<crate::telemetry::spans::BackendSpan> {
+    let span = crate::telemetry::spans::BackendSpan::start(
+        backend,
+        request.method.as_str(),
+        request.name.as_deref(),
+    )?;
+    request.trace = Some(span.trace_context());
+    Some(span)
 }
 
 /// A route validation resolved that is not in the snapshot it was resolved in: cannot happen (a request

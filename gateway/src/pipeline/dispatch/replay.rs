@@ -123,7 +123,14 @@ pub async fn forward(
             let (sink, related) = mpsc::channel(16);
             request.related = Some(sink);
             let handle = handle.clone();
-            let call: BackendCall = Box::pin(async move { handle.call(request).await });
+            let span = super::backend_span(backend, &mut request);
+            let call: BackendCall = Box::pin(async move {
+                let answered = handle.call(request).await;
+                if let Some(span) = span {
+                    span.end(answered.as_ref().map(|_| ()).map_err(Failure::kind));
+                }
+                answered
+            });
             (call, related, 0)
         }
     };
