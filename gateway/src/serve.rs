@@ -98,6 +98,17 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
     } else {
         Some(FrontDoor::open(&config)?)
     };
+    // The admin listener too (HTTP only: `--stdio` has no listener of its own).
+    let admin = match config.admin.listen {
+        Some(addr) if !stdio => Some(
+            std::net::TcpListener::bind(addr).map_err(|error| ServeError::Bind { addr, error })?,
+        ),
+        Some(_) => {
+            tracing::info!("[admin] listen is not served with --stdio");
+            None
+        }
+        None => None,
+    };
     let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
     announce_keys(&keys, &config);
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
@@ -125,7 +136,7 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
                 .map_err(ServeError::Io),
             Err(e) => Err(e),
         },
-        Some(front) => serve_http(gw.clone(), front, first, reloading).await,
+        Some(front) => serve_http(gw.clone(), front, admin, first, reloading).await,
     };
     // The backends stop last, after every request is answered, each with its grace period (never
     // restarted: a shut-down backend stays down).
@@ -260,6 +271,7 @@ impl FrontDoor {
 async fn serve_http(
     gw: Arc<Gateway>,
     front: FrontDoor,
+    admin: Option<std::net::TcpListener>,
     first_catalog: impl std::future::Future<Output = Result<(), ServeError>>,
     reloading: Reloading,
 ) -> Result<(), ServeError> {
@@ -332,6 +344,9 @@ async fn serve_http(
     if reloading.watch {
         reloader.watch(std::time::Duration::from_secs(1));
     }
+    let admin = admin
+        .map(|listener| start_admin(&gw, reloader.clone(), listener))
+        .transpose()?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
         eprintln!(
@@ -353,6 +368,7 @@ async fn serve_http(
     tokio::select! {
         served = &mut server => {
             stop::linger(&gw, &connections).await;
+            stop::admin(admin).await;
             return served.map_err(ServeError::Io);
         }
         first = first_catalog => {
@@ -361,11 +377,41 @@ async fn serve_http(
                 // stop is carried out by the server's own future, awaited next.
                 drop(handle.stop(false));
                 let _stopped = server.await;
+                stop::admin(admin).await;
                 return Err(e);
             }
         }
     }
     let served = server.await.map_err(ServeError::Io);
     stop::linger(&gw, &connections).await;
+    stop::admin(admin).await;
     served
+}
+
+/// Starts the admin view's server on its listener (bound at start), running on the current system until
+/// `stop::admin`.
+fn start_admin(
+    gw: &Arc<Gateway>,
+    reload: crate::reload::Reloader,
+    listener: std::net::TcpListener,
+) -> Result<actix_web::dev::ServerHandle, ServeError> {
+    let addr = listener.local_addr().map_err(|error| ServeError::Bind {
+        addr: gw.config.admin.listen.unwrap_or(gw.config.server.listen),
+        error,
+    })?;
+    let admin = crate::front::admin::Admin {
+        gw: gw.clone(),
+        reload,
+        addr,
+    };
+    let server = crate::front::admin::server(admin, listener)
+        .map_err(|error| ServeError::Bind { addr, error })?;
+    eprintln!("mcpgw admin view on http://{addr}/admin/");
+    let handle = server.handle();
+    actix_rt::spawn(async move {
+        if let Err(e) = server.await {
+            tracing::warn!(error = %e, "the admin view stopped");
+        }
+    });
+    Ok(handle)
 }

@@ -256,6 +256,30 @@ impl CatalogSnapshot {
             && self.templates.is_empty()
     }
 
+    /// Every tool, sorted by exposed name.
+    pub fn tools(&self) -> &[ToolEntry] {
+        &self.tools
+    }
+
+    /// Every prompt, sorted by exposed name.
+    pub fn prompts(&self) -> &[PromptEntry] {
+        &self.prompts
+    }
+
+    /// Every resource with a fixed URI as `(backend, uri)`, sorted by URI.
+    pub fn resource_uris(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.resources
+            .iter()
+            .map(|r| (r.backend.as_str(), r.uri.as_str()))
+    }
+
+    /// Every resource template as `(backend, uriTemplate)`, sorted by template.
+    pub fn resource_templates(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.templates
+            .iter()
+            .map(|t| (t.backend.as_str(), t.uri_template.as_str()))
+    }
+
     /// The length of a list.
     pub(super) fn list_len(&self, list: ListKind) -> usize {
         match list {

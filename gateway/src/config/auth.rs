@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 
@@ -14,7 +14,7 @@ pub const ALGORITHMS: &[&str] = &[
 ];
 
 /// `[auth]`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthConfig {
     /// The header API keys are sent in: `Authorization` as `Bearer KEY` (default), or another header
@@ -33,12 +33,13 @@ pub struct AuthConfig {
 }
 
 /// One `[[auth.api_key]]`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKeyEntry {
     /// Who the key's holder is.
     pub principal: String,
     /// `sha256:HEX` of the key, as `mcpgw auth hash-key` prints it; the key itself is never configured.
+    #[serde(serialize_with = "super::redact::hidden")]
     pub digest: String,
     /// Groups the principal belongs to.
     #[serde(default)]
@@ -49,7 +50,7 @@ pub struct ApiKeyEntry {
 }
 
 /// A string or a list of strings.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(untagged)]
 pub enum OneOrMany {
     /// `audience = "x"`.
@@ -75,10 +76,11 @@ impl OneOrMany {
 }
 
 /// `[auth.jwt]`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct JwtConfig {
     /// Where the issuer publishes its keys (a JWK set): fetched at start, refreshed in the background.
+    #[serde(serialize_with = "super::redact::url")]
     pub jwks_url: Option<String>,
     /// A JWK set in a file instead (re-read on SIGHUP with the rest of the configuration).
     pub jwks_file: Option<PathBuf>,
@@ -132,7 +134,7 @@ fn default_refresh() -> u64 {
 }
 
 /// `[auth.oauth]`: what the RFC 9728 document says and what 401s point to.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct OAuthConfig {
     /// The gateway's own resource URI (`https://gw.example.com/mcp`): tokens must name it in `aud`.
@@ -149,7 +151,7 @@ pub struct OAuthConfig {
 }
 
 /// One `[[auth.scope]]`: a request that matches needs every scope listed.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct ScopeRule {
     /// The method (an MCP wire name; default: any).

@@ -4,12 +4,12 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 
 /// `[backend.auth]`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct BackendAuth {
     /// The header it is sent in (default `Authorization`).
@@ -22,6 +22,7 @@ pub struct BackendAuth {
     /// another header.
     pub scheme: Option<String>,
     /// OAuth: the token endpoint (client credentials, or token exchange with `grant`).
+    #[serde(serialize_with = "super::redact::url")]
     pub token_url: Option<String>,
     /// `"client_credentials"` (default: one token for the gateway) or `"token_exchange"` (RFC 8693: each
     /// client's token exchanged for one meant for this backend; 2026-07-28 backends only, needs `[auth]`).
@@ -42,7 +43,7 @@ pub struct BackendAuth {
 }
 
 /// How a backend token is had.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Grant {
     /// One token for the gateway (RFC 6749 §4.4).

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// A backend's circuit breaker, as configured; every field has a default.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CircuitEntry {
     /// Consecutive transport failures (timeouts, refused or reset connections, crashes, malformed

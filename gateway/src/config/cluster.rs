@@ -2,12 +2,12 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 
 /// `[cluster]`.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClusterConfig {
     /// The key ring: one key a line, `ID:BASE64` of 32 random bytes; the first seals, every line opens.
@@ -15,6 +15,7 @@ pub struct ClusterConfig {
     pub keys_file: Option<PathBuf>,
     /// Redis (`redis://[user:password@]host:port[/db]` or `rediss://…`): the session state that changes
     /// after `initialize`, revocations, answers that cross replicas.
+    #[serde(serialize_with = "super::redact::url")]
     pub redis: Option<String>,
 }
 

@@ -1,7 +1,9 @@
 //! Configuration: the TOML file (`mcpgw serve --config mcpgw.toml`), the `mcpServers` JSON files MCP hosts use
 //! (`--mcp-json FILE`), and the embedded demo config used when neither is given. Everything is validated at
-//! start with errors that name the field.
+//! start with errors that name the field. Every config struct is `Serialize` too, for `GET /admin/config`:
+//! a field that may hold a secret is written through `redact` (`the_shown_config_holds_no_secret`).
 
+mod admin;
 mod auth;
 mod backend_auth;
 pub mod circuit;
@@ -11,6 +13,7 @@ mod demo;
 mod mcp_json;
 mod policy;
 pub mod rate_limit;
+pub mod redact;
 mod tls;
 pub mod traces;
 
@@ -19,8 +22,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
+pub use admin::AdminConfig;
 pub use auth::{
     ALGORITHMS, ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, OneOrMany, ScopeRule,
     parse_digest, parse_proxy_block,
@@ -36,7 +40,7 @@ pub use tls::server_files;
 pub use traces::TracesConfig;
 
 /// The whole configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// `[server]`.
@@ -63,10 +67,13 @@ pub struct Config {
     /// `[traces]`: OpenTelemetry traces over OTLP/HTTP (off when absent).
     #[serde(default)]
     pub traces: Option<TracesConfig>,
+    /// `[admin]`: the operator's listener (none by default).
+    #[serde(default)]
+    pub admin: AdminConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct MiddlewareEntry {
     /// Which one.
@@ -77,7 +84,7 @@ pub struct MiddlewareEntry {
 }
 
 /// The built-in middlewares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MiddlewareKind {
     /// One log line per JSON-RPC request (target `mcpgw::access`).
@@ -87,7 +94,7 @@ pub enum MiddlewareKind {
 }
 
 /// `[server]`: the front door.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
     /// Where to listen (`127.0.0.1:7800`).
@@ -168,7 +175,7 @@ pub struct ServerConfig {
 }
 
 /// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum LogFormat {
     /// Human-readable lines (colours only on a terminal).
@@ -204,7 +211,7 @@ fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError>
 }
 
 /// The code an unknown tool name gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnknownToolCode {
     /// -32601 (the founding document's default).
@@ -252,19 +259,21 @@ impl Default for ServerConfig {
 }
 
 /// One `[[backend]]`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct BackendEntry {
     /// Unique name (letters, digits, `-`, `_`).
     pub name: String,
     /// stdio: the program and its arguments.
+    #[serde(serialize_with = "redact::command")]
     pub command: Option<Vec<String>>,
     /// stdio: environment variables added to the gateway's own.
-    #[serde(default)]
+    #[serde(default, serialize_with = "redact::env_values")]
     pub env: BTreeMap<String, String>,
     /// stdio: working directory.
     pub cwd: Option<PathBuf>,
     /// Streamable HTTP (or 2024-11-05 HTTP+SSE) URL.
+    #[serde(serialize_with = "redact::url")]
     pub url: Option<String>,
     /// A server built into mcpgw, run inside its process: `["mock-backend", flags…]`.
     pub builtin: Option<Vec<String>>,
@@ -505,6 +514,7 @@ impl Config {
         }
         self.auth.validate(s.strict)?;
         self.validate_strict()?;
+        self.admin.validate(self.auth.enabled(), s.listen)?;
         for (i, p) in s.trusted_proxies.iter().enumerate() {
             if parse_proxy_block(p).is_none() {
                 return Err(invalid(

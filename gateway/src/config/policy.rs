@@ -1,12 +1,12 @@
 //! `[[policy]]`: what each principal or group may use — `allow` and `deny` globs on exposed tool, prompt and
 //! resource names and on backends. Off until a table is configured; then what no rule allows is denied.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 
 /// One `[[policy]]` table.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRule {
     /// The principal it applies to (a glob: `"*"` applies to every request, one without a principal too).

@@ -2,12 +2,12 @@
 //! per backend and per tool. Off until configured: there is no default limit. Only the values are checked
 //! here; the buckets are `limit`'s.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 
 /// What a bucket is kept per.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LimitPer {
     /// The principal authentication established, else the client's address, else (stdio) one local client.
@@ -39,7 +39,7 @@ impl LimitPer {
 }
 
 /// One `[[rate_limit]]` table.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitConfig {
     /// Its name in logs (default: `rate_limit[i]`).

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ConfigError, invalid};
 
@@ -13,11 +13,12 @@ use super::{ConfigError, invalid};
 pub const TRACES_PATH: &str = "/v1/traces";
 
 /// `[traces]`.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct TracesConfig {
     /// The collector: its OTLP/HTTP base URL (`http://127.0.0.1:4318`, `/v1/traces` is appended) or the
     /// full traces URL (ending in `/v1/traces`). `http://` or `https://`.
+    #[serde(serialize_with = "super::redact::required_url")]
     pub endpoint: String,
     /// The share of traces started here that are recorded, 0 to 1 (default 1). Parent-based: a request
     /// whose client sent a trace context follows the client's sampled flag.
@@ -32,8 +33,9 @@ pub struct TracesConfig {
     /// Spans waiting for export at most; a span ended when the queue is full is dropped (default 2,048).
     #[serde(default = "max_queue")]
     pub max_queue: usize,
-    /// HTTP headers sent to the collector with every export (an API key, a tenant).
-    #[serde(default)]
+    /// HTTP headers sent to the collector with every export (an API key, a tenant); their values are never
+    /// shown (`/admin/config`).
+    #[serde(default, serialize_with = "super::redact::env_values")]
     pub headers: BTreeMap<String, String>,
 }
 

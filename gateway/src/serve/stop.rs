@@ -143,6 +143,18 @@ pub(super) async fn linger(gw: &Gateway, connections: &ConnectionLimit) {
     }
 }
 
+/// Stops the admin view's server once the front door's has stopped: at once (its connections are not the
+/// drain's; an operator's page reconnects elsewhere), within a bound.
+pub(super) async fn admin(handle: Option<ServerHandle>) {
+    if let Some(handle) = handle
+        && tokio::time::timeout(CUT_OFF_WRITE, handle.stop(false))
+            .await
+            .is_err()
+    {
+        tracing::warn!("the admin view did not stop in time");
+    }
+}
+
 /// Resolves when no client connection is open (looked at every 10 ms; callers bound it).
 async fn all_closed(connections: &ConnectionLimit) {
     while connections.open() > 0 {

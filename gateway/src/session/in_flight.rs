@@ -57,6 +57,16 @@ impl InFlight {
         })
     }
 
+    /// How many requests are registered now (at most [`MAX_CANCELLABLE`]).
+    pub fn len(&self) -> usize {
+        self.map.lock().map_or(0, |map| map.len())
+    }
+
+    /// Whether none is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Cancels the request with this raw id; `false` when none is in flight.
     pub fn cancel(&self, raw_id: &str) -> bool {
         let token = self

@@ -6,6 +6,7 @@ mod actor;
 mod dormant;
 mod in_flight;
 mod input_requests;
+mod overview;
 mod pending;
 mod rest;
 pub mod sealed;
@@ -26,6 +27,7 @@ use serde_json::Value;
 pub use actor::{SessionHandle, StreamClosed, dropped, note_stream_dropped};
 pub use in_flight::{InFlight, Registered};
 pub use input_requests::{InputRequestError, InputRequests, asked_by};
+pub use overview::Recent;
 pub use pending::PendingStreams;
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;

@@ -160,6 +160,16 @@ impl Subscriptions {
         self.lock().sessions.contains_key(session)
     }
 
+    /// How many URIs a legacy session subscribes to.
+    pub fn count_of(&self, session: &str) -> usize {
+        self.lock().sessions.get(session).map_or(0, BTreeSet::len)
+    }
+
+    /// How many 2026-07-28 `subscriptions/listen` streams are open.
+    pub fn listen_streams(&self) -> usize {
+        self.lock().listens.len()
+    }
+
     /// Whether any legacy session holds a subscription.
     pub fn has_sessions(&self) -> bool {
         !self.lock().sessions.is_empty()

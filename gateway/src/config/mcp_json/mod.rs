@@ -85,6 +85,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         policies: Vec::new(),
         rate_limits: Vec::new(),
         traces: None,
+        admin: Default::default(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

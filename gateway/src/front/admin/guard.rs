@@ -1,0 +1,203 @@
+//! Who may use the admin view, decided from a request's headers before any handler runs:
+//!
+//! 1. `Host`: without `[auth]` (the listener is on loopback then), a loopback name with the admin port —
+//!    `127.0.0.1`, `[::1]`, `localhost` — else 403: a page whose DNS name was rebound to 127.0.0.1 must
+//!    not read what the gateway holds.
+//! 2. Cross-site: a request with an `Origin` other than the listener's own (`http://` + its `Host`), or a
+//!    `Sec-Fetch-Site` of `cross-site` or `same-site`, is 403; no response carries a CORS header, so
+//!    preflights fail and no other origin reads a JSON view.
+//! 3. `POST`: also the `X-Mcpgw-Admin` header, which a browser sends cross-origin only after a preflight
+//!    (never granted here): 403 without it, naming it.
+//! 4. With `[auth]`: the JSON views and `POST`s are authenticated by the gateway's own authenticator
+//!    (401 with its challenge), and the principal must be in one of `[admin] groups` (403). The page's
+//!    own files (HTML, JS, CSS: no data) are served without a credential, since a browser cannot present
+//!    a bearer token when it navigates; the page asks for the token and sends it with each request.
+//!
+//! Every answer carries `Cache-Control: no-store`, `X-Content-Type-Options: nosniff`,
+//! `Referrer-Policy: no-referrer` and `X-Frame-Options: DENY`.
+//!
+//! It must not log a credential, and must not read a request's body.
+
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderMap, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use super::{ADMIN_HEADER, Admin};
+
+/// Why a request is refused, with its status and what the answer says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// Not a loopback `Host` with the admin port (without `[auth]`).
+    Host,
+    /// An `Origin` or `Sec-Fetch-Site` of another site.
+    CrossSite,
+    /// A `POST` without `X-Mcpgw-Admin`.
+    MissingHeader,
+    /// No acceptable credential: the challenge.
+    Unauthenticated(String),
+    /// Authenticated, in none of `[admin] groups`.
+    NotAdmin,
+}
+
+impl Refusal {
+    fn status(&self) -> StatusCode {
+        match self {
+            Refusal::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            _ => StatusCode::FORBIDDEN,
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Refusal::Host => {
+                "the admin view answers loopback host names only (127.0.0.1, [::1], localhost) with its own port"
+            }
+            Refusal::CrossSite => "the admin view is not readable from another origin",
+            Refusal::MissingHeader => {
+                "a POST to the admin view needs the header X-Mcpgw-Admin (any value)"
+            }
+            Refusal::Unauthenticated(_) => "authentication required",
+            Refusal::NotAdmin => "the principal is in none of [admin] groups",
+        }
+    }
+}
+
+/// The guard, as an actix middleware on every admin route.
+pub(super) async fn middleware(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let Some(admin) = req.app_data::<web::Data<Admin>>().cloned() else {
+        return Err(actix_web::error::ErrorInternalServerError(
+            "the admin app has no state",
+        ));
+    };
+    let verdict = check(&admin, req.method(), req.path(), req.headers()).await;
+    let mut res = match verdict {
+        Ok(()) => next.call(req).await?.map_into_left_body(),
+        Err(refusal) => {
+            tracing::debug!(
+                path = req.path(),
+                why = refusal.describe(),
+                "admin: refused"
+            );
+            let mut answer = HttpResponse::build(refusal.status());
+            if let Refusal::Unauthenticated(challenge) = &refusal {
+                answer.insert_header((header::WWW_AUTHENTICATE, challenge.as_str()));
+            }
+            let body = json!({ "error": refusal.describe() });
+            req.into_response(answer.json(body)).map_into_right_body()
+        }
+    };
+    let headers = res.headers_mut();
+    for (name, value) in [
+        (header::CACHE_CONTROL, "no-store"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    Ok(res)
+}
+
+/// The checks of the module docs, in order.
+pub(super) async fn check(
+    admin: &Admin,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<(), Refusal> {
+    let auth = admin.gw.auth.as_deref();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if auth.is_none() && !loopback_host(host, admin.addr.port()) {
+        return Err(Refusal::Host);
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let own = format!("http://{host}");
+        if !origin.as_bytes().eq_ignore_ascii_case(own.as_bytes()) {
+            return Err(Refusal::CrossSite);
+        }
+    }
+    if let Some(site) = headers.get("sec-fetch-site")
+        && !matches!(site.as_bytes(), b"same-origin" | b"none")
+    {
+        return Err(Refusal::CrossSite);
+    }
+    if method == Method::POST && !headers.contains_key(ADMIN_HEADER) {
+        return Err(Refusal::MissingHeader);
+    }
+    let Some(auth) = auth else {
+        return Ok(());
+    };
+    if page_file(method, path) {
+        return Ok(());
+    }
+    match auth.authenticate(headers).await {
+        Err(reason) => Err(Refusal::Unauthenticated(auth.challenge(reason))),
+        Ok(principal) if admin.gw.config.admin.admits(&principal.groups) => Ok(()),
+        Ok(principal) => {
+            tracing::info!(principal = %principal.name, "admin: refused, in none of [admin] groups");
+            Err(Refusal::NotAdmin)
+        }
+    }
+}
+
+/// The page's own files, which hold no data.
+fn page_file(method: &Method, path: &str) -> bool {
+    method == Method::GET
+        && matches!(
+            path,
+            "/" | "/admin" | "/admin/" | "/admin/admin.js" | "/admin/admin.css"
+        )
+}
+
+/// `127.0.0.1:PORT`, `[::1]:PORT` or `localhost:PORT` (any case), with the admin listener's port.
+fn loopback_host(host: &str, port: u16) -> bool {
+    let Some((name, given)) = host.rsplit_once(':') else {
+        return false;
+    };
+    if given.parse::<u16>().ok() != Some(port) {
+        return false;
+    }
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_with_the_port_pass_and_others_do_not() {
+        for ok in [
+            "127.0.0.1:7801",
+            "[::1]:7801",
+            "localhost:7801",
+            "LOCALHOST:7801",
+            "127.0.0.2:7801",
+        ] {
+            assert!(loopback_host(ok, 7801), "{ok}");
+        }
+        for bad in [
+            "127.0.0.1:7800",
+            "evil.example:7801",
+            "localhost",
+            "127.0.0.1",
+            "10.0.0.1:7801",
+            "",
+        ] {
+            assert!(!loopback_host(bad, 7801), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The admin view (`[admin] listen`): a second actix-web server, one worker, beside the front door, for
+//! operators — JSON endpoints (`/admin/summary`, `/admin/sessions`, `/admin/backends`, `/admin/catalog`,
+//! `/admin/config`), `POST /admin/reload` (the SIGHUP reload path, `crate::reload`), and a small page at
+//! `/admin/` that shows them live (`page`: HTML, JS and CSS embedded in the binary). Every request passes
+//! `guard` first: loopback `Host` names without `[auth]` (DNS rebinding), the same authenticator as the MCP
+//! endpoints and `[admin] groups` with it, no cross-site reads, and for `POST` an `Origin` that is the
+//! listener's own and the non-simple `X-Mcpgw-Admin` header (CSRF).
+//!
+//! It must not change what it shows (no session is marked used, no backend is asked anything), hold a map
+//! guard across an `.await`, or keep the process alive: `serve` stops it with the front door, and its
+//! connections are not the drain's.
+
+mod guard;
+mod page;
+mod views;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+
+use crate::reload::Reloader;
+use crate::state::Gateway;
+
+/// The header every `POST` must carry (any value): a browser sends it cross-origin only after a CORS
+/// preflight, which the admin listener never grants.
+pub const ADMIN_HEADER: &str = "x-mcpgw-admin";
+
+/// Connections the admin listener holds at once; more wait in the listen backlog.
+const MAX_CONNECTIONS: usize = 64;
+
+/// What the admin app reads: the gateway, the reloadable parts, and its own address.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    /// The running gateway.
+    pub gw: Arc<Gateway>,
+    /// The reload `POST /admin/reload` takes (the same as SIGHUP's).
+    pub reload: Reloader,
+    /// The admin listener's address (its port is what `Host` and `Origin` must name).
+    pub addr: SocketAddr,
+}
+
+/// Registers the admin routes, behind the guard. Call inside an `HttpServer::new` factory (or a test's
+/// `App`).
+pub fn configure(cfg: &mut web::ServiceConfig, admin: Admin) {
+    cfg.app_data(web::Data::new(admin)).service(
+        web::scope("")
+            .wrap(from_fn(guard::middleware))
+            .route("/", web::get().to(page::to_page))
+            .route("/admin", web::get().to(page::to_page))
+            .route("/admin/", web::get().to(page::html))
+            .route("/admin/admin.js", web::get().to(page::script))
+            .route("/admin/admin.css", web::get().to(page::style))
+            .route("/admin/summary", web::get().to(views::summary))
+            .route("/admin/sessions", web::get().to(views::sessions))
+            .route("/admin/backends", web::get().to(views::backends))
+            .route("/admin/catalog", web::get().to(views::catalog))
+            .route("/admin/config", web::get().to(views::config))
+            .route("/admin/reload", web::post().to(views::reload)),
+        // HOOK(metrics): `GET /metrics` is mounted here on the admin listener when `[admin] listen` is set
+        // (the metrics module's handler; behind the same guard: `.route("/metrics", web::get().to(…))`).
+    );
+}
+
+/// The admin server on `listener` (bound at start by `serve`): one worker, its own signal handling off
+/// (`serve` stops it with the front door), a short graceful stop.
+pub fn server(
+    admin: Admin,
+    listener: std::net::TcpListener,
+) -> std::io::Result<actix_web::dev::Server> {
+    Ok(HttpServer::new(move || {
+        let admin = admin.clone();
+        App::new().configure(move |cfg| configure(cfg, admin))
+    })
+    .workers(1)
+    .max_connections(MAX_CONNECTIONS)
+    .disable_signals()
+    .shutdown_timeout(1)
+    .listen(listener)?
+    .run())
+}
+
+#[cfg(test)]
+mod tests;
