@@ -1,5 +1,8 @@
 //! Operating the gateway: start-up from each kind of config (TOML, `mcpServers` JSON, errors naming the
-//! field or both colliding backends), health and readiness probes, idle session expiry, SSE-only clients.
+//! field or both colliding backends), health and readiness probes, idle session expiry, SSE-only clients;
+//! the admin view (`admin`).
+
+mod admin;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;

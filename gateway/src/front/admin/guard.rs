@@ -155,7 +155,12 @@ fn page_file(method: &Method, path: &str) -> bool {
     method == Method::GET
         && matches!(
             path,
-            "/" | "/admin" | "/admin/" | "/admin/admin.js" | "/admin/admin.css"
+            "/" | "/admin"
+                | "/admin/"
+                | "/admin/admin.js"
+                | "/admin/admin.css"
+                | "/admin/favicon.svg"
+                | "/favicon.ico"
         )
 }
 

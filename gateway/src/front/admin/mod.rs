@@ -52,14 +52,18 @@ pub fn configure(cfg: &mut web::ServiceConfig, admin: Admin) {
             .route("/admin/", web::get().to(page::html))
             .route("/admin/admin.js", web::get().to(page::script))
             .route("/admin/admin.css", web::get().to(page::style))
+            .route("/admin/favicon.svg", web::get().to(page::icon))
+            .route("/favicon.ico", web::get().to(page::icon))
             .route("/admin/summary", web::get().to(views::summary))
             .route("/admin/sessions", web::get().to(views::sessions))
             .route("/admin/backends", web::get().to(views::backends))
             .route("/admin/catalog", web::get().to(views::catalog))
             .route("/admin/config", web::get().to(views::config))
+            // HOOK(metrics): `GET /metrics` is mounted here on the admin listener when `[admin] listen`
+            // is set (the metrics module's handler, behind the same guard: a scraper with `[auth]` on
+            // presents a credential of a principal in `[admin] groups`):
+            // `.route("/metrics", web::get().to(…))`.
             .route("/admin/reload", web::post().to(views::reload)),
-        // HOOK(metrics): `GET /metrics` is mounted here on the admin listener when `[admin] listen` is set
-        // (the metrics module's handler; behind the same guard: `.route("/metrics", web::get().to(…))`).
     );
 }
 

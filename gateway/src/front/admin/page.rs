@@ -12,6 +12,7 @@ use actix_web::http::header;
 const HTML: &str = include_str!("assets/admin.html");
 const SCRIPT: &str = include_str!("assets/admin.js");
 const STYLE: &str = include_str!("assets/admin.css");
+const ICON: &str = include_str!("assets/favicon.svg");
 
 /// Only the listener itself: no inline script or style, no frame, no form posted elsewhere.
 pub(super) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
@@ -37,6 +38,11 @@ pub(super) async fn script() -> HttpResponse {
 /// `GET /admin/admin.css`.
 pub(super) async fn style() -> HttpResponse {
     file("text/css; charset=utf-8", STYLE)
+}
+
+/// `GET /admin/favicon.svg` (and `/favicon.ico`, which browsers ask for by themselves).
+pub(super) async fn icon() -> HttpResponse {
+    file("image/svg+xml", ICON)
 }
 
 /// `GET /` and `GET /admin`: to the page.

@@ -48,7 +48,7 @@ function fill(tbody, items, key, render) {
 }
 
 function renderSummary(s) {
-  $("version").textContent = s.server.name + " " + s.server.version;
+  $("version").textContent = s.server.version;
   const status = $("status");
   status.textContent = s.status;
   status.className = "pill " + s.status;
