@@ -254,8 +254,10 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
 }
 
 /// The tables the README's configuration table documents, each key by key.
-const TABLES: [&str; 9] = [
+const TABLES: [&str; 11] = [
     "[server]",
+    "[admin]",
+    "[traces]",
     "[[backend]]",
     "[[middleware]]",
     "[cluster]",
