@@ -22,6 +22,7 @@ pub mod front;
 #[cfg(test)]
 mod layering;
 pub mod limit;
+pub mod metrics;
 pub mod notify;
 pub mod pipeline;
 pub mod policy;

@@ -248,6 +248,17 @@ impl CatalogSnapshot {
         changed
     }
 
+    /// What `backend` contributes: its tools, prompts, resources and resource templates.
+    pub fn counts_of(&self, backend: &str) -> [u64; 4] {
+        let n = |it: &mut dyn Iterator<Item = &str>| it.filter(|b| *b == backend).count() as u64;
+        [
+            n(&mut self.tools.iter().map(|t| t.backend.as_str())),
+            n(&mut self.prompts.iter().map(|p| p.backend.as_str())),
+            n(&mut self.resources.iter().map(|r| r.backend.as_str())),
+            n(&mut self.templates.iter().map(|t| t.backend.as_str())),
+        ]
+    }
+
     /// Whether nothing at all is listed.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()

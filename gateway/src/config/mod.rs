@@ -14,6 +14,7 @@ mod mcp_json;
 mod policy;
 pub mod rate_limit;
 pub mod redact;
+mod telemetry;
 mod tls;
 pub mod traces;
 
@@ -36,6 +37,7 @@ pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
+pub use telemetry::TelemetryConfig;
 pub use tls::server_files;
 pub use traces::TracesConfig;
 
@@ -70,6 +72,9 @@ pub struct Config {
     /// `[admin]`: the operator's listener (none by default).
     #[serde(default)]
     pub admin: AdminConfig,
+    /// `[telemetry]`: the metrics' options.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).

@@ -39,9 +39,11 @@ where
 {
     let worker = Worker::start(gw.clone());
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(OUT_BUFFER);
+    let metrics = gw.metrics.clone();
     let writer = actix_rt::spawn(async move {
         while let Some(mut line) = out_rx.recv().await {
             line.push(b'\n');
+            metrics.sent(crate::metrics::Transport::Stdio, line.len());
             if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
                 break;
             }
@@ -65,13 +67,17 @@ where
             }
             Err(LinesCodecError::Io(e)) => return Err(e),
         };
+        gw.metrics
+            .received(crate::metrics::Transport::Stdio, line.len() + 1);
+        let body = Bytes::from(line);
         let routed = match worker
             .routing
-            .route(Origin::Stdio, Bytes::from(line), session.clone(), None)
+            .route(Origin::Stdio, body.clone(), session.clone(), None)
             .await
         {
             Ok(r) => r,
             Err(rejection) => {
+                crate::pipeline::deliver::count_refused(&gw, Transport::Stdio, &rejection, &body);
                 let _ = out_tx.send(rejection.body()).await;
                 continue;
             }

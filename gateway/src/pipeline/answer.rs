@@ -2,7 +2,10 @@
 //! `initialize` results, notifications, batches and calls — each call dispatched in its own tracing span
 //! (session, request id, method, backend, generation) and shaped by the response actor.
 
+use std::cell::Cell;
+use std::rc::Rc;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use opentelemetry::context::FutureExt as _;
@@ -15,6 +18,7 @@ use tracing::Instrument;
 
 use crate::auth_context::AuthContext;
 use crate::catalog::CatalogSnapshot;
+use crate::metrics::{Answered, MethodLabel, Outcome as Counted};
 use crate::notify::streams;
 use crate::pipeline::dispatch::{Dispatch, raw_value};
 use crate::pipeline::request_stream::{self, Streamed};
@@ -114,6 +118,7 @@ impl Answering<'_> {
             snapshot,
             permit,
             trace,
+            accepted,
         } = routed;
         let snapshot = &snapshot;
         let trace = trace.as_ref();
@@ -134,6 +139,16 @@ impl Answering<'_> {
                     })
                     .await;
                 let initialized = matches!(answered.outcome, Outcome::Result(_));
+                if !initialized {
+                    // An accepted one is counted once its session starts (`deliver`), or fails to.
+                    let counted = answered.outcome.metric(Method::Initialize);
+                    self.count(
+                        Method::Initialize.into(),
+                        Some(generation),
+                        counted,
+                        accepted,
+                    );
+                }
                 let shaped = self
                     .response
                     .shape(id, Method::Initialize, generation, answered.outcome)
@@ -162,16 +177,26 @@ impl Answering<'_> {
             }
 
             ValidKind::Call(call) if call.method() == Method::SubscriptionsListen => {
+                let listen = Method::SubscriptionsListen.into();
                 if !self.can_stream {
-                    return Answer::Message(stream_required(
-                        &call.request().id,
-                        call.method(),
-                        generation,
-                    ));
+                    let refused = stream_required(&call.request().id, call.method(), generation);
+                    let counted = crate::metrics::Outcome::of_refusal(
+                        refused.status,
+                        protocol::ErrorCode::InvalidRequest,
+                    );
+                    self.count(listen, Some(generation), counted, accepted);
+                    return Answer::Message(refused);
                 }
                 match streams::open(self.gw, snapshot, &call) {
-                    Ok(rx) => Answer::Stream(rx),
-                    Err(e) => Answer::Message(request_error(&call.request().id, e, generation)),
+                    Ok(rx) => {
+                        self.count(listen, Some(generation), Counted::Ok, accepted);
+                        Answer::Stream(rx)
+                    }
+                    Err(e) => {
+                        let counted = Counted::JsonRpcError(crate::metrics::Code::of(e.code()));
+                        self.count(listen, Some(generation), counted, accepted);
+                        Answer::Message(request_error(&call.request().id, e, generation))
+                    }
                 }
             }
             ValidKind::Call(call) => {
@@ -197,9 +222,11 @@ impl Answering<'_> {
                         permit,
                         span,
                         otel,
+                        accepted,
                     }));
                 }
-                let Some(shaped) = self.call(call, generation, snapshot, trace).await else {
+                let Some(shaped) = self.call(call, generation, snapshot, trace, accepted).await
+                else {
                     return Answer::Cancelled;
                 };
                 Answer::Message(shaped)
@@ -208,7 +235,7 @@ impl Answering<'_> {
                 let futures = items.into_iter().map(|item| async move {
                     match item {
                         Ok(ValidKind::Call(call)) => self
-                            .call(call, generation, snapshot, trace)
+                            .call(call, generation, snapshot, trace, accepted)
                             .await
                             .map(|shaped| shaped.body),
                         Ok(ValidKind::Notification(n)) => {
@@ -216,7 +243,10 @@ impl Answering<'_> {
                             None
                         }
                         Ok(_) => None,
-                        Err(rejection) => Some(rejection.body()),
+                        Err(rejection) => {
+                            self.refused(&rejection, MethodLabel::None);
+                            Some(rejection.body())
+                        }
                     }
                 });
                 // At most `batch_concurrency` entries at once, answered in order: one client's batch cannot
@@ -316,6 +346,36 @@ impl Answering<'_> {
         )
     }
 
+    /// Counts a request answered after validation (`mcpgw_requests_total`, its duration from `accepted`).
+    pub(crate) fn count(
+        &self,
+        method: MethodLabel,
+        generation: Option<Generation>,
+        outcome: Counted,
+        accepted: Instant,
+    ) {
+        self.gw.metrics.answered(Answered {
+            method,
+            generation,
+            transport: self.transport.into(),
+            outcome,
+            took: Some(accepted.elapsed()),
+            in_backends: Duration::ZERO,
+        });
+    }
+
+    /// Counts a request refused before its handler ran, with the method read from it (if any).
+    pub(crate) fn refused(&self, rejection: &protocol::Rejection, method: MethodLabel) {
+        self.gw.metrics.answered(Answered {
+            method,
+            generation: rejection.generation,
+            transport: self.transport.into(),
+            outcome: Counted::of_refusal(rejection.status, rejection.error.code()),
+            took: None,
+            in_backends: Duration::ZERO,
+        });
+    }
+
     /// One call through the middleware chain to its dispatch, shaped; `None` when the client cancelled it.
     async fn call(
         &self,
@@ -323,6 +383,7 @@ impl Answering<'_> {
         generation: Generation,
         snapshot: &Arc<CatalogSnapshot>,
         trace: Option<&Arrival>,
+        accepted: Instant,
     ) -> Option<Shaped> {
         let span = self.span(&call, generation);
         let otel = trace.and_then(|t| self.request_span(t, &call, generation));
@@ -342,6 +403,9 @@ impl Answering<'_> {
             self.auth,
             self.client,
         );
+        // The time the dispatch waited on backends (the rest of the request's is the gateway's own).
+        let in_backends = Rc::new(Cell::new(Duration::ZERO));
+        let waited = Rc::clone(&in_backends);
         let work = async {
             let dispatched = self.chain.run(ctx, move |ctx| async move {
                 let dispatch =
@@ -351,6 +415,7 @@ impl Answering<'_> {
                     return not_a_call();
                 };
                 let outcome = dispatch.run(&call).await;
+                waited.set(dispatch.backend_time.get());
                 if let Outcome::Failed(f) = &outcome {
                     tracing::warn!(failure = %f, "request failed at its backend");
                 }
@@ -358,8 +423,19 @@ impl Answering<'_> {
             });
             let outcome = unless_cut_off(self.gw, dispatched).await;
             record_outcome(&outcome);
-            let _shaping = spans::child("mcpgw.shape");
-            self.response.shape(id, method, generation, outcome).await
+            let counted = outcome.metric(method);
+            let shaping = spans::child("mcpgw.shape");
+            let shaped = self.response.shape(id, method, generation, outcome).await;
+            drop(shaping);
+            self.gw.metrics.answered(Answered {
+                method: method.into(),
+                generation: Some(generation),
+                transport: self.transport.into(),
+                outcome: counted,
+                took: Some(accepted.elapsed()),
+                in_backends: in_backends.get(),
+            });
+            shaped
         };
         let cancellable = async {
             match &registered {

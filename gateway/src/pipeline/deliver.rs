@@ -14,6 +14,7 @@ use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 use tokio::sync::mpsc::Receiver;
 
+use crate::metrics::{MethodLabel, Outcome};
 use crate::pipeline::answer::{Answer, Answering, start_session};
 use crate::pipeline::routing::{Origin, Routed, RoutingHandle};
 use crate::session::{Ending, Session};
@@ -64,6 +65,38 @@ pub(crate) trait Output {
     async fn ended(&mut self) -> Self::Reply;
 }
 
+/// Counts a request refused by routing (validation, the in-flight bound, a starting or stopping gateway),
+/// with the method read from its body again: transports that route by themselves (stdio) call it too.
+pub(crate) fn count_refused(
+    gw: &crate::state::Gateway,
+    transport: crate::session::Transport,
+    rejection: &Rejection,
+    body: &[u8],
+) {
+    gw.metrics.answered(crate::metrics::Answered {
+        method: method_of(body),
+        generation: rejection.generation,
+        transport: transport.into(),
+        outcome: Outcome::of_refusal(rejection.status, rejection.error.code()),
+        took: None,
+        in_backends: std::time::Duration::ZERO,
+    });
+}
+
+/// The method of a refused request's body, as a label: `none` when it is not one JSON-RPC message with a
+/// string `method`.
+fn method_of(body: &[u8]) -> MethodLabel {
+    #[derive(serde::Deserialize)]
+    struct Named<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    match serde_json::from_slice::<Named>(body) {
+        Ok(Named { method: Some(m) }) => MethodLabel::of_name(&m),
+        _ => MethodLabel::None,
+    }
+}
+
 /// The answer to a GET or DELETE that names no live session.
 fn no_session() -> Rejection {
     Rejection::unknown_session("no live session by this Mcp-Session-Id: initialize first")
@@ -78,6 +111,8 @@ impl Answering<'_> {
         body: Bytes,
         out: &mut O,
     ) -> O::Reply {
+        // A refusal is counted with the method read from the body again (only then).
+        let raw = body.clone();
         let routed = match routing
             .route(
                 origin,
@@ -88,7 +123,10 @@ impl Answering<'_> {
             .await
         {
             Ok(r) => r,
-            Err(r) => return out.refused(r).await,
+            Err(r) => {
+                count_refused(self.gw, self.transport, &r, &raw);
+                return out.refused(r).await;
+            }
         };
         self.can_stream = out.can_stream(routed.valid.accepts());
         self.settle(routed, out).await
@@ -97,6 +135,7 @@ impl Answering<'_> {
     /// Answers a routed request and writes the answer through `out`.
     pub(crate) async fn settle<O: Output>(&self, routed: Routed, out: &mut O) -> O::Reply {
         let accepts = routed.valid.accepts();
+        let accepted = routed.accepted;
         match self.answer(routed).await {
             Answer::Accepted | Answer::Cancelled => out.accepted().await,
             Answer::Message(shaped) => out.message(shaped, accepts).await,
@@ -107,9 +146,13 @@ impl Answering<'_> {
                 params,
                 shaped,
             } => {
+                let initialize = MethodLabel::Spec(protocol::Method::Initialize);
                 let id = match out.new_session() {
                     Ok(id) => id,
-                    Err(refused) => return out.refused(refused).await,
+                    Err(refused) => {
+                        self.refused(&refused, initialize);
+                        return out.refused(refused).await;
+                    }
                 };
                 match start_session(
                     self.gw,
@@ -119,8 +162,14 @@ impl Answering<'_> {
                     self.transport,
                     self.binding(),
                 ) {
-                    Ok(session) => out.started(session, shaped, accepts).await,
-                    Err(refused) => out.refused(refused).await,
+                    Ok(session) => {
+                        self.count(initialize, Some(generation), Outcome::Ok, accepted);
+                        out.started(session, shaped, accepts).await
+                    }
+                    Err(refused) => {
+                        self.refused(&refused, initialize);
+                        out.refused(refused).await
+                    }
                 }
             }
             Answer::OpenStream => match self.session {

@@ -314,8 +314,12 @@ pub enum Summary {
     Refused(u16, i64),
 }
 
-/// A backend's `isError: true` (top-level key only; results are not parsed further).
-fn is_tool_error(raw: &serde_json::value::RawValue) -> bool {
+/// A backend's `isError: true` (top-level key only; results are not parsed further, and one that does not
+/// hold the text `"isError"` not at all).
+pub(crate) fn is_tool_error(raw: &serde_json::value::RawValue) -> bool {
+    if !raw.get().contains("\"isError\"") {
+        return false;
+    }
     protocol::raw::RawObject::parse(raw)
         .and_then(|o| o.get("isError").map(|v| v.get() == "true"))
         .unwrap_or(false)

@@ -106,6 +106,8 @@ pub struct Streamed {
     pub span: tracing::Span,
     /// Its OpenTelemetry span, with `[traces]`: the stream's work runs in its context, and ends it.
     pub otel: Option<crate::telemetry::spans::RequestSpan>,
+    /// When it was accepted (its duration is counted from here).
+    pub accepted: std::time::Instant,
 }
 
 /// Starts the request on the current arbiter; its messages (notifications, then the response) arrive on the
@@ -162,7 +164,10 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         span: _,
         otel,
         principal,
+        accepted,
     } = s;
+    let in_backends = std::rc::Rc::new(std::cell::Cell::new(std::time::Duration::ZERO));
+    let waited = in_backends.clone();
     let (id, method) = (call.request().id.clone(), call.method());
     let ctx = MwContext::new(call, generation, transport)
         .with_principal(principal)
@@ -177,14 +182,24 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
                 return crate::pipeline::answer::not_a_call();
             };
             let outcome = rounds(&base, call, &tx, wants).await;
+            waited.set(base.backend_time.get());
             Response::dispatched(outcome, base.backend.get().cloned())
         })
     };
     let outcome = crate::pipeline::answer::unless_cut_off(&drain_gw, dispatched).await;
     crate::pipeline::answer::record_outcome(&outcome);
+    let counted = outcome.metric(method);
     let shaping = crate::telemetry::spans::child("mcpgw.shape");
     let shaped = response.shape(id, method, generation, outcome).await;
     drop(shaping);
+    drain_gw.metrics.answered(crate::metrics::Answered {
+        method: method.into(),
+        generation: Some(generation),
+        transport: transport.into(),
+        outcome: counted,
+        took: Some(accepted.elapsed()),
+        in_backends: in_backends.get(),
+    });
     let _ = tx.send(shaped.body).await;
     if let Some(otel) = otel {
         otel.end();
@@ -248,6 +263,7 @@ async fn dispatch_once(
         auth: base.auth,
         caller: base.caller,
         backend: std::cell::OnceCell::new(),
+        backend_time: std::cell::Cell::new(std::time::Duration::ZERO),
         subject: base.subject.clone(),
     };
     let run = dispatch.run(call);
@@ -271,6 +287,8 @@ async fn dispatch_once(
     if let Some(backend) = routed_to.get() {
         let _ = base.backend.set(backend.clone());
     }
+    base.backend_time
+        .set(base.backend_time.get() + dispatch.backend_time.get());
     // Questions still open are withdrawn: the backend answered without them.
     while let Ok(r) = related.try_recv() {
         if let Related::Notification(n) = r {

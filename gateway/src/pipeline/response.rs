@@ -9,6 +9,7 @@ use protocol::shape::{Failure, Refusal, Shaped, gateway_error, refusal, shape};
 use protocol::{Error, Generation, Method, RequestId};
 use serde_json::value::RawValue;
 
+use crate::pipeline::middleware::is_tool_error;
 use crate::state::Gateway;
 
 /// What a dispatched request ended in.
@@ -22,6 +23,40 @@ pub enum Outcome {
     Error(Error),
     /// A middleware answered instead of the handler (a status with headers, or a tool error).
     Refused(Refusal),
+}
+
+impl Outcome {
+    /// What the outcome counts as in `mcpgw_requests_total` for a request of `method`.
+    pub fn metric(&self, method: Method) -> crate::metrics::Outcome {
+        use crate::metrics::{Code, Outcome as Counted};
+        match self {
+            Outcome::Result(raw) if method == Method::ToolsCall && is_tool_error(raw) => {
+                Counted::ToolError
+            }
+            Outcome::Result(_) => Counted::Ok,
+            Outcome::Failed(f) => Counted::of_failure(method, f),
+            Outcome::Error(e) => Counted::JsonRpcError(Code::of(e.code())),
+            Outcome::Refused(Refusal::Status { status, error, .. }) => {
+                Counted::of_refusal(*status, error.code())
+            }
+            Outcome::Refused(Refusal::ToolError { .. }) => {
+                Counted::Rejection(Code::of(protocol::ErrorCode::Other(0)))
+            }
+        }
+    }
+}
+
+/// What a backend call's result counts as in `mcpgw_backend_requests_total`.
+pub fn backend_outcome(
+    method: Method,
+    result: &Result<Box<RawValue>, Failure>,
+) -> crate::metrics::BackendOutcome {
+    use crate::metrics::BackendOutcome;
+    match result {
+        Ok(raw) if method == Method::ToolsCall && is_tool_error(raw) => BackendOutcome::TOOL_ERROR,
+        Ok(_) => BackendOutcome::OK,
+        Err(f) => BackendOutcome::of_failure(f),
+    }
 }
 
 /// How long a request waits for its worker's response actor.

@@ -46,6 +46,8 @@ pub struct Routed {
     pub permit: InFlight,
     /// With `[traces]`: when routing began and ended, and the parent the client's headers name.
     pub trace: Option<Arrival>,
+    /// When the request was accepted (before validation): its duration is counted from here.
+    pub accepted: std::time::Instant,
 }
 
 /// One request's place in its worker's bound of requests in flight (`max_in_flight_per_worker`), from
@@ -259,6 +261,7 @@ impl RoutingHandle {
         session: Option<Arc<Session>>,
         principal: Option<Arc<Principal>>,
     ) -> Result<Routed, Rejection> {
+        let accepted = std::time::Instant::now();
         if self.gw.drain.phase() >= crate::drain::Phase::CutOff {
             return Err(overloaded("the gateway is shutting down"));
         }
@@ -287,6 +290,7 @@ impl RoutingHandle {
                 snapshot: v.snapshot,
                 permit: InFlight(permit, running),
                 trace: trace.map(Arrival::routed),
+                accepted,
             }),
             Ok(Err(_)) => Err(overloaded("the routing actor stopped")),
             Err(_) => Err(overloaded("validation did not finish in time")),

@@ -47,6 +47,16 @@ pub enum Transport {
     Stdio,
 }
 
+impl From<Transport> for crate::metrics::Transport {
+    fn from(t: Transport) -> Self {
+        match t {
+            Transport::StreamableHttp => crate::metrics::Transport::StreamableHttp,
+            Transport::HttpSse => crate::metrics::Transport::HttpSse,
+            Transport::Stdio => crate::metrics::Transport::Stdio,
+        }
+    }
+}
+
 impl Transport {
     /// Its name in logs.
     pub fn as_str(self) -> &'static str {

@@ -22,6 +22,7 @@ use super::subscriptions::Subscriptions;
 use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
 use crate::cluster::ClusterKeys;
 use crate::cluster::redis::RedisLink;
+use crate::metrics::{SessionCounters, SessionEnd};
 
 /// The store is full: `initialize` is refused instead of growing without bound.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +104,8 @@ pub(super) struct Sessions {
     pub(super) rested: AtomicU64,
     /// Replicas share last uses through Redis: idleness is the deployment's verdict, not this replica's.
     pub(super) shared_idle: bool,
+    /// Sessions created and ended, per generation (`GET /metrics` reads them).
+    pub(super) counters: Arc<SessionCounters>,
 }
 
 /// Why a session ended.
@@ -123,6 +126,18 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// The `reason` label of `mcpgw_sessions_ended_total`.
+    fn metric(self) -> SessionEnd {
+        match self {
+            Ending::Deleted => SessionEnd::Deleted,
+            Ending::Idle => SessionEnd::Idle,
+            Ending::Expired => SessionEnd::Expired,
+            Ending::KeyDropped => SessionEnd::KeyDropped,
+            Ending::StdioClosed => SessionEnd::StdioClosed,
+            Ending::StreamClosed => SessionEnd::StreamClosed,
+        }
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             Ending::Deleted => "deleted by the client",
@@ -158,6 +173,7 @@ impl Sessions {
             };
             self.dormant.put(key, record, unix_now());
         }
+        self.counters.ended(session.generation, why.metric());
         tracing::debug!(session = %ShortId(id), why = why.as_str(), "session ended");
         true
     }
@@ -190,6 +206,7 @@ impl SessionStore {
                 dormant: Dormant::new(limits.max.saturating_mul(RECORDS_PER_ACTOR)),
                 rested: AtomicU64::new(0),
                 shared_idle: redis.is_some(),
+                counters: Arc::default(),
             }),
             keys,
             limits,
@@ -250,6 +267,7 @@ impl SessionStore {
         } else {
             slot.keep();
         }
+        self.sessions.counters.created(generation);
         Ok(session)
     }
 
@@ -345,6 +363,9 @@ impl SessionStore {
                 self.sessions
                     .dormant
                     .put(key, Record { ended: true, ..r }, now);
+                self.sessions
+                    .counters
+                    .ended(state.generation, SessionEnd::Idle);
                 tracing::debug!(session = %ShortId(id), why = Ending::Idle.as_str(), "session ended");
                 return None;
             }
@@ -428,6 +449,20 @@ impl SessionStore {
             super::shared::publish_revocation(link, key, id, expires_at);
         }
         ended
+    }
+
+    /// Sessions created and ended so far, per generation.
+    pub fn counters(&self) -> &Arc<SessionCounters> {
+        &self.sessions.counters
+    }
+
+    /// Live sessions (with an actor on this replica) per generation, in `Generation::ALL` order.
+    pub fn live_by_generation(&self) -> [u64; Generation::ALL.len()] {
+        let mut out = [0; Generation::ALL.len()];
+        for entry in self.sessions.map.iter() {
+            out[entry.value().generation as usize] += 1;
+        }
+        out
     }
 
     /// Drops idle actors to make room, as a full store does (tests and benchmarks); how many.

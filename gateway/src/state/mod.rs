@@ -66,6 +66,8 @@ pub struct Gateway {
     pub proxies: crate::auth::proxies::TrustedProxies,
     /// Backend events (what each backend's actor reports), for the backends a reload starts.
     pub events: Option<tokio::sync::mpsc::Sender<handlers::BackendEvent>>,
+    /// What `GET /metrics` reports that is counted on the request path.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Gateway {
@@ -121,7 +123,13 @@ impl Gateway {
             limits: crate::limit::Limits::new(&config.rate_limits, redis.clone()),
             exchanges: BTreeMap::new(),
         };
+        let metrics = Arc::new(crate::metrics::Metrics::new(
+            config.backends.iter().map(|b| b.name.as_str()),
+            config.telemetry.per_tool_metrics,
+            sessions.counters().clone(),
+        ));
         Gateway {
+            metrics,
             validation,
             live: LiveStore::new(live),
             catalog: CatalogStore::default(),

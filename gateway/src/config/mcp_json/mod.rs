@@ -86,6 +86,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         rate_limits: Vec::new(),
         traces: None,
         admin: Default::default(),
+        telemetry: Default::default(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

@@ -49,6 +49,10 @@ pub(super) async fn open(req: HttpRequest, worker: web::Data<Worker>) -> HttpRes
         write_timeout: write_timeout(&worker.gw),
         session: Some(id.to_string()),
         abandoned: None,
+        open: worker
+            .gw
+            .metrics
+            .stream_opened(crate::metrics::Transport::HttpSse),
     };
     event_stream().streaming(watched(
         sse_body(Some(endpoint), rx, KEEP_ALIVE, phase),
@@ -86,6 +90,8 @@ pub(super) async fn post(
         Ok(b) => b,
         Err(refused) => return refused,
     };
+    gw.metrics
+        .received(crate::metrics::Transport::HttpSse, body.len());
     let id = &query.session_id;
     let principal = super::gate::principal_of(&req);
     let (auth, bound_to) = identity(&req, gw);

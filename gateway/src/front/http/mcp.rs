@@ -19,6 +19,7 @@ use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Session, StoreFull, Transport};
 use crate::state::Gateway;
+use actix_web::body::{BodySize, MessageBody};
 use actix_web::http::header::AUTHORIZATION;
 
 /// Events a session's GET stream buffers before the client is considered too slow.
@@ -54,6 +55,7 @@ pub(super) async fn post(
         Ok(b) => b,
         Err(refused) => return refused,
     };
+    worker.gw.metrics.received(STREAMABLE, body.len());
     handle(&req, HttpMethod::Post, body, &worker).await
 }
 
@@ -98,15 +100,25 @@ async fn handle(
     };
     answering.session = session.as_ref();
     let origin = Origin::Http(method, req.headers().clone());
-    answering
+    let response = answering
         .deliver(
             &worker.routing,
             origin,
             body,
             &mut HttpOutput(&worker.gw, req.conn_data::<Arc<Connection>>().cloned()),
         )
-        .await
+        .await;
+    // A whole body is counted here; a stream's events as they are written (`stream::watched`).
+    if let BodySize::Sized(n) = response.body().size() {
+        worker
+            .gw
+            .metrics
+            .sent(STREAMABLE, usize::try_from(n).unwrap_or(usize::MAX));
+    }
+    response
 }
+
+const STREAMABLE: crate::metrics::Transport = crate::metrics::Transport::StreamableHttp;
 
 /// Streamable HTTP's output: the response to the POST (JSON, or an SSE stream), 202, 204.
 struct HttpOutput<'a>(&'a Gateway, Option<Arc<Connection>>);
@@ -128,6 +140,7 @@ impl Output for HttpOutput<'_> {
             write_timeout: write_timeout(self.0),
             session: None,
             abandoned: None,
+            open: self.0.metrics.stream_opened(STREAMABLE),
         };
         event_stream().streaming(watched(messages_body(rx, self.0.drain.watch()), watch))
     }
@@ -171,6 +184,7 @@ fn open_stream(
         write_timeout: write_timeout(gw),
         session: Some(session.id.to_string()),
         abandoned: Some(tx.downgrade()),
+        open: gw.metrics.stream_opened(STREAMABLE),
     };
     if session.handle.attach_stream(tx).is_err() {
         return rejection_response(&Rejection::overloaded(

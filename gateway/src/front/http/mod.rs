@@ -1,6 +1,6 @@
 //! The HTTP front door (actix-web): `POST/GET/DELETE /mcp` for both eras side by side, the 2024-11-05
-//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and `/healthz`, `/readyz`; CORS on the MCP endpoints
-//! when origins are configured.
+//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and `/healthz`, `/readyz`, `/metrics`; CORS on the
+//! MCP endpoints when origins are configured.
 
 mod body;
 pub mod connections;
@@ -10,6 +10,7 @@ pub mod guard;
 mod health;
 mod http_sse;
 mod mcp;
+pub mod metrics;
 mod origin;
 mod stream;
 
@@ -128,7 +129,8 @@ fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
                 .route(web::post().to(http_sse::post)),
         )
         .service(web::resource("/healthz").to(health::healthz))
-        .service(web::resource("/readyz").to(health::readyz));
+        .service(web::resource("/readyz").to(health::readyz))
+        .configure(metrics::configure);
 }
 
 /// The client's IP address: the socket's peer, or behind a trusted proxy the client it names

@@ -113,6 +113,8 @@ pub(super) struct Watch {
     /// because it is full): once it is gone, an event still waiting means the client cannot be given even
     /// the stream's end, and the connection is closed at once.
     pub abandoned: Option<mpsc::WeakSender<Bytes>>,
+    /// Counts the stream as open while it lives, and the bytes written on it.
+    pub open: crate::metrics::OpenStream,
 }
 
 /// What the body and its watchdog share: when the body last gave actix-web an event that actix-web has not
@@ -179,12 +181,18 @@ where
     }
     let mut body = Box::pin(body);
     let ended = Ended(Arc::clone(&progress));
+    let open = watch.open;
     futures_util::stream::poll_fn(move |cx| {
         let _ended = &ended;
         progress.waiting_since_ms.store(0, Ordering::Release);
         let next = body.as_mut().poll_next(cx);
         match &next {
-            Poll::Ready(Some(_)) => progress.waiting_since_ms.store(now_ms(), Ordering::Release),
+            Poll::Ready(Some(chunk)) => {
+                if let Ok(chunk) = chunk {
+                    open.sent(chunk.len());
+                }
+                progress.waiting_since_ms.store(now_ms(), Ordering::Release);
+            }
             Poll::Ready(None) => progress.ended.store(true, Ordering::Release),
             Poll::Pending => {}
         }

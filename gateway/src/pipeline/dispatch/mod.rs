@@ -3,6 +3,7 @@
 //! prompt or completion reference, with names de-prefixed and the backend's own `Mcp-Param-*` headers.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use handlers::{BackendRequest, Caller, RelatedSink, TransportKind};
 use protocol::headers::{argument_at, value_for};
@@ -21,7 +22,7 @@ use crate::catalog::{CatalogSnapshot, ListKind};
 pub mod replay;
 
 use crate::bridge::sealed_state::StateError;
-use crate::pipeline::response::Outcome;
+use crate::pipeline::response::{Outcome, backend_outcome};
 use crate::session::Session;
 use crate::state::Gateway;
 use replay::Replay;
@@ -58,6 +59,8 @@ pub struct Dispatch<'a> {
     pub caller: Option<Caller>,
     /// The backend the call was routed to, once dispatch knows it (for the access log).
     pub backend: std::cell::OnceCell<String>,
+    /// How long the call waited on backends so far (the metrics' gateway overhead is the rest).
+    pub backend_time: std::cell::Cell<Duration>,
     /// The client's bearer token, for a backend that exchanges it (`[backend.auth] grant =
     /// "token_exchange"`).
     pub subject: Option<crate::auth::SubjectToken>,
@@ -94,6 +97,7 @@ impl<'a> Dispatch<'a> {
                 .map(Session::caller)
                 .or_else(|| client.map(address_caller)),
             backend: std::cell::OnceCell::new(),
+            backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: None,
         }
     }
@@ -129,7 +133,9 @@ impl Dispatch<'_> {
             .and_then(RawObject::parse)
             .is_some_and(|p| p.get("inputResponses").is_some() || p.get("requestState").is_some());
         if !retry {
-            if let Some(hit) = self.gw.resource_cache.get(&uri, &self.auth) {
+            let hit = self.gw.resource_cache.get(&uri, &self.auth);
+            self.gw.metrics.cache(hit.is_some());
+            if let Some(hit) = hit {
                 tracing::debug!(%uri, "answered from the resource cache");
                 return Outcome::Result(hit);
             }
@@ -167,8 +173,11 @@ impl Dispatch<'_> {
                         Err(failed) => return failed,
                     };
                     if self.replays(call, &backend) {
-                        replay::forward(self, call, &backend, request, replay.unwrap_or_default())
-                            .await
+                        let began = Instant::now();
+                        let replay = replay.unwrap_or_default();
+                        let outcome = replay::forward(self, call, &backend, request, replay).await;
+                        self.waited(began.elapsed());
+                        outcome
                     } else {
                         let outcome = self.forward(backend.clone(), request).await;
                         self.seal_state(call, &backend, outcome)
@@ -576,14 +585,36 @@ impl Dispatch<'_> {
             });
         };
         let span = backend_span(&backend, &mut request);
-        let answered = handle.call(request).await;
+        let method = request.method;
+        let tool = self.counted_tool(&request);
+        let began = Instant::now();
+        let result = handle.call(request).await;
+        let took = began.elapsed();
         if let Some(span) = span {
-            span.end(answered.as_ref().map(|_| ()).map_err(Failure::kind));
+            span.end(result.as_ref().map(|_| ()).map_err(Failure::kind));
         }
-        match answered {
+        self.waited(took);
+        let outcome = backend_outcome(method, &result);
+        self.gw
+            .metrics
+            .backend_call(&backend, tool.as_deref(), outcome, took);
+        match result {
             Ok(result) => Outcome::Result(result),
             Err(failure) => Outcome::Failed(failure),
         }
+    }
+
+    /// Adds to the time the call waited on backends.
+    fn waited(&self, took: Duration) {
+        self.backend_time.set(self.backend_time.get() + took);
+    }
+
+    /// The tool a backend request calls, when calls are counted per tool: the backend's own name of it,
+    /// which validation found in the catalog (never a name the catalog does not hold).
+    pub(crate) fn counted_tool(&self, request: &BackendRequest) -> Option<String> {
+        (self.gw.metrics.per_tool() && request.method == Method::ToolsCall)
+            .then(|| request.name.clone())
+            .flatten()
     }
 }
 

@@ -124,12 +124,20 @@ pub async fn forward(
             request.related = Some(sink);
             let handle = handle.clone();
             let span = super::backend_span(backend, &mut request);
+            // Counted when it ends, also when it ends parked, after the request that started it.
+            let (metrics, at) = (d.gw.metrics.clone(), d.gw.metrics.backend_at(backend));
+            let (method, tool) = (request.method, d.counted_tool(&request));
             let call: BackendCall = Box::pin(async move {
-                let answered = handle.call(request).await;
+                let began = std::time::Instant::now();
+                let result = handle.call(request).await;
                 if let Some(span) = span {
-                    span.end(answered.as_ref().map(|_| ()).map_err(Failure::kind));
+                    span.end(result.as_ref().map(|_| ()).map_err(Failure::kind));
                 }
-                answered
+                if let Some(at) = at {
+                    let outcome = crate::pipeline::response::backend_outcome(method, &result);
+                    metrics.backend_call_at(at, tool.as_deref(), outcome, began.elapsed());
+                }
+                result
             });
             (call, related, 0)
         }

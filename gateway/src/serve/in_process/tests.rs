@@ -322,4 +322,5 @@ async fn a_batch_answers_its_refused_and_its_allowed_entry() {
     gw.shutdown();
 }
 
+mod metrics;
 mod rate_limits;
