@@ -11,6 +11,8 @@ use serde_json::json;
 
 use crate::support::*;
 
+mod metrics;
+
 fn run_to_exit(args: &[&str], dir: &TempDir) -> (bool, String) {
     let out = Command::new(mcpgw())
         .args(args)
