@@ -96,7 +96,16 @@ async fn handle(
     };
     let session = match session_of(req, worker, answering.binding()).await {
         Ok(session) => session,
-        Err(full) => return rejection_response(&Rejection::overloaded(&full.to_string(), None)),
+        Err(full) => {
+            let refused = Rejection::overloaded(&full.to_string(), None);
+            crate::pipeline::deliver::count_refused(
+                &worker.gw,
+                Transport::StreamableHttp,
+                &refused,
+                &body,
+            );
+            return rejection_response(&refused);
+        }
     };
     answering.session = session.as_ref();
     let origin = Origin::Http(method, req.headers().clone());
