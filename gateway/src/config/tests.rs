@@ -254,9 +254,10 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
 }
 
 /// The tables the README's configuration table documents, each key by key.
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "[server]",
     "[admin]",
+    "[telemetry]",
     "[traces]",
     "[[backend]]",
     "[[middleware]]",

@@ -59,12 +59,17 @@ pub fn configure(cfg: &mut web::ServiceConfig, admin: Admin) {
             .route("/admin/backends", web::get().to(views::backends))
             .route("/admin/catalog", web::get().to(views::catalog))
             .route("/admin/config", web::get().to(views::config))
-            // HOOK(metrics): `GET /metrics` is mounted here on the admin listener when `[admin] listen`
-            // is set (the metrics module's handler, behind the same guard: a scraper with `[auth]` on
-            // presents a credential of a principal in `[admin] groups`):
-            // `.route("/metrics", web::get().to(…))`.
+            // `GET /metrics` is served here when `[admin] listen` is set (and then not on the front door),
+            // behind the same guard: with `[auth]` on, a scraper presents a credential of a principal in
+            // `[admin] groups`.
+            .route("/metrics", web::get().to(metrics))
             .route("/admin/reload", web::post().to(views::reload)),
     );
+}
+
+/// `GET /metrics` on the admin listener.
+async fn metrics(req: actix_web::HttpRequest, admin: web::Data<Admin>) -> actix_web::HttpResponse {
+    crate::front::http::metrics::respond(&req, &admin.gw)
 }
 
 /// The admin server on `listener` (bound at start by `serve`): one worker, its own signal handling off

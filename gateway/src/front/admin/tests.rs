@@ -463,3 +463,20 @@ async fn a_session_bound_to_an_api_keys_principal_shows_its_name() {
     // A token's principal is not known by name here: bound, no name.
     assert_eq!(principals, [json!("olga"), Value::Null]);
 }
+
+#[actix_rt::test]
+async fn the_admin_listener_serves_the_metrics_behind_its_guard() {
+    let (gw, _events) = mocked().await;
+    let app = app!(admin(gw.clone()));
+    let res = test::call_service(&app, get("/metrics").to_request()).await;
+    assert_eq!(res.status(), 200);
+    let body = String::from_utf8(test::read_body(res).await.to_vec()).unwrap();
+    assert!(body.contains("# TYPE mcpgw_build_info gauge"), "{body}");
+    // The guard applies: a foreign Host (DNS rebinding) is refused here too.
+    let foreign = test::TestRequest::get()
+        .uri("/metrics")
+        .insert_header(("Host", "attacker.example:7801"))
+        .to_request();
+    assert_eq!(test::call_service(&app, foreign).await.status(), 403);
+    shutdown(&gw);
+}

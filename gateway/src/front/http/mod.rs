@@ -129,8 +129,11 @@ fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
                 .route(web::post().to(http_sse::post)),
         )
         .service(web::resource("/healthz").to(health::healthz))
-        .service(web::resource("/readyz").to(health::readyz))
-        .configure(metrics::configure);
+        .service(web::resource("/readyz").to(health::readyz));
+    // `/metrics` is the admin listener's when there is one (operators' data stays off the front door).
+    if gw.config.admin.listen.is_none() {
+        cfg.configure(metrics::configure);
+    }
 }
 
 /// The client's IP address: the socket's peer, or behind a trusted proxy the client it names
