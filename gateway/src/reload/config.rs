@@ -301,11 +301,13 @@ fn retire(handle: BackendHandle) {
 }
 
 /// The settings that changed between `old` and `new` but apply only at start: `[server]` (but its
-/// `log_level`), `[cluster]`, `[auth]`.
+/// `log_level`, and what the command line set: `--listen`, `--log-format`), `[cluster]`, `[auth]`.
 fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     let mut changed = Vec::new();
     let mut server = new.server.clone();
     server.log_level.clone_from(&old.server.log_level);
+    server.listen = old.server.listen;
+    server.log_format = old.server.log_format;
     if format!("{:?}", old.server) != format!("{server:?}") {
         changed.push("[server]".to_owned());
     }
@@ -316,4 +318,41 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
         changed.push("[auth]".to_owned());
     }
     changed
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn parse(text: &str) -> Config {
+        Config::from_toml_str(text, std::path::Path::new("t.toml")).unwrap()
+    }
+
+    #[test]
+    fn only_what_waits_for_a_restart_is_named_and_command_line_overrides_are_not() {
+        let started = {
+            let mut c = parse("[server]\nlog_level = \"info\"\n");
+            // As `--listen 127.0.0.1:0 --log-format json` left it.
+            c.server.listen = "127.0.0.1:0".parse().unwrap();
+            c.server.log_format = crate::config::LogFormat::Json;
+            c
+        };
+        let table = [
+            ("[server]\nlog_level = \"debug\"\n", vec![]),
+            ("[server]\nmax_batch = 7\n", vec!["[server]"]),
+            (
+                "[cluster]\nredis = \"redis://127.0.0.1:1\"\n",
+                vec!["[cluster]"],
+            ),
+            (
+                "[[auth.api_key]]\nprincipal = \"a\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n",
+                vec!["[auth]"],
+            ),
+        ];
+        for (text, expected) in table {
+            assert_eq!(restart_only(&started, &parse(text)), expected, "{text}");
+        }
+    }
 }
