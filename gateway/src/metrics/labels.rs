@@ -259,7 +259,8 @@ impl BackendOutcome {
     }
 }
 
-/// Why a legacy session ended (the metrics' copy of `session::Ending`).
+/// Why a legacy session ended (`session::Ending` is this type: the session store says which, the metrics count
+/// it by its `reason` label).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionEnd {
     /// The client sent DELETE.

@@ -22,7 +22,7 @@ use super::subscriptions::Subscriptions;
 use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
 use crate::cluster::ClusterKeys;
 use crate::cluster::redis::RedisLink;
-use crate::metrics::{SessionCounters, SessionEnd};
+use crate::metrics::SessionCounters;
 
 /// The store is full: `initialize` is refused instead of growing without bound.
 #[derive(Debug, thiserror::Error)]
@@ -108,45 +108,18 @@ pub(super) struct Sessions {
     pub(super) counters: Arc<SessionCounters>,
 }
 
-/// Why a session ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
-    /// The client sent DELETE.
-    Deleted,
-    /// No request for `session_idle_secs`.
-    Idle,
-    /// `session_max_lifetime_secs` after its `initialize`.
-    Expired,
-    /// The key that sealed its id was dropped from the key ring.
-    KeyDropped,
-    /// `mcpgw serve --stdio`: standard input ended (or a new `initialize` replaced it).
-    StdioClosed,
-    /// 2024-11-05 HTTP+SSE: the client closed the session's stream.
-    StreamClosed,
-}
+/// Why a session ended: one type with the metrics' `reason` label (`mcpgw_sessions_ended_total`).
+pub use crate::metrics::SessionEnd as Ending;
 
-impl Ending {
-    /// The `reason` label of `mcpgw_sessions_ended_total`.
-    fn metric(self) -> SessionEnd {
-        match self {
-            Ending::Deleted => SessionEnd::Deleted,
-            Ending::Idle => SessionEnd::Idle,
-            Ending::Expired => SessionEnd::Expired,
-            Ending::KeyDropped => SessionEnd::KeyDropped,
-            Ending::StdioClosed => SessionEnd::StdioClosed,
-            Ending::StreamClosed => SessionEnd::StreamClosed,
-        }
-    }
-
-    fn as_str(self) -> &'static str {
-        match self {
-            Ending::Deleted => "deleted by the client",
-            Ending::Idle => "expired after being idle",
-            Ending::Expired => "reached its maximum lifetime",
-            Ending::KeyDropped => "its key was dropped from the key ring",
-            Ending::StdioClosed => "standard input closed",
-            Ending::StreamClosed => "its HTTP+SSE stream closed",
-        }
+/// What the log says of an ending.
+fn described(why: Ending) -> &'static str {
+    match why {
+        Ending::Deleted => "deleted by the client",
+        Ending::Idle => "expired after being idle",
+        Ending::Expired => "reached its maximum lifetime",
+        Ending::KeyDropped => "its key was dropped from the key ring",
+        Ending::StdioClosed => "standard input closed",
+        Ending::StreamClosed => "its HTTP+SSE stream closed",
     }
 }
 
@@ -173,8 +146,8 @@ impl Sessions {
             };
             self.dormant.put(key, record, unix_now());
         }
-        self.counters.ended(session.generation, why.metric());
-        tracing::debug!(session = %ShortId(id), why = why.as_str(), "session ended");
+        self.counters.ended(session.generation, why);
+        tracing::debug!(session = %ShortId(id), why = described(why), "session ended");
         true
     }
 }
@@ -363,10 +336,8 @@ impl SessionStore {
                 self.sessions
                     .dormant
                     .put(key, Record { ended: true, ..r }, now);
-                self.sessions
-                    .counters
-                    .ended(state.generation, SessionEnd::Idle);
-                tracing::debug!(session = %ShortId(id), why = Ending::Idle.as_str(), "session ended");
+                self.sessions.counters.ended(state.generation, Ending::Idle);
+                tracing::debug!(session = %ShortId(id), why = described(Ending::Idle), "session ended");
                 return None;
             }
         }
