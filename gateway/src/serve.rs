@@ -8,7 +8,7 @@ use std::sync::Arc;
 use actix_web::{App, HttpServer};
 use handlers::BackendEvent;
 
-pub(crate) use crate::state::start::start_backends;
+use crate::state::start::start_backends;
 use tokio::sync::mpsc;
 
 use crate::catalog::CatalogError;

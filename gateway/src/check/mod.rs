@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{BackendEntry, BackendTransport, Config};
 use crate::notify::listing::list_backend;
-use crate::serve::start_backends;
+use crate::state::start::start_backends;
 
 /// Beyond the connect deadline, how long the check waits for a backend's first attempt to settle.
 const SETTLE_SLACK: Duration = Duration::from_secs(1);

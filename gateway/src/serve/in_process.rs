@@ -22,7 +22,7 @@ use protocol::shape::Shaped;
 use protocol::validate::{Accepts, HttpMethod};
 use tokio::sync::mpsc;
 
-use super::{EVENTS, ServeError, first_catalog, start_backends};
+use super::{EVENTS, ServeError, first_catalog};
 use crate::auth_context::AuthContext;
 use crate::config::Config;
 use crate::front::http::Worker;
@@ -32,6 +32,7 @@ use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Ending, Session};
 use crate::state::Gateway;
+use crate::state::start::start_backends;
 
 /// A started gateway driven in-process: the shared state and one worker's actors.
 #[derive(Debug)]
