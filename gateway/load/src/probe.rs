@@ -62,7 +62,7 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
     // An answer that is not what the era expects gets a hint at the other era; no answer at all, the plain
     // reason (connection refused, the deadline), with the URL.
     let judged = |(status, outcome, why): HandshakeError, hint: &str| {
-        if status.is_none() && matches!(outcome, Outcome::Transport | Outcome::Timeout) {
+        if status.is_none() && matches!(outcome, Outcome::Transport(_) | Outcome::Timeout) {
             LoadError::NoAnswer {
                 url: wire.url().to_string(),
                 why,

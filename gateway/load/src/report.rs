@@ -350,6 +350,14 @@ fn outcome_line(o: &Outcomes) -> String {
             .collect();
         let _ = write!(line, "; invalid {}", why.join(", "));
     }
+    if !o.transport_reasons.is_empty() {
+        let why: Vec<String> = o
+            .transport_reasons
+            .iter()
+            .map(|(r, n)| format!("{r}: {n}"))
+            .collect();
+        let _ = write!(line, "; transport {}", why.join(", "));
+    }
     line
 }
 

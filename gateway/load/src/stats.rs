@@ -96,8 +96,8 @@ pub(crate) enum Outcome {
     Invalid(&'static str),
     /// No complete answer within `--timeout`.
     Timeout,
-    /// The connection failed (refused, reset, …).
-    Transport,
+    /// The connection failed: how (refused, closed before any answer, …; a closed set).
+    Transport(&'static str),
     /// Open loop only: not sent, because `--max-in-flight` requests were already in flight.
     Overflow,
 }
@@ -136,6 +136,8 @@ pub struct Outcomes {
     pub by_jsonrpc_code: BTreeMap<i64, u64>,
     /// `invalid_response` by reason.
     pub invalid_reasons: BTreeMap<String, u64>,
+    /// `transport_error` by kind.
+    pub transport_reasons: BTreeMap<String, u64>,
 }
 
 impl Outcomes {
@@ -158,7 +160,13 @@ impl Outcomes {
                 *self.invalid_reasons.entry((*why).to_owned()).or_default() += 1;
             }
             Outcome::Timeout => self.timeout += 1,
-            Outcome::Transport => self.transport_error += 1,
+            Outcome::Transport(kind) => {
+                self.transport_error += 1;
+                *self
+                    .transport_reasons
+                    .entry((*kind).to_owned())
+                    .or_default() += 1;
+            }
             Outcome::Overflow => self.overflow += 1,
         }
     }
@@ -182,6 +190,9 @@ impl Outcomes {
         }
         for (k, v) in &other.invalid_reasons {
             *self.invalid_reasons.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.transport_reasons {
+            *self.transport_reasons.entry(k.clone()).or_default() += v;
         }
     }
 

@@ -33,41 +33,13 @@ const POOL_IDLE: Duration = Duration::from_secs(4);
 #[derive(Debug, Clone)]
 pub(crate) struct Wire {
     client: Client,
+    /// The same client keeping no idle connection: what a request is sent again on (a new connection, never
+    /// another pooled one that the same load balancer reload may have closed as well).
+    fresh: Client,
     url: Url,
     timeout: Duration,
     /// Requests sent a second time (see [`closed_before_any_answer`]).
     resent: std::sync::Arc<std::sync::atomic::AtomicU64>,
-}
-
-/// Whether an exchange failed because its connection was closed or reset after the request went out and
-/// before any byte of an answer came back, on a connection that had been made (not a refused connect, not
-/// a timeout). That is what a keep-alive connection meets when the server, or a load balancer in front of
-/// it (nginx on `-s reload` closes its idle client connections, also one whose next request has just
-/// arrived), closes it as the request crosses: the request was never read. Browsers send such a request
-/// again on a new connection; so does the generator, once, and counts it (`resent`).
-fn closed_before_any_answer(error: &reqwest::Error) -> bool {
-    if error.is_connect() || error.is_timeout() || !error.is_request() {
-        return false;
-    }
-    let mut source = std::error::Error::source(error);
-    while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::{
-                BrokenPipe, ConnectionAborted, ConnectionReset, UnexpectedEof,
-            };
-            return matches!(
-                io.kind(),
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-            );
-        }
-        if e.to_string()
-            .contains("connection closed before message completed")
-        {
-            return true;
-        }
-        source = e.source();
-    }
-    false
 }
 
 /// An HTTP answer, read whole.
@@ -79,89 +51,32 @@ pub(crate) struct Answer {
     pub(crate) body: Bytes,
 }
 
-/// Why there is no answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Failure {
-    /// No whole answer within the request deadline (connecting included).
-    Timeout,
-    /// The connection could not be made or broke; why, plainly ("connection refused").
-    Transport(String),
-    TooLarge,
-}
-
-impl Failure {
-    pub(crate) fn outcome(&self) -> Outcome {
-        match self {
-            Failure::Timeout => Outcome::Timeout,
-            Failure::Transport(_) => Outcome::Transport,
-            Failure::TooLarge => Outcome::Invalid("body too large"),
-        }
-    }
-
-    /// What reqwest's error means for the exchange: a timeout, or a transport failure said plainly. Its
-    /// `Display` repeats every layer ("error sending request for url (...)"); what a user needs is the
-    /// innermost cause, and "connection refused" when nothing listens.
-    fn of(error: &reqwest::Error) -> Failure {
-        if error.is_timeout() {
-            return Failure::Timeout;
-        }
-        let mut innermost: &dyn std::error::Error = error;
-        let mut source = std::error::Error::source(error);
-        while let Some(e) = source {
-            if let Some(io) = e.downcast_ref::<std::io::Error>() {
-                match io.kind() {
-                    std::io::ErrorKind::ConnectionRefused => {
-                        return Failure::Transport("connection refused".to_owned());
-                    }
-                    std::io::ErrorKind::TimedOut => return Failure::Timeout,
-                    _ => {}
-                }
-            }
-            innermost = e;
-            source = e.source();
-        }
-        let why = innermost.to_string();
-        Failure::Transport(if error.is_connect() {
-            format!("cannot connect: {why}")
-        } else {
-            why
-        })
-    }
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Timeout => f.write_str("no answer within the request deadline (--timeout)"),
-            Failure::Transport(why) => f.write_str(why),
-            Failure::TooLarge => write!(f, "an answer larger than {} MiB", MAX_BODY >> 20),
-        }
-    }
-}
-
 impl Wire {
     /// A client for `target` keeping up to `pool` idle connections (one per session).
     pub(crate) fn new(target: &Target, pool: usize, timeout: Duration) -> Result<Wire, LoadError> {
         // https targets: the platform's roots, through the process's one rustls provider; an http target
         // reads no roots at all.
         handlers::install_tls_provider();
-        let mut b = Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .pool_max_idle_per_host(pool)
-            .pool_idle_timeout(POOL_IDLE)
-            .tcp_nodelay(true)
-            .connect_timeout(timeout)
-            .http1_only();
-        if let Some((name, addrs)) = &target.pinned {
-            b = b.resolve_to_addrs(name, addrs);
-        }
-        if target.url.scheme() == "http" {
-            b = b.tls_backend_preconfigured(handlers::plain_tls_config());
-        }
-        let client = b.build().map_err(|e| LoadError::Client(e.to_string()))?;
+        let build = |pool: usize| {
+            let mut b = Client::builder()
+                .no_proxy()
+                .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(pool)
+                .pool_idle_timeout(POOL_IDLE)
+                .tcp_nodelay(true)
+                .connect_timeout(timeout)
+                .http1_only();
+            if let Some((name, addrs)) = &target.pinned {
+                b = b.resolve_to_addrs(name, addrs);
+            }
+            if target.url.scheme() == "http" {
+                b = b.tls_backend_preconfigured(handlers::plain_tls_config());
+            }
+            b.build().map_err(|e| LoadError::Client(e.to_string()))
+        };
         Ok(Wire {
-            client,
+            client: build(pool)?,
+            fresh: build(0)?,
             url: target.url.clone(),
             timeout,
             resent: Default::default(),
@@ -229,13 +144,17 @@ impl Wire {
     }
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Opened, Failure> {
+        let req = req.build().map_err(|e| Failure::of(&e))?;
         let again = req.try_clone();
-        let resp = match (req.send().await, again) {
+        let resp = match (self.client.execute(req).await, again) {
             (Ok(resp), _) => resp,
             (Err(e), Some(again)) if closed_before_any_answer(&e) => {
                 self.resent
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                again.send().await.map_err(|e| Failure::of(&e))?
+                self.fresh
+                    .execute(again)
+                    .await
+                    .map_err(|e| Failure::of(&e))?
             }
             (Err(e), _) => return Err(Failure::of(&e)),
         };
@@ -486,6 +405,10 @@ pub(crate) fn answers(data: &str, id: u64) -> bool {
         _ => false,
     }
 }
+
+mod failure;
+pub(crate) use failure::Failure;
+use failure::closed_before_any_answer;
 
 #[cfg(test)]
 mod tests;

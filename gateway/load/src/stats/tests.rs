@@ -58,7 +58,7 @@ fn outcomes_are_counted_by_class_status_and_code() {
     o.add(Some(404), &Outcome::HttpError);
     o.add(Some(200), &Outcome::Invalid("id mismatch"));
     o.add(None, &Outcome::Timeout);
-    o.add(None, &Outcome::Transport);
+    o.add(None, &Outcome::Transport("connection refused"));
     o.add(None, &Outcome::Overflow);
     o.add(Some(200), &Outcome::Incomplete);
     assert_eq!(
@@ -73,6 +73,7 @@ fn outcomes_are_counted_by_class_status_and_code() {
     assert_eq!(o.total(), 11);
     assert_eq!(o.errors(), 9);
     assert_eq!(o.by_http_status[&200], 6);
+    assert_eq!(o.transport_reasons["connection refused"], 1);
     assert_eq!(o.by_http_status[&400], 1);
     assert_eq!(o.by_http_status[&404], 1);
     assert_eq!(o.by_http_status.values().sum::<u64>(), 8);

@@ -193,8 +193,66 @@ fn a_request_whose_keep_alive_connection_is_reset_before_any_answer_is_sent_once
 fn a_request_reset_again_is_not_sent_a_third_time() {
     let (answers, resent) = exchange(&resetting_server(true), 1);
     assert!(
-        matches!(answers[0], Err(Failure::Transport(_))),
+        matches!(
+            answers[0],
+            Err(Failure::Transport("closed before any answer", _))
+        ),
         "{answers:?}"
     );
+    assert_eq!(resent, 1);
+}
+
+/// A server on a free loopback port whose first `stale` connections answer one request each and are reset
+/// as their next request arrives (a load balancer's reload closing every idle keep-alive connection at
+/// once); later connections answer every request.
+fn reloading_server(stale: usize) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+        for (n, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { return };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                if n < stale {
+                    let _ = conn.read(&mut buf);
+                    let _ = conn.write_all(ok.as_bytes());
+                    let _ = conn.peek(&mut buf);
+                    std::thread::sleep(Duration::from_millis(20));
+                    return;
+                }
+                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    if conn.write_all(ok.as_bytes()).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// Regression: a rolling restart behind nginx counted a transport error although the request had been sent
+/// again, because it was sent again on another pooled connection that the same reload had closed.
+#[test]
+fn a_request_is_sent_again_on_a_new_connection_not_on_another_pooled_one_the_reload_closed() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = reloading_server(2);
+    let (first, then, resent) = rt.block_on(async {
+        let target = crate::target::check(&url, false).unwrap();
+        let wire = Wire::new(&target, 2, Duration::from_secs(5)).unwrap();
+        let post = || wire.post(HeaderMap::new(), Bytes::from_static(b"{}"));
+        // Two at once: two pooled keep-alive connections.
+        let (a, b) = tokio::join!(post(), post());
+        let first = [a.map(|a| a.status), b.map(|a| a.status)];
+        let then = post().await.map(|a| a.status);
+        (first, then, wire.resent())
+    });
+    assert_eq!(first, [Ok(200), Ok(200)]);
+    assert_eq!(then, Ok(200));
     assert_eq!(resent, 1);
 }
