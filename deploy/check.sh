@@ -4,7 +4,7 @@
 # failed (it runs them all, then says which failed).
 #
 #   yamllint          every YAML file of deploy/ (deploy/.yamllint, --strict)
-#   kubernetes        every manifest of deploy/kubernetes against the Kubernetes schemas (kubernetes-validate,
+#   kubernetes        every manifest of deploy/kubernetes (and of its load/, the generator Job) against the Kubernetes schemas (kubernetes-validate,
 #                     offline, --strict) of 1.30 (the oldest this deployment supports: preStop's sleep action)
 #                     and 1.37 (the newest it ships); a missing schema (an unknown kind) fails too
 #   kustomization     every manifest listed in kustomization.yaml and every listed file there; the whole built
@@ -101,7 +101,7 @@ validate_manifest() {
 
 check_kubernetes() {
   local file status=0
-  for file in deploy/kubernetes/*.yaml; do
+  for file in deploy/kubernetes/*.yaml deploy/kubernetes/load/*.yaml; do
     [ "$file" = deploy/kubernetes/kustomization.yaml ] && continue
     validate_manifest "$file" || status=1
   done

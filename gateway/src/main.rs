@@ -110,6 +110,10 @@ fn main() -> ExitCode {
         }
         Command::Load(args) => {
             let _logging = init_logging("warn");
+            // Every session may hold a connection (a stream, or a request in flight): as `serve` does.
+            if let Err(e) = gateway::front::limits::raise_open_files() {
+                tracing::warn!("{e}");
+            }
             load::run(args).map(drop).context("load")
         }
         Command::Auth(AuthCommand::HashKey) => hash_key(),

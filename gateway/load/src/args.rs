@@ -2,7 +2,7 @@
 //! parsers of durations (`10s`, `250ms`, `2m`), rates (`500/s`), the scenario mix and the tool arguments.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use protocol::Generation;
 use serde_json::{Map, Value};
@@ -20,7 +20,9 @@ const MAX_SESSIONS: usize = 100_000;
 const MAX_MIX_TOTAL: u32 = 10_000;
 
 /// Which protocol era the sessions speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Era {
     /// `initialize` + `notifications/initialized`, the calls with `Mcp-Session-Id`, `DELETE` at the end.
@@ -59,9 +61,16 @@ impl Era {
     }
 }
 
-/// The command line of `mcpgw load`.
+/// The most `--start-at`/`--start-in` may wait.
+const MAX_START_WAIT: Duration = Duration::from_secs(3600);
+
+/// The command line of `mcpgw load` (or `mcpgw load merge …`).
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct LoadArgs {
+    /// `merge`: several reports made one.
+    #[command(subcommand)]
+    pub command: Option<LoadCommand>,
     /// The MCP endpoint to load, e.g. http://127.0.0.1:7800/mcp (loopback only without --allow-remote).
     #[arg(long, required_unless_present = "self_test")]
     pub url: Option<String>,
@@ -107,6 +116,16 @@ pub struct LoadArgs {
     /// Also write the report as JSON to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Put the latency histograms (HDR's V2 serialization, base64) in the JSON report, for `merge`.
+    #[arg(long)]
+    pub hdr: bool,
+    /// Start the load at this time, in milliseconds since the Unix epoch (the sessions are set up before):
+    /// generators on several hosts load the target over the same window.
+    #[arg(long, value_name = "UNIX_MS", conflicts_with = "start_in")]
+    pub start_at: Option<u64>,
+    /// Start the load this long after the command starts (`10s`), the sessions set up before.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub start_in: Option<Duration>,
     /// Worker threads of the generator (default: the number of CPUs).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -125,6 +144,14 @@ pub struct LoadArgs {
     /// No progress line on standard error (there is none anyway when it is not a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Connect from these local addresses, round robin (`127.0.0.1-127.0.0.32`, `127.0.1.0/24`, a list
+    /// with commas): each has ~28,000 ephemeral ports towards one target, and sessions holding a stream need
+    /// a connection each.
+    #[arg(long, value_name = "ADDRS", value_parser = crate::source::parse)]
+    pub source_addrs: Option<crate::source::SourceAddrs>,
+    /// No table and no progress line: with `--json -`, standard output is the JSON report and nothing else.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// A scenario mix: weights of the measured operations.
@@ -279,6 +306,25 @@ fn parse_legacy_version(s: &str) -> Result<Generation, String> {
     }
 }
 
+/// What `mcpgw load` does besides a run.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LoadCommand {
+    /// Merge the JSON reports of several runs made with --hdr (generators on several hosts, say) into one:
+    /// histograms added, counts summed, throughput over the union of their windows.
+    Merge(MergeArgs),
+}
+
+/// The command line of `mcpgw load merge`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct MergeArgs {
+    /// The reports (`mcpgw load --hdr --json FILE`), one per generator.
+    #[arg(required = true, value_name = "REPORT")]
+    pub reports: Vec<PathBuf>,
+    /// Write the merged report as JSON to FILE (`-`: standard output, the table then on standard error).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
 /// When new requests stop.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Limit {
@@ -315,6 +361,12 @@ pub(crate) struct Plan {
     pub(crate) timeout: Duration,
     pub(crate) legacy_version: Generation,
     pub(crate) progress: bool,
+    /// `--start-at`/`--start-in`: when the load starts (its sessions set up before).
+    pub(crate) start_at: Option<SystemTime>,
+    /// `--hdr`.
+    pub(crate) hdr: bool,
+    /// `--source-addrs` (empty: the system's choice).
+    pub(crate) source_addrs: Vec<std::net::IpAddr>,
 }
 
 impl Plan {
@@ -362,6 +414,18 @@ impl Plan {
         if args.mix.has(Op::Ask) && args.ask_tool.is_none() {
             return bad("--mix has ask: give --ask-tool NAME, a tool that asks the client".into());
         }
+        let start_at = match (args.start_at, args.start_in) {
+            (Some(ms), _) => Some(UNIX_EPOCH + Duration::from_millis(ms)),
+            (None, Some(d)) => Some(SystemTime::now() + d),
+            (None, None) => None,
+        };
+        if let Some(at) = start_at
+            && at
+                .duration_since(SystemTime::now())
+                .is_ok_and(|wait| wait > MAX_START_WAIT)
+        {
+            return bad("--start-at/--start-in must be at most an hour away".into());
+        }
         let mut tool_args = args.args.clone().unwrap_or_default();
         if args.args.is_none() {
             tool_args.insert("text".into(), Value::from("mcpgw load"));
@@ -383,7 +447,10 @@ impl Plan {
             threads,
             timeout: args.timeout,
             legacy_version: args.legacy_version,
-            progress: !args.no_progress,
+            progress: !args.no_progress && !args.quiet,
+            start_at,
+            hdr: args.hdr,
+            source_addrs: args.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
         })
     }
 }

@@ -20,10 +20,13 @@
 //! Files: `args` (command line, plan), `target` (loopback rule), `request` (request templates), `wire`
 //! (HTTP and answer checks), `session` (era drivers), `ask` (a call whose server asks the client, each
 //! question answered), `probe`, `scheduler` (closed/open loop), `stats` (histograms, outcomes), `report`
-//! (table, JSON), `progress` (progress line, CPU), `selftest`.
+//! (table, JSON), `progress` (progress line, CPU), `selftest`, `hdr` (histograms as text, `--hdr`), `merge`
+//! (`mcpgw load merge`: several reports, exactly one).
 
 mod args;
 mod ask;
+mod hdr;
+mod merge;
 mod probe;
 mod progress;
 mod report;
@@ -31,6 +34,7 @@ mod request;
 mod scheduler;
 mod selftest;
 mod session;
+mod source;
 mod stats;
 mod target;
 mod wire;
@@ -41,14 +45,15 @@ mod tests;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-pub use args::{Era, LoadArgs, Mix};
+pub use args::{Era, LoadArgs, LoadCommand, MergeArgs, Mix};
 pub use ask::{AskEras, AskReport, EraAsks};
-pub use report::{CpuUse, OpReport, Report};
+pub use report::{CpuUse, Merged, OpReport, Report, Window};
+pub use source::SourceAddrs;
 pub use stats::{Latency, Outcomes};
 
 use args::{Mode, Plan};
@@ -103,6 +108,9 @@ pub enum LoadError {
     /// The run outlived its hard deadline (a bug: every phase has its own).
     #[error("the run did not end within its hard deadline of {0:?}")]
     Deadline(Duration),
+    /// `merge`: a report cannot be merged.
+    #[error("cannot merge {report}: {why}")]
+    Merge { report: String, why: String },
     /// `--json FILE` could not be written.
     #[error("cannot write {}: {error}", path.display())]
     Write {
@@ -114,6 +122,9 @@ pub enum LoadError {
 /// Runs `mcpgw load`: the load, the table on standard output (standard error with `--json -`), and the
 /// JSON report with `--json FILE`.
 pub fn run(args: LoadArgs) -> Result<Report, LoadError> {
+    if let Some(LoadCommand::Merge(merging)) = &args.command {
+        return merge::run(merging);
+    }
     let (url, self_test) = if args.self_test {
         (selftest::start_mock(selftest::mock_args())?, true)
     } else {
@@ -125,10 +136,10 @@ pub fn run(args: LoadArgs) -> Result<Report, LoadError> {
     };
     let report = execute(&args, &url, self_test)?;
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if json_to_stdout {
-        eprint!("{}", report.table());
-    } else {
-        print!("{}", report.table());
+    match (args.quiet, json_to_stdout) {
+        (true, _) => {}
+        (false, true) => eprint!("{}", report.table()),
+        (false, false) => print!("{}", report.table()),
     }
     if let Some(path) = &args.json {
         report.write_json(path)?;
@@ -140,6 +151,16 @@ pub fn run(args: LoadArgs) -> Result<Report, LoadError> {
 pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Report, LoadError> {
     let plan = Plan::from_args(args)?;
     let target = target::check(url, args.allow_remote)?;
+    if !args.allow_remote
+        && let Some(ip) = plan
+            .source_addrs
+            .iter()
+            .find(|ip| !target::is_loopback(**ip))
+    {
+        return Err(LoadError::InvalidArgs(format!(
+            "--source-addrs {ip} is not a loopback address: a target on this machine is loaded from loopback addresses"
+        )));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(plan.threads)
         .thread_name(THREAD_NAME)
@@ -148,7 +169,7 @@ pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Rep
         .map_err(LoadError::Runtime)?;
     let wire = {
         let _in_runtime = runtime.enter();
-        wire::Wire::new(&target, plan.sessions, plan.timeout)?
+        wire::Wire::new(&target, plan.sessions, plan.timeout, &plan.source_addrs)?
     };
     let limits = Limits::of(&plan);
     let url = url.to_owned();
@@ -180,7 +201,13 @@ impl Limits {
         let setup = t * 2 + Duration::from_secs(5) + Duration::from_millis(plan.sessions as u64);
         let grace = t * 2 + Duration::from_secs(1);
         let teardown = t * 2 + Duration::from_secs(5);
-        let hard = probe + setup + plan.limit.duration + grace + teardown + Duration::from_secs(5);
+        // `--start-at`: the wait for the start, set-up included.
+        let wait = plan
+            .start_at
+            .and_then(|at| at.duration_since(SystemTime::now()).ok())
+            .unwrap_or_default();
+        let hard =
+            probe + setup + wait + plan.limit.duration + grace + teardown + Duration::from_secs(5);
         Limits {
             probe,
             setup,
@@ -212,6 +239,7 @@ async fn drive(
         .map(|i| Arc::new(Session::new(i, plan.era.session_is_modern(i))))
         .collect();
 
+    let before_setup = progress::resident();
     // Set-up: sessions that are not ready by the deadline are set up by their first request.
     let setup_start = Instant::now();
     let opening =
@@ -223,6 +251,17 @@ async fn drive(
         });
     let _ = tokio::time::timeout(limits.setup, opening).await;
     let setup_s = setup_start.elapsed().as_secs_f64();
+    let after_setup = progress::resident();
+
+    // `--start-at`: the load starts then (late, and said so, when the set-up took longer).
+    let late_ms = match plan.start_at.map(|at| at.duration_since(SystemTime::now())) {
+        Some(Ok(wait)) => {
+            tokio::time::sleep(wait).await;
+            0
+        }
+        Some(Err(late)) => u64::try_from(late.duration().as_millis()).unwrap_or(u64::MAX),
+        None => 0,
+    };
 
     // The load, cut off at the hard deadline.
     let hard = CancellationToken::new();
@@ -236,6 +275,7 @@ async fn drive(
     };
     let done = CancellationToken::new();
     let start = Instant::now();
+    let start_wall = SystemTime::now();
     let shown = (plan.progress && progress::wanted()).then(|| {
         let (ctx, done, limit) = (ctx.clone(), done.clone(), plan.limit);
         tokio::spawn(async move {
@@ -315,6 +355,33 @@ async fn drive(
         stopped,
         abandoned: ended.abandoned,
         resent: ctx.wire.resent(),
+        window: Window {
+            start_unix_ms: unix_ms(start_wall),
+            end_unix_ms: unix_ms(start_wall) + (duration_s * 1000.0).round() as u64,
+            late_ms,
+        },
+        memory: match (before_setup, after_setup, progress::resident()) {
+            (Some((before, _)), Some((after, _)), Some((_, peak))) => {
+                let mib = |b: u64| report::round(b as f64 / f64::from(1 << 20), 1);
+                Some(report::MemoryUse {
+                    before_setup_mib: mib(before),
+                    after_setup_mib: mib(after),
+                    peak_mib: mib(peak),
+                    per_session_kib: report::round(
+                        after.saturating_sub(before) as f64 / 1024.0 / plan.sessions as f64,
+                        2,
+                    ),
+                })
+            }
+            _ => None,
+        },
+        hdr: plan.hdr,
     };
     Ok(Report::new(context, &stats))
+}
+
+/// `t` in milliseconds since the Unix epoch (0 before it).
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -23,6 +23,26 @@ pub(crate) struct Live {
     pub(crate) in_flight: AtomicU64,
 }
 
+/// This process's resident memory now and at its peak (`VmRSS`, `VmHWM` of `/proc/self/status`), in
+/// bytes; `None` where there is no such file.
+pub(crate) fn resident() -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    resident_of(&status)
+}
+
+fn resident_of(status: &str) -> Option<(u64, u64)> {
+    let kib = |key: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..]
+            .trim()
+            .strip_suffix("kB")?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    };
+    Some((kib("VmRSS:")? * 1024, kib("VmHWM:")? * 1024))
+}
+
 /// Whether a progress line should be drawn (standard error is a terminal).
 pub(crate) fn wanted() -> bool {
     std::io::stderr().is_terminal()
@@ -141,6 +161,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn status_lines() {
+        let status = "Name:\tmcpgw\nVmHWM:\t  204800 kB\nVmRSS:\t   102400 kB\nThreads:\t4\n";
+        assert_eq!(resident_of(status), Some((100 << 20, 200 << 20)));
+        assert_eq!(resident_of("Name:\tx\n"), None);
+        if cfg!(target_os = "linux") {
+            let (rss, peak) = resident().unwrap();
+            assert!(rss > 0 && peak >= rss, "{rss} {peak}");
+        }
+    }
+
+    #[test]
     fn stat_lines() {
         let stat = "1234 (mcpgw-load (x)) S 1 2 3 4 5 6 7 8 9 10 150 25 0 0 20 0 4 0 100 0 0";
         assert_eq!(thread_cpu(stat), Some(Duration::from_millis(1750)));
@@ -150,17 +181,24 @@ mod tests {
     #[test]
     fn this_process_is_measured() {
         if cfg!(target_os = "linux") {
+            // Spin until the process's measured CPU moves by 20 ms: on a busy machine a thread gets only a
+            // share of the wall time, so the spin is bounded by wall time (10 s) and not timed.
             let before = Cpu::now().unwrap();
             let mut x = 0u64;
             let spin = Instant::now();
-            while spin.elapsed() < Duration::from_millis(60) {
-                x = x.wrapping_add(std::hint::black_box(1));
+            let mut used = Cpu::now().unwrap().since(before);
+            while used.other + used.generator < Duration::from_millis(20)
+                && spin.elapsed() < Duration::from_secs(10)
+            {
+                for _ in 0..100_000 {
+                    x = x.wrapping_add(std::hint::black_box(1));
+                }
+                used = Cpu::now().unwrap().since(before);
             }
-            let used = Cpu::now().unwrap().since(before);
             assert!(x > 0);
             assert!(
                 used.other + used.generator >= Duration::from_millis(20),
-                "{used:?}"
+                "{used:?} after 10 s of spinning"
             );
         }
     }

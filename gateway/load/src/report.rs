@@ -11,10 +11,11 @@ use std::path::Path;
 use super::LoadError;
 use super::args::Era;
 use super::ask::AskReport;
+use super::hdr;
 use super::stats::{Latency, Op, Outcomes, Stats};
 
 /// What one operation did.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct OpReport {
     /// Requests of this kind.
     pub requests: u64,
@@ -29,10 +30,13 @@ pub struct OpReport {
     /// `ask` only: `questions_answered`, `answers_refused` and `by_era` (beside the fields above).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub asks: Option<AskReport>,
+    /// With `--hdr`: the latency histogram itself (microseconds), HDR's V2 serialization in base64.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr: Option<String>,
 }
 
 /// CPU used during the load, in cores (CPU seconds per second); `None` where it cannot be measured.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub struct CpuUse {
     /// The generator's threads.
     pub generator_cores: Option<f64>,
@@ -44,8 +48,47 @@ pub struct CpuUse {
     pub threads: usize,
 }
 
-/// The result of a run.
-#[derive(Debug, Clone, serde::Serialize)]
+/// The generator's resident memory (Linux), in MiB: before its sessions were set up, once they were, and at
+/// its peak; and what each session added. `None` elsewhere, and in a merged report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MemoryUse {
+    /// After the probe, before the set-up.
+    pub before_setup_mib: f64,
+    /// Once every session was set up, before the load.
+    pub after_setup_mib: f64,
+    /// The process's peak (`VmHWM`), the load included.
+    pub peak_mib: f64,
+    /// (after set-up − before) / sessions, in KiB.
+    pub per_session_kib: f64,
+}
+
+/// When the load ran: from its first request to the end of its last, in milliseconds since the Unix epoch
+/// (this machine's clock). Generators on several hosts compare theirs (`merge`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Window {
+    /// The load's start.
+    pub start_unix_ms: u64,
+    /// The load's end.
+    pub end_unix_ms: u64,
+    /// With `--start-at`/`--start-in`: how late the load started (set-up took longer), else 0.
+    #[serde(default)]
+    pub late_ms: u64,
+}
+
+impl Window {
+    /// Its length in seconds.
+    pub fn seconds(&self) -> f64 {
+        self.end_unix_ms.saturating_sub(self.start_unix_ms) as f64 / 1000.0
+    }
+
+    /// Whether it overlaps `other` (shares more than an instant).
+    pub fn overlaps(&self, other: &Window) -> bool {
+        self.start_unix_ms < other.end_unix_ms && other.start_unix_ms < self.end_unix_ms
+    }
+}
+
+/// The result of a run (or of several merged: `merge`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// The target.
     pub url: String,
@@ -54,7 +97,7 @@ pub struct Report {
     /// Session era.
     pub era: Era,
     /// `closed` or `open`.
-    pub mode: &'static str,
+    pub mode: String,
     /// Open loop: the scheduled rate.
     pub rate_rps: Option<f64>,
     /// Concurrent sessions.
@@ -82,16 +125,41 @@ pub struct Report {
     /// Outcomes of the measured requests.
     pub outcomes: Outcomes,
     /// Per operation, set-up and tear-down included.
-    pub operations: BTreeMap<&'static str, OpReport>,
+    pub operations: BTreeMap<String, OpReport>,
     /// CPU use during the load.
     pub cpu: CpuUse,
     /// Why sending stopped: `requests`, `duration` or `deadline`.
-    pub stopped: &'static str,
+    pub stopped: String,
     /// Requests still in flight when the hard deadline ended the run (not counted).
     pub abandoned: u64,
     /// Requests sent a second time, once, on a new connection, because their keep-alive connection was
     /// closed before any answer came back (each is counted once, by the outcome of the second sending).
     pub resent: u64,
+    /// When the load ran.
+    #[serde(default)]
+    pub window: Window,
+    /// The generator's memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryUse>,
+    /// With `--hdr`: the measured requests' latency histogram (microseconds), HDR's V2 serialization in
+    /// base64, as each operation's `hdr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hdr: Option<String>,
+    /// A merged report: the reports it adds up, in the order given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Merged>,
+}
+
+/// What `merge` adds to the report it makes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Merged {
+    /// The reports merged (their file names), one per generator.
+    pub reports: Vec<String>,
+    /// Each report's window, in the same order.
+    pub windows: Vec<Window>,
+    /// Whether every window overlaps every other: otherwise the generators did not load the target at the
+    /// same time, and the merged throughput is not the rate the target sustained.
+    pub windows_overlap: bool,
 }
 
 /// What the run knows besides its statistics.
@@ -112,6 +180,10 @@ pub(crate) struct Context {
     pub(crate) stopped: &'static str,
     pub(crate) abandoned: u64,
     pub(crate) resent: u64,
+    pub(crate) window: Window,
+    pub(crate) memory: Option<MemoryUse>,
+    /// Whether to carry the histograms (`--hdr`).
+    pub(crate) hdr: bool,
 }
 
 impl Report {
@@ -131,8 +203,13 @@ impl Report {
                         latency_ms: s.latency.as_ref().map(Latency::of).unwrap_or_default(),
                         outcomes: s.outcomes.clone(),
                         asks: (op == Op::Ask).then(|| AskReport::of(&stats.asks)),
+                        hdr: if c.hdr {
+                            s.latency.as_ref().map(hdr::encode)
+                        } else {
+                            None
+                        },
                     };
-                    (op.name(), r)
+                    (op.name().to_owned(), r)
                 })
             })
             .collect();
@@ -140,7 +217,7 @@ impl Report {
             url: c.url,
             self_test: c.self_test,
             era: c.era,
-            mode: if c.rate.is_some() { "open" } else { "closed" },
+            mode: if c.rate.is_some() { "open" } else { "closed" }.to_owned(),
             rate_rps: c.rate,
             sessions: c.sessions,
             mix: c.mix,
@@ -156,9 +233,13 @@ impl Report {
             outcomes,
             operations,
             cpu: c.cpu,
-            stopped: c.stopped,
+            stopped: c.stopped.to_owned(),
             abandoned: c.abandoned,
             resent: c.resent,
+            window: c.window,
+            memory: c.memory,
+            hdr: c.hdr.then(|| hdr::encode(&hist)),
+            merged: None,
         }
     }
 
@@ -187,6 +268,27 @@ impl Report {
             self.mix,
             self.cpu.threads
         );
+        if let Some(m) = &self.merged {
+            let _ = writeln!(
+                t,
+                "  merged from {} reports: {}",
+                m.reports.len(),
+                m.reports.join(", ")
+            );
+            if !m.windows_overlap {
+                let _ = writeln!(
+                    t,
+                    "warning     their windows do not all overlap: the generators did not load the target at the same time, and the throughput is over the union of their windows"
+                );
+            }
+        }
+        if self.window.late_ms > 0 {
+            let _ = writeln!(
+                t,
+                "warning     the load started {} ms after --start-at (the set-up took longer)",
+                self.window.late_ms
+            );
+        }
         if let Some(tool) = &self.tool {
             let _ = writeln!(t, "  tool {tool}");
         }
@@ -259,6 +361,13 @@ impl Report {
             );
             if let (true, Some(o)) = (self.self_test, self.cpu.other_cores) {
                 let _ = write!(t, "; in-process mock {o:.2} cores");
+            }
+            if let Some(m) = self.memory {
+                let _ = write!(
+                    t,
+                    "; resident {:.1} MiB with the sessions set up ({:.2} KiB per session), peak {:.1} MiB",
+                    m.after_setup_mib, m.per_session_kib, m.peak_mib
+                );
             }
             let _ = writeln!(t);
             if g >= 0.85 * self.cpu.threads.min(self.cpu.available_cores) as f64 {
@@ -361,7 +470,7 @@ fn outcome_line(o: &Outcomes) -> String {
     line
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
@@ -395,6 +504,13 @@ mod tests {
             stopped: "requests",
             abandoned: 0,
             resent: 0,
+            window: Window {
+                start_unix_ms: 1_000,
+                end_unix_ms: 3_000,
+                late_ms: 0,
+            },
+            memory: None,
+            hdr: false,
         }
     }
 

@@ -110,7 +110,7 @@ impl Outcome {
 }
 
 /// Counts of outcomes: by class, by HTTP status and by JSON-RPC code.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Outcomes {
     /// Results (not `isError`).
     pub ok: u64,
@@ -137,6 +137,7 @@ pub struct Outcomes {
     /// `invalid_response` by reason.
     pub invalid_reasons: BTreeMap<String, u64>,
     /// `transport_error` by kind.
+    #[serde(default)]
     pub transport_reasons: BTreeMap<String, u64>,
 }
 
@@ -222,7 +223,7 @@ pub(crate) fn new_histogram() -> Histogram<u64> {
 }
 
 /// Latency percentiles in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: f64,

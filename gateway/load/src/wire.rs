@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 use std::future::Future;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -29,17 +30,26 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 /// pooling rather than of the target (seen in long open-loop runs: a few calls in 100,000).
 const POOL_IDLE: Duration = Duration::from_secs(4);
 
-/// One HTTP client for the whole run.
+/// The HTTP clients of the whole run: one link per source address (`--source-addrs`; one link without it),
+/// requests spread over them round robin.
 #[derive(Debug, Clone)]
 pub(crate) struct Wire {
-    client: Client,
-    /// The same client keeping no idle connection: what a request is sent again on (a new connection, never
-    /// another pooled one that the same load balancer reload may have closed as well).
-    fresh: Client,
+    links: std::sync::Arc<[Link]>,
+    /// The next request's link.
+    next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     url: Url,
     timeout: Duration,
     /// Requests sent a second time (see [`closed_before_any_answer`]).
     resent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The clients of one source address.
+#[derive(Debug)]
+struct Link {
+    pooled: Client,
+    /// The same client keeping no idle connection: what a request is sent again on (a new connection, never
+    /// another pooled one that the same load balancer reload may have closed as well).
+    fresh: Client,
 }
 
 /// An HTTP answer, read whole.
@@ -52,13 +62,20 @@ pub(crate) struct Answer {
 }
 
 impl Wire {
-    /// A client for `target` keeping up to `pool` idle connections (one per session).
-    pub(crate) fn new(target: &Target, pool: usize, timeout: Duration) -> Result<Wire, LoadError> {
+    /// Clients for `target` keeping up to `pool` idle connections in all (one per session), connecting from
+    /// `sources` (none: the system's choice).
+    pub(crate) fn new(
+        target: &Target,
+        pool: usize,
+        timeout: Duration,
+        sources: &[IpAddr],
+    ) -> Result<Wire, LoadError> {
         // https targets: the platform's roots, through the process's one rustls provider; an http target
         // reads no roots at all.
         handlers::install_tls_provider();
-        let build = |pool: usize| {
+        let build = |pool: usize, source: Option<IpAddr>| {
             let mut b = Client::builder()
+                .local_address(source)
                 .no_proxy()
                 .redirect(reqwest::redirect::Policy::none())
                 .pool_max_idle_per_host(pool)
@@ -74,9 +91,24 @@ impl Wire {
             }
             b.build().map_err(|e| LoadError::Client(e.to_string()))
         };
+        let sources: Vec<Option<IpAddr>> = if sources.is_empty() {
+            vec![None]
+        } else {
+            sources.iter().copied().map(Some).collect()
+        };
+        let per_link = pool.div_ceil(sources.len());
+        let links = sources
+            .into_iter()
+            .map(|source| {
+                Ok(Link {
+                    pooled: build(per_link, source)?,
+                    fresh: build(0, source)?,
+                })
+            })
+            .collect::<Result<Vec<Link>, LoadError>>()?;
         Ok(Wire {
-            client: build(pool)?,
-            fresh: build(0)?,
+            links: links.into(),
+            next: Default::default(),
             url: target.url.clone(),
             timeout,
             resent: Default::default(),
@@ -131,13 +163,24 @@ impl Wire {
 
     /// `DELETE` (the end of a legacy session).
     pub(crate) async fn delete(&self, headers: HeaderMap) -> Result<Answer, Failure> {
-        let req = self.client.delete(self.url.clone()).headers(headers);
+        let req = self.links[0]
+            .pooled
+            .delete(self.url.clone())
+            .headers(headers);
         let work = async { self.send(req).await?.rest().await };
         by(Instant::now() + self.timeout, work).await
     }
 
+    /// The next request's link.
+    fn link(&self) -> &Link {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.links[n % self.links.len()]
+    }
+
     fn post_request(&self, headers: HeaderMap, body: Bytes) -> reqwest::RequestBuilder {
-        self.client
+        // Built by any client; sent by the link `send` picks.
+        self.links[0]
+            .pooled
             .post(self.url.clone())
             .headers(headers)
             .body(body)
@@ -146,12 +189,13 @@ impl Wire {
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Opened, Failure> {
         let req = req.build().map_err(|e| Failure::of(&e))?;
         let again = req.try_clone();
-        let resp = match (self.client.execute(req).await, again) {
+        let link = self.link();
+        let resp = match (link.pooled.execute(req).await, again) {
             (Ok(resp), _) => resp,
             (Err(e), Some(again)) if closed_before_any_answer(&e) => {
                 self.resent
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                self.fresh
+                link.fresh
                     .execute(again)
                     .await
                     .map_err(|e| Failure::of(&e))?

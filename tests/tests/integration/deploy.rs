@@ -455,7 +455,7 @@ fn set_toml(text: &str, key: &str, value: &str) -> String {
 }
 
 /// The one document of a manifest file whose kind is `kind`.
-fn manifest(file: &str, kind: &str) -> Value {
+pub(crate) fn manifest(file: &str, kind: &str) -> Value {
     let docs = yaml::documents(file, &deploy_file(file));
     let mut of_kind = docs.into_iter().filter(|d| d["kind"] == kind);
     let doc = of_kind

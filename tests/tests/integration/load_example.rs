@@ -20,7 +20,7 @@ const MARKER: &str = "<!-- test: load-example -->";
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// The first ```sh block after `marker` in the README.
-fn readme_block(marker: &str) -> String {
+pub(crate) fn readme_block(marker: &str) -> String {
     let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
     let text = std::fs::read_to_string(&readme).unwrap();
     let after = &text[text.find(marker).expect("the README has the marker") + marker.len()..];
@@ -32,7 +32,7 @@ fn readme_block(marker: &str) -> String {
 }
 
 /// `text` with `from` replaced by `to`; `from` must be there (the README and this test agree).
-fn substitute(text: &str, from: &str, to: &str) -> String {
+pub(crate) fn substitute(text: &str, from: &str, to: &str) -> String {
     assert!(
         text.contains(from),
         "the example no longer has {from:?}:\n{text}"
@@ -41,7 +41,7 @@ fn substitute(text: &str, from: &str, to: &str) -> String {
 }
 
 /// Every `flag VALUE` in `text` with VALUE replaced by `value`.
-fn set_flag(text: &str, flag: &str, value: &str) -> String {
+pub(crate) fn set_flag(text: &str, flag: &str, value: &str) -> String {
     let mut out = Vec::new();
     let mut words = text.split(' ').peekable();
     let mut found = false;
@@ -58,7 +58,7 @@ fn set_flag(text: &str, flag: &str, value: &str) -> String {
 }
 
 /// Waits for `child` within `limit`, then kills its whole process group (it leads one) either way.
-fn wait_bounded(
+pub(crate) fn wait_bounded(
     mut child: Child,
     limit: Duration,
 ) -> (Option<std::process::ExitStatus>, String, String) {

@@ -195,3 +195,77 @@ fn mix_cycles_are_exact_and_spread() {
     let only = parse(&["--url", "u", "--mix", "ask", "--ask-tool", "t"]);
     assert_eq!(Plan::from_args(&only).unwrap().mix.cycle(), vec![Op::Ask]);
 }
+
+#[test]
+fn start_at_start_in_and_hdr() {
+    let a = parse(&[
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--start-at",
+        "1700000000123",
+        "--hdr",
+    ]);
+    let p = Plan::from_args(&a).unwrap();
+    assert_eq!(
+        p.start_at,
+        Some(UNIX_EPOCH + Duration::from_millis(1_700_000_000_123))
+    );
+    assert!(p.hdr);
+    let before = SystemTime::now();
+    let p = Plan::from_args(&parse(&[
+        "--url",
+        "http://127.0.0.1:1/mcp",
+        "--start-in",
+        "10s",
+    ]))
+    .unwrap();
+    let wait = p.start_at.unwrap().duration_since(before).unwrap();
+    assert!(
+        wait >= Duration::from_secs(10) && wait < Duration::from_secs(70),
+        "{wait:?}"
+    );
+    assert!(!p.hdr);
+    assert!(
+        Plan::from_args(&parse(&["--url", "http://127.0.0.1:1/mcp"]))
+            .unwrap()
+            .start_at
+            .is_none()
+    );
+}
+
+#[test]
+fn start_times_out_of_reach_are_refused() {
+    let far = (SystemTime::now() + Duration::from_secs(2 * 3600))
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        .to_string();
+    for words in [vec!["--start-at", far.as_str()], vec!["--start-in", "61m"]] {
+        let mut all = vec!["--url", "http://127.0.0.1:1/mcp"];
+        all.extend(words);
+        let err = Plan::from_args(&parse(&all)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid arguments: --start-at/--start-in must be at most an hour away",
+            "{all:?}"
+        );
+    }
+    assert!(try_parse(&["--url", "u", "--start-at", "1", "--start-in", "1s"]).is_err());
+    assert!(try_parse(&["--url", "u", "--start-at", "soon"]).is_err());
+}
+
+#[test]
+fn merge_takes_report_files_and_no_run_flags() {
+    let a = parse(&["merge", "a.json", "b.json", "--json", "m.json"]);
+    let Some(LoadCommand::Merge(m)) = a.command else {
+        panic!("not merge: {a:?}")
+    };
+    assert_eq!(
+        m.reports,
+        [PathBuf::from("a.json"), PathBuf::from("b.json")]
+    );
+    assert_eq!(m.json, Some(PathBuf::from("m.json")));
+    // No --url needed; no report is refused; run flags do not mix with it.
+    assert!(try_parse(&["merge"]).is_err());
+    assert!(try_parse(&["--sessions", "3", "merge", "a.json"]).is_err());
+}

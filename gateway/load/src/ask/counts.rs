@@ -18,7 +18,7 @@ pub(crate) struct Tally {
 }
 
 /// The asks of one era.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EraAsks {
     /// Asks sent (overflowed ones are not).
     pub requests: u64,
@@ -56,7 +56,7 @@ impl EraAsks {
 }
 
 /// The asks of legacy sessions and of 2026-07-28 clients.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AskEras {
     pub legacy: EraAsks,
     pub modern: EraAsks,
@@ -80,7 +80,7 @@ impl AskEras {
 }
 
 /// The ask operation's own counts, beside its outcomes in the report.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AskReport {
     /// Questions answered with a result, both eras.
     pub questions_answered: u64,
@@ -93,6 +93,14 @@ pub struct AskReport {
 }
 
 impl AskReport {
+    /// Adds another report's counts (`merge`).
+    pub(crate) fn add(&mut self, o: &AskReport) {
+        self.questions_answered += o.questions_answered;
+        self.questions_declined += o.questions_declined;
+        self.answers_refused += o.answers_refused;
+        self.by_era.merge(&o.by_era);
+    }
+
     pub(crate) fn of(eras: &AskEras) -> AskReport {
         AskReport {
             questions_answered: eras.legacy.questions_answered + eras.modern.questions_answered,

@@ -172,7 +172,7 @@ fn exchange(url: &str, posts: usize) -> (Vec<Result<u16, Failure>>, u64) {
         .unwrap();
     rt.block_on(async {
         let target = crate::target::check(url, false).unwrap();
-        let wire = Wire::new(&target, 1, Duration::from_secs(5)).unwrap();
+        let wire = Wire::new(&target, 1, Duration::from_secs(5), &[]).unwrap();
         let mut out = Vec::new();
         for _ in 0..posts {
             let answer = wire.post(HeaderMap::new(), Bytes::from_static(b"{}")).await;
@@ -244,7 +244,7 @@ fn a_request_is_sent_again_on_a_new_connection_not_on_another_pooled_one_the_rel
     let url = reloading_server(2);
     let (first, then, resent) = rt.block_on(async {
         let target = crate::target::check(&url, false).unwrap();
-        let wire = Wire::new(&target, 2, Duration::from_secs(5)).unwrap();
+        let wire = Wire::new(&target, 2, Duration::from_secs(5), &[]).unwrap();
         let post = || wire.post(HeaderMap::new(), Bytes::from_static(b"{}"));
         // Two at once: two pooled keep-alive connections.
         let (a, b) = tokio::join!(post(), post());
@@ -255,4 +255,47 @@ fn a_request_is_sent_again_on_a_new_connection_not_on_another_pooled_one_the_rel
     assert_eq!(first, [Ok(200), Ok(200)]);
     assert_eq!(then, Ok(200));
     assert_eq!(resent, 1);
+}
+
+#[test]
+fn requests_are_spread_over_the_source_addresses() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\nconnection: close\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let _ = seen_tx.send(conn.peer_addr().unwrap().ip());
+            let mut buf = [0u8; 4096];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(ok.as_bytes());
+        }
+    });
+    let sources = crate::source::parse_source_addrs("127.0.0.2-127.0.0.4").unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let statuses = rt.block_on(async {
+        let target = crate::target::check(&url, false).unwrap();
+        let wire = Wire::new(&target, 3, Duration::from_secs(5), &sources).unwrap();
+        let mut out = Vec::new();
+        for _ in 0..6 {
+            let a = wire.post(HeaderMap::new(), Bytes::from_static(b"{}")).await;
+            out.push(a.map(|a| a.status));
+        }
+        out
+    });
+    assert_eq!(statuses, vec![Ok(200); 6]);
+    let mut from: Vec<std::net::IpAddr> = seen.try_iter().collect();
+    assert_eq!(
+        from.len(),
+        6,
+        "one connection per request (the server closes each)"
+    );
+    from.sort();
+    from.dedup();
+    assert_eq!(from, sources);
 }
