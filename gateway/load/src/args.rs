@@ -152,6 +152,24 @@ pub struct LoadArgs {
     /// No table and no progress line: with `--json -`, standard output is the JSON report and nothing else.
     #[arg(long)]
     pub quiet: bool,
+    /// Soak: read this process's RSS, CPU, open files and threads every second (repeatable; Linux /proc).
+    #[arg(long = "watch-pid", value_name = "PID")]
+    pub watch_pid: Vec<u32>,
+    /// Leak check: the most a watched process's RSS may grow after the warm-up (least-squares slope).
+    #[arg(long, value_name = "SIZE/PERIOD", default_value = "1MiB/min", value_parser = crate::watch::parse_slope)]
+    pub leak_slope: f64,
+    /// Leak check: samples of the load's first DURATION are not judged.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub warm_up: Duration,
+    /// Exit non-zero unless the leak check says ok (a leak, or too few samples after the warm-up).
+    #[arg(long, requires = "watch_pid")]
+    pub fail_on_leak: bool,
+    /// Write each second (requests, outcomes, percentiles, watched processes) to FILE as JSON lines, as it goes.
+    #[arg(long, value_name = "FILE")]
+    pub stream: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page (charts as inline SVG) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// A scenario mix: weights of the measured operations.

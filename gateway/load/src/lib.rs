@@ -20,12 +20,15 @@
 //! Files: `args` (command line, plan), `target` (loopback rule), `request` (request templates), `wire`
 //! (HTTP and answer checks), `session` (era drivers), `ask` (a call whose server asks the client, each
 //! question answered), `probe`, `scheduler` (closed/open loop), `stats` (histograms, outcomes), `report`
-//! (table, JSON), `progress` (progress line, CPU), `selftest`, `hdr` (histograms as text, `--hdr`), `merge`
-//! (`mcpgw load merge`: several reports, exactly one).
+//! (table, JSON), `progress` (progress line, CPU, memory), `selftest`, `hdr` (histograms as text, `--hdr`),
+//! `merge` (`mcpgw load merge`: several reports, exactly one), `source` (`--source-addrs`), `timeline` (a
+//! point a second, `--stream`), `watch` (`--watch-pid`, the leak check), `html` (`--html`: the report as a
+//! page of inline SVG charts).
 
 mod args;
 mod ask;
 mod hdr;
+pub mod html;
 mod merge;
 mod probe;
 mod progress;
@@ -37,6 +40,8 @@ mod session;
 mod source;
 mod stats;
 mod target;
+mod timeline;
+mod watch;
 mod wire;
 
 #[cfg(test)]
@@ -55,6 +60,8 @@ pub use ask::{AskEras, AskReport, EraAsks};
 pub use report::{CpuUse, Merged, OpReport, Report, Window};
 pub use source::SourceAddrs;
 pub use stats::{Latency, Outcomes};
+pub use timeline::{Classes, Point, Timeline};
+pub use watch::{ProcReport, ProcSample, WatchReport};
 
 use args::{Mode, Plan};
 use progress::{Cpu, Live, THREAD_NAME};
@@ -111,6 +118,9 @@ pub enum LoadError {
     /// `merge`: a report cannot be merged.
     #[error("cannot merge {report}: {why}")]
     Merge { report: String, why: String },
+    /// `--fail-on-leak`: the leak check did not say ok.
+    #[error("leak check failed: {0}")]
+    Leak(String),
     /// `--json FILE` could not be written.
     #[error("cannot write {}: {error}", path.display())]
     Write {
@@ -144,6 +154,14 @@ pub fn run(args: LoadArgs) -> Result<Report, LoadError> {
     if let Some(path) = &args.json {
         report.write_json(path)?;
     }
+    if let Some(path) = &args.html {
+        html::write(&report, path)?;
+    }
+    if args.fail_on_leak
+        && let Some(why) = report.watch.as_ref().and_then(WatchReport::failure)
+    {
+        return Err(LoadError::Leak(why));
+    }
     Ok(report)
 }
 
@@ -161,6 +179,15 @@ pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Rep
             "--source-addrs {ip} is not a loopback address: a target on this machine is loaded from loopback addresses"
         )));
     }
+    let rule = watch::Rule {
+        slope_bytes_per_min: args.leak_slope,
+        warm_up: args.warm_up,
+    };
+    let mut soak = timeline::Soak::open(
+        watch::Watch::new(&args.watch_pid, rule)?,
+        args.stream.as_deref(),
+    )?;
+    soak.head = timeline::head(url, &plan, &soak.watch.pids());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(plan.threads)
         .thread_name(THREAD_NAME)
@@ -173,7 +200,7 @@ pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Rep
     };
     let limits = Limits::of(&plan);
     let url = url.to_owned();
-    let handle = runtime.spawn(drive(plan, wire, limits, url, self_test));
+    let handle = runtime.spawn(drive(plan, wire, limits, url, self_test, soak));
     let result = runtime.block_on(async { tokio::time::timeout(limits.hard, handle).await });
     runtime.shutdown_timeout(Duration::from_secs(1));
     match result {
@@ -224,6 +251,7 @@ async fn drive(
     limits: Limits,
     url: String,
     self_test: bool,
+    soak: timeline::Soak,
 ) -> Result<Report, LoadError> {
     let prepared = tokio::time::timeout(limits.probe, probe::prepare(&wire, &plan))
         .await
@@ -276,6 +304,7 @@ async fn drive(
     let done = CancellationToken::new();
     let start = Instant::now();
     let start_wall = SystemTime::now();
+    let sampling = tokio::spawn(timeline::run(ctx.clone(), soak, start, done.clone()));
     let shown = (plan.progress && progress::wanted()).then(|| {
         let (ctx, done, limit) = (ctx.clone(), done.clone(), plan.limit);
         tokio::spawn(async move {
@@ -310,6 +339,7 @@ async fn drive(
     if let Some(p) = shown {
         let _ = p.await;
     }
+    let sampled = sampling.await.ok();
 
     // Tear-down: legacy sessions end with DELETE.
     let closing =
@@ -377,7 +407,12 @@ async fn drive(
         },
         hdr: plan.hdr,
     };
-    Ok(Report::new(context, &stats))
+    let mut report = Report::new(context, &stats);
+    if let Some(s) = sampled {
+        report.timeline = Some(s.timeline);
+        report.watch = s.watch;
+    }
+    Ok(report)
 }
 
 /// `t` in milliseconds since the Unix epoch (0 before it).

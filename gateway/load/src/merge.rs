@@ -17,6 +17,8 @@ use super::args::{Era, MergeArgs};
 use super::hdr;
 use super::report::{CpuUse, Merged, OpReport, Report, Window};
 use super::stats::{Latency, Outcomes, new_histogram};
+use super::timeline::{Point, Timeline};
+use super::watch::WatchReport;
 
 /// Runs `mcpgw load merge`: reads the reports, prints the merged table (on standard error with `--json
 /// -`), writes the merged JSON with `--json FILE`.
@@ -169,6 +171,8 @@ pub(crate) fn merge(reports: Vec<(String, Report)>) -> Result<Report, LoadError>
         resent: reports.iter().map(|(_, r)| r.resent).sum(),
         window,
         memory: None,
+        timeline: timeline(&reports, window.start_unix_ms),
+        watch: watch(&reports),
         hdr: Some(hdr::encode(&headline)),
         merged: Some(Merged {
             reports: reports.iter().map(|(name, _)| name.clone()).collect(),
@@ -176,6 +180,71 @@ pub(crate) fn merge(reports: Vec<(String, Report)>) -> Result<Report, LoadError>
             windows_overlap,
         }),
     })
+}
+
+/// The generators' timelines as one, on the merged window's clock: each point put in the interval of the
+/// merged timeline its end falls in (by its generator's window start), counts and throughputs summed, the
+/// watched processes side by side. A second's percentiles cannot be added without its histogram: the merged
+/// point has the largest of the generators' (an upper bound, as a thinned timeline's). `None` unless every
+/// report has a timeline, all with the same interval.
+fn timeline(reports: &[(String, Report)], start_unix_ms: u64) -> Option<Timeline> {
+    let all: Vec<(&Timeline, u64)> = reports
+        .iter()
+        .map(|(_, r)| r.timeline.as_ref().map(|t| (t, r.window.start_unix_ms)))
+        .collect::<Option<_>>()?;
+    let interval = all.first()?.0.interval_s;
+    if interval <= 0.0 || all.iter().any(|(t, _)| t.interval_s != interval) {
+        return None;
+    }
+    let mut slots: BTreeMap<u64, Point> = BTreeMap::new();
+    for (t, start) in &all {
+        let offset = start.saturating_sub(start_unix_ms) as f64 / 1000.0;
+        for p in &t.points {
+            let slot = ((p.t + offset) / interval).ceil().max(1.0) as u64;
+            let m = slots.entry(slot).or_insert_with(|| Point {
+                t: slot as f64 * interval,
+                span_s: interval,
+                ..Point::default()
+            });
+            m.requests += p.requests;
+            m.throughput_rps += p.throughput_rps;
+            m.outcomes = m.outcomes.plus(&p.outcomes);
+            m.p50_ms = m.p50_ms.max(p.p50_ms);
+            m.p99_ms = m.p99_ms.max(p.p99_ms);
+            m.p999_ms = m.p999_ms.max(p.p999_ms);
+            m.max_ms = m.max_ms.max(p.max_ms);
+            m.processes.extend(p.processes.iter().cloned());
+        }
+    }
+    Some(Timeline {
+        interval_s: interval,
+        thinned: all.iter().map(|(t, _)| t.thinned).max().unwrap_or(0),
+        points: slots.into_values().collect(),
+        stream: None,
+    })
+}
+
+/// The generators' watched processes side by side; the verdict the worst of theirs.
+fn watch(reports: &[(String, Report)]) -> Option<WatchReport> {
+    let all: Vec<&WatchReport> = reports
+        .iter()
+        .filter_map(|(_, r)| r.watch.as_ref())
+        .collect();
+    let mut merged = (*all.first()?).clone();
+    merged.processes = all
+        .iter()
+        .flat_map(|w| w.processes.iter().cloned())
+        .collect();
+    let any = |v: &str| all.iter().any(|w| w.verdict == v);
+    merged.verdict = if any("leak") {
+        "leak"
+    } else if any("inconclusive") {
+        "inconclusive"
+    } else {
+        "ok"
+    }
+    .to_owned();
+    Some(merged)
 }
 
 /// Adds the histogram `text` holds to `into`.

@@ -13,6 +13,8 @@ use super::args::Era;
 use super::ask::AskReport;
 use super::hdr;
 use super::stats::{Latency, Op, Outcomes, Stats};
+use super::timeline::Timeline;
+use super::watch::WatchReport;
 
 /// What one operation did.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -148,6 +150,12 @@ pub struct Report {
     /// A merged report: the reports it adds up, in the order given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
+    /// The load over time (`timeline`): a point a second, bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+    /// `--watch-pid`: the watched processes and the leak check (`watch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<WatchReport>,
 }
 
 /// What `merge` adds to the report it makes.
@@ -240,6 +248,8 @@ impl Report {
             memory: c.memory,
             hdr: c.hdr.then(|| hdr::encode(&hist)),
             merged: None,
+            timeline: None,
+            watch: None,
         }
     }
 
@@ -396,6 +406,9 @@ impl Report {
                 "abandoned   {} requests in flight at the hard deadline (not counted)",
                 self.abandoned
             );
+        }
+        if let Some(w) = &self.watch {
+            t.push_str(&w.table());
         }
         t
     }
