@@ -397,6 +397,7 @@ pub(crate) async fn run(
     done: CancellationToken,
 ) -> Sampled {
     let mut sampler = Sampler::new(soak, MAX_POINTS);
+    sampler.soak.watch.prime();
     let mut head = std::mem::take(&mut sampler.soak.head);
     if let Some(h) = head.as_object_mut() {
         let now = std::time::SystemTime::now()

@@ -283,6 +283,15 @@ impl Watch {
         self.followed.iter().map(|f| f.pid).collect()
     }
 
+    /// Takes each process's CPU time at the load's start, so that the first sample's CPU is that of its
+    /// first second.
+    pub(crate) fn prime(&mut self) {
+        for f in &mut self.followed {
+            f.last_cpu = read_proc(f.pid).map(|r| (0.0, r.ticks));
+            f.first_ticks = f.last_cpu.map(|(_, ticks)| ticks);
+        }
+    }
+
     /// Reads every process still there, `t` seconds after the load started.
     pub(crate) fn sample(&mut self, t: f64) -> Vec<ProcSample> {
         let warm_up = self.rule.warm_up.as_secs_f64();

@@ -26,6 +26,7 @@ mod interop;
 mod load_asks;
 mod load_example;
 mod load_merge;
+mod load_report;
 mod logs;
 mod operations;
 mod pipeline;

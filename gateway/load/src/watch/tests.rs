@@ -134,7 +134,19 @@ fn this_process_can_be_watched_and_a_missing_one_is_refused() {
     let me = std::process::id();
     let mut w = Watch::new(&[me, me], rule(1.0, 0)).unwrap();
     assert_eq!(w.pids(), vec![me], "a pid given twice is watched once");
-    let a = w.sample(0.0);
+    w.prime();
+    // Spin until this process's CPU time has moved on by a clock tick (bounded).
+    let before = read_proc(me).unwrap().ticks;
+    let spin = std::time::Instant::now();
+    let mut x = 0u64;
+    while read_proc(me).unwrap().ticks == before && spin.elapsed() < Duration::from_secs(10) {
+        for _ in 0..100_000 {
+            x = x.wrapping_add(std::hint::black_box(1));
+        }
+    }
+    assert!(x > 0);
+    let a = w.sample(0.5);
+    assert!(a[0].cpu_cores > 0.0, "the first sample has its CPU: {a:?}");
     let b = w.sample(1.0);
     assert_eq!(a.len(), 1);
     assert!(
