@@ -346,9 +346,9 @@ fn watched(p: &mut String, r: &Report) {
     let _ = write!(
         p,
         "<p id=\"leak-check\" data-verdict=\"{0}\">Leak check: <span class=\"verdict-{0}\">{0}</span> \
-         (RSS slope limit {1} bytes/min after {2} s of warm-up, at least {3} samples)</p>",
+         (RSS slope limit {1:.3} MiB/min after {2} s of warm-up, at least {3} samples)</p>",
         esc(&w.verdict),
-        w.leak_slope_bytes_per_min,
+        w.leak_slope_bytes_per_min / 1048576.0,
         w.warm_up_s,
         w.min_samples
     );

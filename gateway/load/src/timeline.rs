@@ -293,6 +293,8 @@ struct Sampler {
     open: (Histogram<u64>, Classes, f64),
     /// The open interval's CPU of each watched process, as core-seconds.
     open_cpu: Vec<(u32, f64)>,
+    /// Ticks in the open interval (it closes at `interval_s` ticks: tick times drift a little).
+    open_ticks: u32,
     timeline: Timeline,
     cap: usize,
     broken: Option<String>,
@@ -306,6 +308,7 @@ impl Sampler {
             prev: zero.clone(),
             open: zero,
             open_cpu: Vec::new(),
+            open_ticks: 0,
             timeline: Timeline::new(),
             cap,
             broken: None,
@@ -354,7 +357,8 @@ impl Sampler {
         self.prev = (hist.clone(), classes, t);
         // The open interval ends when it covers the timeline's interval.
         let open_span = t - self.open.2;
-        if last || open_span + 1e-6 >= self.timeline.interval_s {
+        self.open_ticks += 1;
+        if last || f64::from(self.open_ticks) >= self.timeline.interval_s {
             let mut covered = hist.clone();
             if covered.subtract(&self.open.0).is_err() {
                 covered.reset();
@@ -378,6 +382,7 @@ impl Sampler {
             self.timeline.push(p, self.cap);
             self.open = (hist, classes, t);
             self.open_cpu.clear();
+            self.open_ticks = 0;
         }
     }
 }

@@ -226,9 +226,11 @@ pub(crate) fn render(c: &Chart) -> String {
                 );
             }
         }
-        // The legend: beside the title, four to a row.
-        let lx = 330.0 + (i % 4) as f64 * 107.0;
-        let ly = 14.0 + (i / 4) as f64 * 13.0;
+        // The legend: beside the title, in rows.
+        let start = (LEFT + c.title.chars().count() as f64 * 7.6 + 16.0).max(330.0);
+        let per_row = (((WIDTH - start) / 107.0) as usize).max(1);
+        let lx = start + (i % per_row) as f64 * 107.0;
+        let ly = 14.0 + (i / per_row) as f64 * 13.0;
         let _ = write!(
             s,
             r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="3" fill="{color}"/><text x="{:.1}" y="{ly:.1}">{}</text>"#,

@@ -216,3 +216,14 @@ fn a_point_survives_a_json_round_trip() {
     let sparse: Point = serde_json::from_str(r#"{"t": 1}"#).unwrap();
     assert_eq!(sparse.t, 1.0);
 }
+
+/// Ticks come a little early or late (the sampler's work takes time): each still makes its own point.
+#[test]
+fn a_point_per_tick_whatever_the_drift() {
+    let mut s = Sampler::new(soak(None), MAX_POINTS);
+    let (mut h, mut c) = (new_histogram(), Classes::default());
+    for t in [0.99, 1.97, 2.99, 4.02] {
+        s.tick(t, more(&mut h, &mut c, 1, 1), false);
+    }
+    assert_eq!(s.timeline.points.len(), 4, "{:?}", s.timeline.points);
+}
