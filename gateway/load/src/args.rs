@@ -170,6 +170,12 @@ pub struct LoadArgs {
     /// Also write the report as one self-contained HTML page (charts as inline SVG) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Run the scripts of a scenario file (groups of sessions, each with its era and steps) instead of
+    /// --mix; --duration bounds it.
+    #[arg(long, value_name = "FILE.toml", conflicts_with_all = [
+        "sessions", "era", "requests", "rate", "mix", "tool", "args", "ask_tool", "ask_args", "uri",
+    ])]
+    pub scenario: Option<PathBuf>,
 }
 
 /// A scenario mix: weights of the measured operations.
@@ -195,7 +201,7 @@ impl Mix {
             };
             let op = Op::ALL
                 .into_iter()
-                .filter(|op| op.measured())
+                .filter(|op| op.measured() && *op != Op::Step)
                 .find(|op| op.name() == name)
                 .ok_or_else(|| {
                     format!(

@@ -18,7 +18,7 @@
 
 mod answer;
 mod counts;
-mod events;
+pub(crate) mod events;
 
 #[cfg(test)]
 mod tests;

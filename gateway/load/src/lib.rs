@@ -23,7 +23,8 @@
 //! (table, JSON), `progress` (progress line, CPU, memory), `selftest`, `hdr` (histograms as text, `--hdr`),
 //! `merge` (`mcpgw load merge`: several reports, exactly one), `source` (`--source-addrs`), `timeline` (a
 //! point a second, `--stream`), `watch` (`--watch-pid`, the leak check), `html` (`--html`: the report as a
-//! page of inline SVG charts).
+//! page of inline SVG charts), `scenario` (`--scenario FILE.toml`: groups of sessions running scripts, steps
+//! counted by name).
 
 mod args;
 mod ask;
@@ -34,6 +35,7 @@ mod probe;
 mod progress;
 mod report;
 mod request;
+mod scenario;
 mod scheduler;
 mod selftest;
 mod session;
@@ -58,6 +60,7 @@ use tokio_util::sync::CancellationToken;
 pub use args::{Era, LoadArgs, LoadCommand, MergeArgs, Mix};
 pub use ask::{AskEras, AskReport, EraAsks};
 pub use report::{CpuUse, Merged, OpReport, Report, Window};
+pub use scenario::ScenarioError;
 pub use source::SourceAddrs;
 pub use stats::{Latency, Outcomes};
 pub use timeline::{Classes, Point, Timeline};
@@ -70,7 +73,7 @@ use session::{Ctx, Session};
 use stats::{Op, Shards};
 
 /// Sessions set up (or torn down) at once.
-const SETUP_CONCURRENCY: usize = 256;
+pub(crate) const SETUP_CONCURRENCY: usize = 256;
 
 /// Why a run could not be done.
 #[derive(Debug, thiserror::Error)]
@@ -121,6 +124,9 @@ pub enum LoadError {
     /// `--fail-on-leak`: the leak check did not say ok.
     #[error("leak check failed: {0}")]
     Leak(String),
+    /// `--scenario FILE` cannot be used.
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
     /// `--json FILE` could not be written.
     #[error("cannot write {}: {error}", path.display())]
     Write {
@@ -167,7 +173,15 @@ pub fn run(args: LoadArgs) -> Result<Report, LoadError> {
 
 /// The run itself, against `url`.
 pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Report, LoadError> {
-    let plan = Plan::from_args(args)?;
+    let mut plan = Plan::from_args(args)?;
+    let scenario = match &args.scenario {
+        Some(path) => {
+            let s = scenario::load(path)?;
+            plan.sessions = s.sessions();
+            Some(Arc::new(s))
+        }
+        None => None,
+    };
     let target = target::check(url, args.allow_remote)?;
     if !args.allow_remote
         && let Some(ip) = plan
@@ -200,7 +214,10 @@ pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Rep
     };
     let limits = Limits::of(&plan);
     let url = url.to_owned();
-    let handle = runtime.spawn(drive(plan, wire, limits, url, self_test, soak));
+    let handle = match scenario {
+        Some(s) => runtime.spawn(scenario::drive(s, plan, wire, limits, url, self_test, soak)),
+        None => runtime.spawn(drive(plan, wire, limits, url, self_test, soak)),
+    };
     let result = runtime.block_on(async { tokio::time::timeout(limits.hard, handle).await });
     runtime.shutdown_timeout(Duration::from_secs(1));
     match result {
@@ -212,13 +229,13 @@ pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Rep
 
 /// The deadline of each phase.
 #[derive(Debug, Clone, Copy)]
-struct Limits {
-    probe: Duration,
-    setup: Duration,
+pub(crate) struct Limits {
+    pub(crate) probe: Duration,
+    pub(crate) setup: Duration,
     /// After the duration: time for the requests in flight (a legacy call may set its session up first).
-    grace: Duration,
-    teardown: Duration,
-    hard: Duration,
+    pub(crate) grace: Duration,
+    pub(crate) teardown: Duration,
+    pub(crate) hard: Duration,
 }
 
 impl Limits {
@@ -281,15 +298,7 @@ async fn drive(
     let setup_s = setup_start.elapsed().as_secs_f64();
     let after_setup = progress::resident();
 
-    // `--start-at`: the load starts then (late, and said so, when the set-up took longer).
-    let late_ms = match plan.start_at.map(|at| at.duration_since(SystemTime::now())) {
-        Some(Ok(wait)) => {
-            tokio::time::sleep(wait).await;
-            0
-        }
-        Some(Err(late)) => u64::try_from(late.duration().as_millis()).unwrap_or(u64::MAX),
-        None => 0,
-    };
+    let late_ms = wait_for_start(&plan).await;
 
     // The load, cut off at the hard deadline.
     let hard = CancellationToken::new();
@@ -390,21 +399,7 @@ async fn drive(
             end_unix_ms: unix_ms(start_wall) + (duration_s * 1000.0).round() as u64,
             late_ms,
         },
-        memory: match (before_setup, after_setup, progress::resident()) {
-            (Some((before, _)), Some((after, _)), Some((_, peak))) => {
-                let mib = |b: u64| report::round(b as f64 / f64::from(1 << 20), 1);
-                Some(report::MemoryUse {
-                    before_setup_mib: mib(before),
-                    after_setup_mib: mib(after),
-                    peak_mib: mib(peak),
-                    per_session_kib: report::round(
-                        after.saturating_sub(before) as f64 / 1024.0 / plan.sessions as f64,
-                        2,
-                    ),
-                })
-            }
-            _ => None,
-        },
+        memory: memory_use(before_setup, after_setup, plan.sessions),
         hdr: plan.hdr,
     };
     let mut report = Report::new(context, &stats);
@@ -415,8 +410,40 @@ async fn drive(
     Ok(report)
 }
 
+/// `--start-at`: waits until then; how late the load starts (0 unless the set-up took longer).
+pub(crate) async fn wait_for_start(plan: &Plan) -> u64 {
+    match plan.start_at.map(|at| at.duration_since(SystemTime::now())) {
+        Some(Ok(wait)) => {
+            tokio::time::sleep(wait).await;
+            0
+        }
+        Some(Err(late)) => u64::try_from(late.duration().as_millis()).unwrap_or(u64::MAX),
+        None => 0,
+    }
+}
+
+/// The generator's memory from its resident size before and after the set-up of `sessions`, and its peak
+/// now.
+pub(crate) fn memory_use(
+    before_setup: Option<(u64, u64)>,
+    after_setup: Option<(u64, u64)>,
+    sessions: usize,
+) -> Option<report::MemoryUse> {
+    let ((before, _), (after, _), (_, peak)) = (before_setup?, after_setup?, progress::resident()?);
+    let mib = |b: u64| report::round(b as f64 / f64::from(1 << 20), 1);
+    Some(report::MemoryUse {
+        before_setup_mib: mib(before),
+        after_setup_mib: mib(after),
+        peak_mib: mib(peak),
+        per_session_kib: report::round(
+            after.saturating_sub(before) as f64 / 1024.0 / sessions.max(1) as f64,
+            2,
+        ),
+    })
+}
+
 /// `t` in milliseconds since the Unix epoch (0 before it).
-fn unix_ms(t: SystemTime) -> u64 {
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

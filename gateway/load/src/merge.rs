@@ -58,7 +58,8 @@ pub(crate) fn merge(reports: Vec<(String, Report)>) -> Result<Report, LoadError>
         ));
     };
     let mut headline = new_histogram();
-    let mut ops: BTreeMap<String, (OpReport, Histogram<u64>)> = BTreeMap::new();
+    let mut ops: Sums = BTreeMap::new();
+    let mut steps: BTreeMap<String, Sums> = BTreeMap::new();
     let mut outcomes = Outcomes::default();
     for (name, r) in &reports {
         let bad = |why: String| LoadError::Merge {
@@ -72,33 +73,10 @@ pub(crate) fn merge(reports: Vec<(String, Report)>) -> Result<Report, LoadError>
         };
         add(&mut headline, text).map_err(|e| bad(format!("latency histogram: {e}")))?;
         outcomes.merge(&r.outcomes);
-        for (op, o) in &r.operations {
-            let (sum, h) = ops.entry(op.clone()).or_insert_with(|| {
-                let empty = OpReport {
-                    requests: 0,
-                    errors: 0,
-                    measured: o.measured,
-                    latency_ms: Latency::default(),
-                    outcomes: Outcomes::default(),
-                    asks: None,
-                    hdr: None,
-                };
-                (empty, new_histogram())
-            });
-            match &o.hdr {
-                Some(text) => {
-                    add(h, text).map_err(|e| bad(format!("{op}'s latency histogram: {e}")))?;
-                }
-                // An operation none of whose requests was sent (all overflowed) has no histogram.
-                None if o.latency_ms == Latency::default() => {}
-                None => return Err(bad(format!("{op} has no latency histogram"))),
-            }
-            sum.requests += o.requests;
-            sum.errors += o.errors;
-            sum.outcomes.merge(&o.outcomes);
-            if let Some(a) = &o.asks {
-                sum.asks.get_or_insert_with(Default::default).add(a);
-            }
+        fold(&mut ops, &r.operations, "").map_err(bad)?;
+        for (group, by_name) in &r.steps {
+            let into = steps.entry(group.clone()).or_default();
+            fold(into, by_name, &format!("{group}: ")).map_err(bad)?;
         }
     }
     let windows: Vec<Window> = reports.iter().map(|(_, r)| r.window).collect();
@@ -133,13 +111,10 @@ pub(crate) fn merge(reports: Vec<(String, Report)>) -> Result<Report, LoadError>
     } else {
         Era::Mixed
     };
-    let operations = ops
+    let operations = finish(ops);
+    let steps = steps
         .into_iter()
-        .map(|(name, (mut o, h))| {
-            o.latency_ms = Latency::of(&h);
-            o.hdr = (!h.is_empty()).then(|| hdr::encode(&h));
-            (name, o)
-        })
+        .map(|(group, sums)| (group, finish(sums)))
         .collect();
     Ok(Report {
         url: same(&|r| r.url.clone()),
@@ -174,6 +149,7 @@ pub(crate) fn merge(reports: Vec<(String, Report)>) -> Result<Report, LoadError>
         timeline: timeline(&reports, window.start_unix_ms),
         watch: watch(&reports),
         hdr: Some(hdr::encode(&headline)),
+        steps,
         merged: Some(Merged {
             reports: reports.iter().map(|(name, _)| name.clone()).collect(),
             windows,
@@ -245,6 +221,53 @@ fn watch(reports: &[(String, Report)]) -> Option<WatchReport> {
     }
     .to_owned();
     Some(merged)
+}
+
+/// Operations (or steps) by name, each with its summed histogram.
+type Sums = BTreeMap<String, (OpReport, Histogram<u64>)>;
+
+/// Adds one report's operations (or one group's steps) to `sums`; `what` prefixes a step's name in errors.
+fn fold(sums: &mut Sums, ops: &BTreeMap<String, OpReport>, what: &str) -> Result<(), String> {
+    for (op, o) in ops {
+        let (sum, h) = sums.entry(op.clone()).or_insert_with(|| {
+            let empty = OpReport {
+                requests: 0,
+                errors: 0,
+                measured: o.measured,
+                latency_ms: Latency::default(),
+                outcomes: Outcomes::default(),
+                asks: None,
+                hdr: None,
+            };
+            (empty, new_histogram())
+        });
+        match &o.hdr {
+            Some(text) => {
+                add(h, text).map_err(|e| format!("{what}{op}'s latency histogram: {e}"))?
+            }
+            // An operation none of whose requests was sent (all overflowed) has no histogram.
+            None if o.latency_ms == Latency::default() => {}
+            None => return Err(format!("{what}{op} has no latency histogram")),
+        }
+        sum.requests += o.requests;
+        sum.errors += o.errors;
+        sum.outcomes.merge(&o.outcomes);
+        if let Some(a) = &o.asks {
+            sum.asks.get_or_insert_with(Default::default).add(a);
+        }
+    }
+    Ok(())
+}
+
+/// The summed operations, each with the percentiles of its summed histogram.
+fn finish(sums: Sums) -> BTreeMap<String, OpReport> {
+    sums.into_iter()
+        .map(|(name, (mut o, h))| {
+            o.latency_ms = Latency::of(&h);
+            o.hdr = (!h.is_empty()).then(|| hdr::encode(&h));
+            (name, o)
+        })
+        .collect()
 }
 
 /// Adds the histogram `text` holds to `into`.

@@ -35,7 +35,7 @@ pub(crate) struct Prepared {
 }
 
 /// Who lists: a modern client, or the probe's legacy session.
-enum Lister {
+pub(crate) enum Lister {
     Modern,
     Legacy(LegacyHeaders),
 }
@@ -180,7 +180,7 @@ pub(crate) async fn prepare(wire: &Wire, plan: &Plan) -> Result<Prepared, LoadEr
 }
 
 /// Every item of a paginated list (at most [`MAX_PAGES`] pages).
-async fn list(
+pub(crate) async fn list(
     wire: &Wire,
     lister: &Lister,
     method: &'static str,

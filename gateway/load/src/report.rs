@@ -12,7 +12,7 @@ use super::LoadError;
 use super::args::Era;
 use super::ask::AskReport;
 use super::hdr;
-use super::stats::{Latency, Op, Outcomes, Stats};
+use super::stats::{Latency, Op, OpStats, Outcomes, Stats};
 use super::timeline::Timeline;
 use super::watch::WatchReport;
 
@@ -35,6 +35,26 @@ pub struct OpReport {
     /// With `--hdr`: the latency histogram itself (microseconds), HDR's V2 serialization in base64.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hdr: Option<String>,
+}
+
+impl OpReport {
+    /// The report of what one operation (or one scenario step) recorded.
+    /// With `hdr`, its histogram too.
+    pub(crate) fn of(s: &OpStats, measured: bool, asks: Option<AskReport>, hdr: bool) -> OpReport {
+        OpReport {
+            requests: s.outcomes.total(),
+            errors: s.outcomes.errors(),
+            measured,
+            latency_ms: s.latency.as_ref().map(Latency::of).unwrap_or_default(),
+            outcomes: s.outcomes.clone(),
+            asks,
+            hdr: if hdr {
+                s.latency.as_ref().map(hdr::encode)
+            } else {
+                None
+            },
+        }
+    }
 }
 
 /// CPU used during the load, in cores (CPU seconds per second); `None` where it cannot be measured.
@@ -150,6 +170,9 @@ pub struct Report {
     /// A merged report: the reports it adds up, in the order given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<Merged>,
+    /// `--scenario`: each group's steps by their name (the headline numbers are theirs, all together).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub steps: BTreeMap<String, BTreeMap<String, OpReport>>,
     /// The load over time (`timeline`): a point a second, bounded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Timeline>,
@@ -204,20 +227,11 @@ impl Report {
             .filter_map(|op| {
                 let s = stats.op(op);
                 (s.outcomes.total() > 0).then(|| {
-                    let r = OpReport {
-                        requests: s.outcomes.total(),
-                        errors: s.outcomes.errors(),
-                        measured: op.measured(),
-                        latency_ms: s.latency.as_ref().map(Latency::of).unwrap_or_default(),
-                        outcomes: s.outcomes.clone(),
-                        asks: (op == Op::Ask).then(|| AskReport::of(&stats.asks)),
-                        hdr: if c.hdr {
-                            s.latency.as_ref().map(hdr::encode)
-                        } else {
-                            None
-                        },
-                    };
-                    (op.name().to_owned(), r)
+                    let asks = (op == Op::Ask).then(|| AskReport::of(&stats.asks));
+                    (
+                        op.name().to_owned(),
+                        OpReport::of(s, op.measured(), asks, c.hdr),
+                    )
                 })
             })
             .collect();
@@ -250,6 +264,7 @@ impl Report {
             merged: None,
             timeline: None,
             watch: None,
+            steps: BTreeMap::new(),
         }
     }
 
@@ -347,6 +362,16 @@ impl Report {
                 "  {label:<24}{:>10}{:>9}{:>10.3}{:>10.3}{:>10.3}",
                 op.requests, op.errors, op.latency_ms.p50, op.latency_ms.p99, op.latency_ms.max
             );
+        }
+        for (group, steps) in &self.steps {
+            for (name, op) in steps {
+                let label = format!("{group}: {name}");
+                let _ = writeln!(
+                    t,
+                    "  {label:<24}{:>10}{:>9}{:>10.3}{:>10.3}{:>10.3}",
+                    op.requests, op.errors, op.latency_ms.p50, op.latency_ms.p99, op.latency_ms.max
+                );
+            }
         }
         if let Some(a) = self.operations.get(Op::Ask.name()).and_then(|op| op.asks) {
             let (l, m) = (a.by_era.legacy, a.by_era.modern);

@@ -75,7 +75,7 @@ impl Ctx {
 }
 
 /// How a request ended: the HTTP status when there was one, and the outcome.
-type Ended = (Option<u16>, Outcome);
+pub(crate) type Ended = (Option<u16>, Outcome);
 
 /// A legacy session as established by `initialize`.
 #[derive(Debug)]
@@ -106,7 +106,7 @@ impl Session {
         }
     }
 
-    fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -158,6 +158,16 @@ impl Session {
         let Some(t) = self.calls(ctx).and_then(|c| c.template(op)) else {
             return (None, Outcome::Invalid("operation not prepared"));
         };
+        self.send(ctx, t).await
+    }
+
+    /// Whether it speaks 2026-07-28.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern
+    }
+
+    /// A request of this session's era (`t`, built for it), checked (a scenario's step).
+    pub(crate) async fn send(&self, ctx: &Ctx, t: &Template) -> Ended {
         let id = self.id();
         let expect = Expect {
             id,
@@ -198,6 +208,16 @@ impl Session {
         };
         let Some(call) = self.calls(ctx).and_then(|c| c.ask.as_ref()) else {
             return unasked((None, Outcome::Invalid("operation not prepared")));
+        };
+        self.ask_with(ctx, call).await
+    }
+
+    /// A call whose server may ask (`call`, built for this session's era), each question answered.
+    pub(crate) async fn ask_with(&self, ctx: &Ctx, call: &AskCall) -> Asked {
+        let unasked = |(status, outcome)| Asked {
+            status,
+            outcome,
+            tally: Tally::default(),
         };
         if self.modern {
             return ask::modern(&ctx.wire, call, || self.id()).await;
@@ -267,6 +287,11 @@ impl Session {
         }
     }
 
+    /// The headers of the current legacy session (established first when there is none).
+    pub(crate) async fn legacy_headers(&self, ctx: &Ctx) -> Result<LegacyHeaders, Ended> {
+        self.conn(ctx).await.map(|c| c.headers.clone())
+    }
+
     fn current(&self) -> Option<Arc<Conn>> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -305,7 +330,7 @@ impl Session {
 
     /// Legacy: a new session replaces the current one, which is deleted once its requests are answered.
     /// Modern: `server/discover` again.
-    async fn churn(&self, ctx: &Ctx) -> Ended {
+    pub(crate) async fn churn(&self, ctx: &Ctx) -> Ended {
         if self.modern {
             return self.discover(ctx).await;
         }

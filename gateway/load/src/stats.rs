@@ -36,11 +36,13 @@ pub(crate) enum Op {
     Discover,
     /// Legacy tear-down: `DELETE` of the session.
     Delete,
+    /// `--scenario`: every step of every group together (the report's `steps` has them by name).
+    Step,
 }
 
 impl Op {
     /// Every operation, in report order.
-    pub(crate) const ALL: [Op; 8] = [
+    pub(crate) const ALL: [Op; 9] = [
         Op::ToolsList,
         Op::ToolsCall,
         Op::ResourcesRead,
@@ -49,6 +51,7 @@ impl Op {
         Op::Initialize,
         Op::Discover,
         Op::Delete,
+        Op::Step,
     ];
 
     /// Its name in `--mix`, the table and the JSON report.
@@ -62,6 +65,7 @@ impl Op {
             Op::Initialize => "initialize",
             Op::Discover => "server/discover",
             Op::Delete => "delete",
+            Op::Step => "scenario",
         }
     }
 
@@ -69,7 +73,7 @@ impl Op {
     pub(crate) const fn measured(self) -> bool {
         matches!(
             self,
-            Op::ToolsList | Op::ToolsCall | Op::ResourcesRead | Op::Churn | Op::Ask
+            Op::ToolsList | Op::ToolsCall | Op::ResourcesRead | Op::Churn | Op::Ask | Op::Step
         )
     }
 

@@ -161,6 +161,17 @@ impl Wire {
         by(deadline, self.send(self.post_request(headers, body))).await
     }
 
+    /// `GET` (a legacy session's standalone SSE stream); returns once the answer's head is in, by
+    /// `deadline`, its body read by the caller as [`Wire::open`]'s is.
+    pub(crate) async fn get(
+        &self,
+        headers: HeaderMap,
+        deadline: Instant,
+    ) -> Result<Opened, Failure> {
+        let req = self.links[0].pooled.get(self.url.clone()).headers(headers);
+        by(deadline, self.send(req)).await
+    }
+
     /// `DELETE` (the end of a legacy session).
     pub(crate) async fn delete(&self, headers: HeaderMap) -> Result<Answer, Failure> {
         let req = self.links[0]
