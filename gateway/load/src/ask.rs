@@ -21,7 +21,7 @@ mod counts;
 pub(crate) mod events;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::time::Instant;
 

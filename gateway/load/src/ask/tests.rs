@@ -2,7 +2,7 @@
 //! they should be and counted; an answer refused, a server that never answers and one that asks forever
 //! each counted as an error within the request deadline.
 
-mod fake;
+pub(crate) mod fake;
 
 use std::time::{Duration, Instant};
 

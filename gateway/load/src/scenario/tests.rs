@@ -276,3 +276,61 @@ fn a_tool_the_target_does_not_list_stops_the_run_before_it_starts() {
         "{missing}"
     );
 }
+
+#[test]
+fn the_asker_example_answers_every_question_in_both_eras() {
+    // The ask tests' dual-era server: its `asks` tool elicits (legacy, with a ping beside it), or answers
+    // input_required with an elicitation, a sampling and a roots request (2026-07-28).
+    let (url, seen) = crate::ask::tests::fake::start();
+    let r = run(&url, &example("asker.toml"), "60s").unwrap();
+    let t = r.table();
+    let s = step(&r, "askers", "tools/call");
+    // 2 sessions (one legacy, one modern) × 3 loops, each call answered in full ("thanks", not isError).
+    assert_eq!((s.requests, s.outcomes.ok), (6, 6), "{t}");
+    let a = s.asks.expect("the step's questions");
+    assert_eq!(
+        (a.by_era.legacy.requests, a.by_era.legacy.questions_answered),
+        (3, 3),
+        "{t}"
+    );
+    assert_eq!(a.by_era.legacy.questions_declined, 3, "the pings: {t}");
+    assert_eq!(
+        (
+            a.by_era.modern.requests,
+            a.by_era.modern.questions_answered,
+            a.by_era.modern.input_required_rounds
+        ),
+        (3, 9, 3),
+        "{t}"
+    );
+    assert_eq!(
+        seen.calls_of("asks").len(),
+        9,
+        "3 legacy calls, 3 modern calls and their 3 retries"
+    );
+}
+
+#[test]
+fn the_readme_shows_the_example_files_as_they_are() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let section = readme
+        .split("### Scenarios")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("README has a Scenarios section");
+    let blocks: Vec<&str> = section
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    let files: Vec<String> = ["agent.toml", "listeners.toml", "asker.toml"]
+        .iter()
+        .map(|f| std::fs::read_to_string(example(f)).unwrap())
+        .collect();
+    assert_eq!(
+        blocks, files,
+        "README's scenario blocks differ from gateway/load/scenarios/"
+    );
+}

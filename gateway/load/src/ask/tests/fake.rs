@@ -24,18 +24,18 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 
 /// The session id the fake gives every legacy session.
-pub(super) const SESSION: &str = "fake-session";
+pub(crate) const SESSION: &str = "fake-session";
 
 /// An answer POST: its body, and its `mcp-session-id` and `mcp-protocol-version` headers.
-pub(super) type AnswerPost = (Value, Option<String>, Option<String>);
+pub(crate) type AnswerPost = (Value, Option<String>, Option<String>);
 
 /// What the fake saw.
 #[derive(Debug, Default)]
-pub(super) struct Seen {
+pub(crate) struct Seen {
     /// Every POST body, in order.
-    pub(super) posts: Mutex<Vec<Value>>,
+    pub(crate) posts: Mutex<Vec<Value>>,
     /// Each answer POST.
-    pub(super) answers: Mutex<Vec<AnswerPost>>,
+    pub(crate) answers: Mutex<Vec<AnswerPost>>,
     waiting: Mutex<HashMap<String, oneshot::Sender<Value>>>,
     refuse: Mutex<HashSet<String>>,
     questions: AtomicU64,
@@ -43,7 +43,7 @@ pub(super) struct Seen {
 
 impl Seen {
     /// The `tools/call` POSTs of `tool`.
-    pub(super) fn calls_of(&self, tool: &str) -> Vec<Value> {
+    pub(crate) fn calls_of(&self, tool: &str) -> Vec<Value> {
         let posts = self.posts.lock().unwrap();
         posts
             .iter()
@@ -54,7 +54,7 @@ impl Seen {
 }
 
 /// Starts the fake on a free loopback port, on a thread of its own; its `/mcp` URL and what it sees.
-pub(super) fn start() -> (String, Arc<Seen>) {
+pub(crate) fn start() -> (String, Arc<Seen>) {
     let seen = Arc::new(Seen::default());
     let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     std_listener.set_nonblocking(true).unwrap();
