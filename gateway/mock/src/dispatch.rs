@@ -15,6 +15,7 @@ use protocol::{Error, ErrorCode, Generation, GenerationSet, Request, RequestId, 
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::asking::{self, Signer};
 use super::faults::{CrashCounter, Faults, Injected, Rng};
 use super::lifecycle::{discover_result, initialize_result};
 use super::prompts::PromptSet;
@@ -42,6 +43,8 @@ pub(crate) struct Mock {
     server_info: Implementation,
     served: GenerationSet,
     era: EraMode,
+    /// Signs the `asks` tool's 2026-07-28 `requestState`.
+    signer: Signer,
 }
 
 fn value_name<T: clap::ValueEnum>(v: &T) -> String {
@@ -97,6 +100,7 @@ impl Mock {
             server_info,
             served: args.era.served(),
             era: args.era,
+            signer: Signer::new(),
         }
     }
 
@@ -126,16 +130,38 @@ impl Mock {
         method: Method,
         request: &Request,
     ) -> Reply {
-        match self.outcome(g, method, request).await {
+        let outcome = self.outcome(g, method, request).await;
+        self.reply(g, method, &request.id, outcome)
+    }
+
+    /// The response to request `id` of `method` with `outcome`, shaped for generation `g`.
+    pub(crate) fn reply(
+        &self,
+        g: Generation,
+        method: Method,
+        id: &RequestId,
+        outcome: Result<Box<RawValue>, Error>,
+    ) -> Reply {
+        match outcome {
             Ok(result) => {
-                let shaped = shape(&request.id, method, g, Ok(&result), &self.stamp);
+                let shaped = shape(id, method, g, Ok(&result), &self.stamp);
                 Reply {
                     status: shaped.status,
                     body: shaped.body,
                 }
             }
-            Err(err) => self.error(Some(&request.id), g, err),
+            Err(err) => self.error(Some(id), g, err),
         }
+    }
+
+    /// Whether `request` is a `tools/call` of the `asks` tool (which the HTTP transport runs itself for a
+    /// legacy session).
+    pub(crate) fn is_asking(&self, request: &Request) -> bool {
+        request
+            .params_as::<CallToolRequestParams>()
+            .ok()
+            .and_then(|p| self.tools.get(&p.name).map(|e| e.asks()))
+            .unwrap_or(false)
     }
 
     /// An error response for a client of generation `g`. On 2026-07-28 the HTTP status follows the spec:
@@ -171,7 +197,7 @@ impl Mock {
                 let p: PaginatedRequestParams = request.params_as()?;
                 to_raw(&self.tools.list(g, p.cursor.as_deref())?)
             }
-            Method::ToolsCall => self.call_tool(request).await,
+            Method::ToolsCall => self.call_tool(g, request).await,
             Method::ResourcesList => {
                 let p: PaginatedRequestParams = request.params_as()?;
                 to_raw(&self.resources.list(p.cursor.as_deref())?)
@@ -202,7 +228,7 @@ impl Mock {
     }
 
     /// `tools/call`: the tool must exist (else -32602); then latency, then error injection, then the tool.
-    async fn call_tool(&self, request: &Request) -> Result<Box<RawValue>, Error> {
+    async fn call_tool(&self, g: Generation, request: &Request) -> Result<Box<RawValue>, Error> {
         let params: CallToolRequestParams = request.params_as()?;
         let Some(entry) = self.tools.get(&params.name) else {
             return Err(Error::new(
@@ -211,23 +237,31 @@ impl Mock {
             )
             .with_data(json!({ "name": params.name })));
         };
+        if let Some(injected) = self.faults_before(&params.name).await {
+            return injected;
+        }
+        if entry.asks() && g.is_modern() {
+            return asking::modern(&self.signer, &params);
+        }
+        self.tools.call(entry, &params).await
+    }
+
+    /// What fault injection does before tool `name` runs: the latency, then an injected failure if one is
+    /// drawn (`None`: run the tool).
+    pub(crate) async fn faults_before(&self, name: &str) -> Option<Result<Box<RawValue>, Error>> {
         let delay = self.faults.latency();
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
         match self.faults.injected() {
-            Injected::Nothing => self.tools.call(entry, &params).await,
-            Injected::ToolError => to_raw(&CallToolResponse::error(format!(
-                "injected failure of tool {} (--error-rate)",
-                params.name
-            ))),
-            Injected::RpcError => Err(Error::new(
+            Injected::Nothing => None,
+            Injected::ToolError => Some(to_raw(&CallToolResponse::error(format!(
+                "injected failure of tool {name} (--error-rate)"
+            )))),
+            Injected::RpcError => Some(Err(Error::new(
                 ErrorCode::InternalError,
-                format!(
-                    "internal error: injected failure of tool {} (--error-rate)",
-                    params.name
-                ),
-            )),
+                format!("internal error: injected failure of tool {name} (--error-rate)"),
+            ))),
         }
     }
 }

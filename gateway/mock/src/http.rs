@@ -3,7 +3,8 @@
 //! legacy session table (`initialize` mints a random `Mcp-Session-Id`; an unknown one is 404; DELETE ends
 //! it; GET opens an SSE stream of `: keep-alive` comments every 15 s). Rejections go out as validation
 //! shaped them (405 with `Allow`), notifications get 202, answers are `application/json` unless the
-//! client's `Accept` lacks JSON, then one `text/event-stream` event.
+//! client's `Accept` lacks JSON, then one `text/event-stream` event. A legacy session's call of the `asks`
+//! tool is answered by `ask`: its questions on the call's stream, their answers POSTed back (202).
 
 use std::io;
 use std::net::SocketAddr;
@@ -28,8 +29,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::EraMode;
+use super::asking::ANSWER_WITHIN;
 use super::dispatch::{Mock, Reply};
 use super::faults::Verdict;
+use ask::Pending;
 
 /// The largest request body accepted (413 above).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -49,6 +52,8 @@ struct SessionEntry {
     capabilities: Arc<Value>,
     /// Cancelled when the session ends, closing its GET streams.
     closed: CancellationToken,
+    /// Its questions waiting for answers (`asks`).
+    pending: Arc<Pending>,
 }
 
 /// Shared by every worker: the mock, the session table, validation settings and the crash action.
@@ -57,6 +62,8 @@ pub(crate) struct State {
     sessions: DashMap<String, SessionEntry>,
     config: Config,
     on_crash: Box<dyn Fn() + Send + Sync>,
+    /// How long `asks` waits for each session's answers.
+    answer_within: Duration,
 }
 
 impl std::fmt::Debug for State {
@@ -81,7 +88,15 @@ impl State {
             sessions: DashMap::new(),
             config,
             on_crash,
+            answer_within: ANSWER_WITHIN,
         }
+    }
+
+    /// The same, with `asks` waiting `answer_within` for answers (tests).
+    #[cfg(test)]
+    pub(crate) fn answering_within(mut self, answer_within: Duration) -> State {
+        self.answer_within = answer_within;
+        self
     }
 }
 
@@ -155,12 +170,12 @@ async fn mcp(req: actix_web::HttpRequest, body: Bytes, state: web::Data<State>) 
         .map(str::to_owned);
     // Copied out, so that no map guard lives past this statement.
     let session = session_id.as_deref().and_then(|id| {
-        state
-            .sessions
-            .get(id)
-            .map(|e| (e.generation, e.capabilities.clone(), e.closed.clone()))
+        state.sessions.get(id).map(|e| {
+            let p = e.pending.clone();
+            (e.generation, e.capabilities.clone(), e.closed.clone(), p)
+        })
     });
-    let view = session.as_ref().map(|(g, caps, _)| Session {
+    let view = session.as_ref().map(|(g, caps, _, _)| Session {
         generation: *g,
         client_capabilities: caps,
     });
@@ -180,6 +195,18 @@ async fn mcp(req: actix_web::HttpRequest, body: Bytes, state: web::Data<State>) 
             let caps = serde_json::to_value(&params.capabilities).unwrap_or_default();
             state.initialize(g, id, caps, accepts).await
         }
+        ValidKind::Call(call)
+            if !g.is_modern()
+                && call.method() == Method::ToolsCall
+                && state.mock.is_asking(call.request()) =>
+        {
+            let Some((_, caps, _, pending)) = session else {
+                return HttpResponse::NotFound().finish();
+            };
+            state
+                .ask_legacy(g, call.request(), &caps, pending, accepts)
+                .await
+        }
         ValidKind::Call(call) => {
             let reply = state
                 .mock
@@ -187,12 +214,16 @@ async fn mcp(req: actix_web::HttpRequest, body: Bytes, state: web::Data<State>) 
                 .await;
             state.respond(reply, accepts, None).await
         }
-        ValidKind::Notification(_) | ValidKind::ClientResponse(_) => {
+        ValidKind::ClientResponse(response) => {
+            if let Some((_, _, _, pending)) = &session {
+                pending.answer(response);
+            }
             HttpResponse::Accepted().finish()
         }
+        ValidKind::Notification(_) => HttpResponse::Accepted().finish(),
         ValidKind::Batch(items) => state.batch(g, items, accepts).await,
         ValidKind::OpenStream => match session {
-            Some((_, _, closed)) => keep_alive_stream(closed),
+            Some((_, _, closed, _)) => keep_alive_stream(closed),
             None => HttpResponse::NotFound().finish(),
         },
         ValidKind::EndSession => {
@@ -265,6 +296,7 @@ impl State {
                 generation: g,
                 capabilities: Arc::new(capabilities),
                 closed: CancellationToken::new(),
+                pending: Arc::default(),
             },
         );
         self.respond(reply, accepts, Some(&sid)).await
@@ -375,5 +407,6 @@ fn new_session_id() -> Option<String> {
     Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
+mod ask;
 #[cfg(test)]
 mod tests;

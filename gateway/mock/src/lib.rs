@@ -11,10 +11,12 @@
 //! (the `mcpgw` binary, through the gateway's `tls` module) and handed to [`run`].
 //!
 //! Files: [`MockArgs`] and [`run`] here; `dispatch` (request → response, shared by both transports),
-//! `lifecycle` (negotiation, capabilities, discover), `tools`, `resources`, `prompts` (and completion),
+//! `lifecycle` (negotiation, capabilities, discover), `tools`, `asking` (the `asks` tool's questions and its
+//! 2026-07-28 rounds; legacy ones are asked by `http`), `resources`, `prompts` (and completion),
 //! `pagination` (cursors), `faults` (latency, errors, crash), `stdio` and `http` (the transports), and
 //! `in_process` (the mock inside the gateway's own process, a `builtin` backend).
 
+mod asking;
 mod dispatch;
 mod faults;
 mod http;

@@ -1,5 +1,5 @@
-//! The mock's tools: the fixed ones (`echo`, `add`, `sleep`, `fail`, `jsonrpc_error`, `big`, `regional`)
-//! and the synthetic `tool_0..tool_{N-1}`; their definitions as each generation lists them, and what each
+//! The mock's tools: the fixed ones (`echo`, `add`, `sleep`, `sleeping`, `fail`, `jsonrpc_error`, `big`,
+//! `regional`, `asks`) and the synthetic `tool_0..tool_{N-1}`; their definitions as each generation lists them, and what each
 //! does when called. Latency and error injection happen in the dispatcher, before a tool runs.
 
 use std::collections::HashMap;
@@ -35,6 +35,8 @@ enum Kind {
     JsonRpcError,
     Big,
     Regional,
+    /// Asks the client (`asking`): run by the dispatcher (2026-07-28) or the HTTP transport (legacy).
+    Asks,
     Synthetic,
 }
 
@@ -50,6 +52,11 @@ impl Entry {
     /// The tool's `x-mcp-header` annotations (what validation checks `Mcp-Param-*` against).
     pub(crate) fn headers(&self) -> &[ParamHeader] {
         &self.headers
+    }
+
+    /// Whether this is the `asks` tool, which asks the client questions (`asking`).
+    pub(crate) fn asks(&self) -> bool {
+        self.kind == Kind::Asks
     }
 }
 
@@ -183,6 +190,17 @@ fn fixed_tools() -> Vec<(Tool, Kind)> {
             ),
             Kind::Regional,
         ),
+        (
+            tool(
+                "asks",
+                "Asks",
+                "Asks the client one elicitation and one sampling question (those it declared) and returns \
+                 the answers. 2026-07-28: input_required, then the retry's answers, on any transport; legacy \
+                 sessions: on the call's SSE stream, over HTTP (--listen) only, else a tool error.",
+                json!({"type": "object"}),
+            ),
+            Kind::Asks,
+        ),
     ]
 }
 
@@ -312,6 +330,10 @@ impl ToolSet {
                 }
                 None => bad_args("regional needs a string argument \"region\""),
             },
+            Kind::Asks => CallToolResponse::error(
+                "asks can ask a legacy session only over HTTP (mock-backend --listen), on the call's \
+                 SSE stream; 2026-07-28 clients are asked on any transport",
+            ),
             Kind::Synthetic => {
                 if let Some(raw) = &self.synthetic {
                     return Ok(raw.clone());
@@ -461,7 +483,7 @@ mod tests {
     fn listing_follows_the_generation_and_the_annotations_are_valid() {
         let set = ToolSet::new(3, 0);
         let modern = set.list(Generation::V2026_07_28, None).unwrap();
-        assert_eq!(modern.tools.len(), 11);
+        assert_eq!(modern.tools.len(), 12);
         let add = modern.tools.iter().find(|t| t.name == "add").unwrap();
         assert!(add.output_schema.is_some() && add.title.is_some() && add.annotations.is_some());
         let old = set.list(Generation::V2024_11_05, None).unwrap();

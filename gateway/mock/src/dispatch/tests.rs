@@ -53,7 +53,7 @@ async fn every_method_answers_on_every_generation() {
             assert_eq!(r["capabilities"]["completions"], json!({}));
         }),
         ("tools/list", json!({}), |r, _| {
-            assert_eq!(r["tools"].as_array().unwrap().len(), 11);
+            assert_eq!(r["tools"].as_array().unwrap().len(), 12);
             assert!(r.get("nextCursor").is_none());
         }),
         (
@@ -277,7 +277,7 @@ async fn tools_list_is_paginated_with_opaque_cursors() {
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names.len(), 128);
+    assert_eq!(names.len(), 129);
     assert_eq!(names[0], "echo");
     assert_eq!(names.last().map(String::as_str), Some("tool_119"));
 }
@@ -353,4 +353,31 @@ fn the_mock_is_its_own_validation_catalog() {
     );
     assert!(m.resource("mock://other").is_none());
     assert!(m.prompt("greet").is_some() && m.prompt("bye").is_none());
+}
+
+#[tokio::test]
+async fn asks_is_asked_through_input_required_and_refused_to_legacy_clients_off_http() {
+    let m = mock(&[]);
+    let caps = json!({"elicitation": {}, "sampling": {}});
+    let params = json!({"name": "asks", "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": caps}});
+    let (status, body) = ask(&m, Generation::V2026_07_28, "tools/call", params).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["result"]["resultType"], "input_required", "{body}");
+    assert_eq!(
+        body["result"]["inputRequests"]["sampling"]["method"],
+        "sampling/createMessage"
+    );
+    // No transport here to ask a legacy session on: a tool error that says so.
+    let (_, body) = ask(
+        &m,
+        Generation::V2025_11_25,
+        "tools/call",
+        json!({"name": "asks"}),
+    )
+    .await;
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    let text = body["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("only over HTTP"), "{text}");
 }

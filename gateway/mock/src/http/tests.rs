@@ -132,7 +132,7 @@ async fn legacy_session_lifecycle() {
     )
     .await;
     assert_eq!(list.status, 200);
-    assert_eq!(list.json()["result"]["tools"].as_array().unwrap().len(), 11);
+    assert_eq!(list.json()["result"]["tools"].as_array().unwrap().len(), 12);
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"regional","arguments":{"region":"us","text":"t"}}}"#;
     let call = exchange(&app, post(&in_session, call).to_request()).await;
     assert_eq!(

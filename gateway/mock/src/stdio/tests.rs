@@ -100,7 +100,7 @@ async fn legacy_lifecycle_garbage_and_a_modern_request_in_one_process() {
     let list = c
         .ask(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#)
         .await;
-    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 11);
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 12);
     assert!(list["result"].get("resultType").is_none());
 
     let garbage = c.ask("this is not json").await;
