@@ -347,6 +347,9 @@ pub struct MergeArgs {
     /// Write the merged report as JSON to FILE (`-`: standard output, the table then on standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the merged report as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// When new requests stop.

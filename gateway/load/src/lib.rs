@@ -280,11 +280,12 @@ async fn drive(
         stats: Shards::new((plan.threads * 4).min(plan.sessions)),
         live: Live::default(),
     });
+    // Before the sessions exist: what each costs includes itself.
+    let before_setup = progress::resident();
     let sessions: Vec<Arc<Session>> = (0..plan.sessions)
         .map(|i| Arc::new(Session::new(i, plan.era.session_is_modern(i))))
         .collect();
 
-    let before_setup = progress::resident();
     // Set-up: sessions that are not ready by the deadline are set up by their first request.
     let setup_start = Instant::now();
     let opening =

@@ -37,6 +37,9 @@ pub(crate) fn run(args: &MergeArgs) -> Result<Report, LoadError> {
     if let Some(path) = &args.json {
         merged.write_json(path)?;
     }
+    if let Some(path) = &args.html {
+        super::html::write(&merged, path)?;
+    }
     Ok(merged)
 }
 

@@ -174,3 +174,82 @@ fn reports_without_histograms_or_with_broken_ones_are_refused_by_name() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn scenario_steps_are_merged_by_group_and_name_exactly() {
+    let mut a = report(10, |_| 1, 0, 1_000, true);
+    let mut b = report(10, |_| 1, 0, 1_000, true);
+    let step = |ms: u64, n: u64| {
+        let mut s = Stats::default();
+        for _ in 0..n {
+            s.record(
+                Op::Step,
+                Some(200),
+                &Outcome::Ok,
+                Some(Duration::from_millis(ms)),
+            );
+        }
+        OpReport::of(s.op(Op::Step), true, None, true)
+    };
+    a.steps
+        .entry("agents".into())
+        .or_default()
+        .insert("list".into(), step(3, 5));
+    b.steps
+        .entry("agents".into())
+        .or_default()
+        .insert("list".into(), step(30, 7));
+    b.steps
+        .entry("idle".into())
+        .or_default()
+        .insert("listen".into(), step(9, 2));
+    let m = merge(vec![("a".into(), a.clone()), ("b".into(), b.clone())]).unwrap();
+    let list = &m.steps["agents"]["list"];
+    assert_eq!(list.requests, 12);
+    let mut added = hdr::decode(a.steps["agents"]["list"].hdr.as_ref().unwrap()).unwrap();
+    added
+        .add(hdr::decode(b.steps["agents"]["list"].hdr.as_ref().unwrap()).unwrap())
+        .unwrap();
+    assert_eq!(list.latency_ms, Latency::of(&added));
+    assert_eq!(m.steps["idle"]["listen"].requests, 2);
+    b.steps
+        .get_mut("idle")
+        .unwrap()
+        .get_mut("listen")
+        .unwrap()
+        .hdr = None;
+    let err = merge(vec![("a".into(), a), ("b".into(), b)]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot merge b: idle: listen has no latency histogram"
+    );
+}
+
+#[test]
+fn timelines_are_put_on_the_merged_windows_clock() {
+    use crate::timeline::{Point, Timeline};
+    let point = |t: f64, n: u64, p99: f64| Point {
+        t,
+        span_s: 1.0,
+        requests: n,
+        throughput_rps: n as f64,
+        p99_ms: p99,
+        ..Point::default()
+    };
+    let tl = |points: Vec<Point>| Timeline {
+        interval_s: 1.0,
+        thinned: 0,
+        points,
+        stream: None,
+    };
+    // b starts a second after a: its first second is a's second.
+    let mut a = report(10, |_| 1, 10_000, 12_000, true);
+    a.timeline = Some(tl(vec![point(1.0, 100, 2.0), point(2.0, 110, 3.0)]));
+    let mut b = report(10, |_| 1, 11_000, 13_000, true);
+    b.timeline = Some(tl(vec![point(1.0, 50, 9.0), point(2.0, 60, 1.0)]));
+    let m = merge(vec![("a".into(), a), ("b".into(), b)]).unwrap();
+    let points = &m.timeline.as_ref().unwrap().points;
+    let got: Vec<(f64, u64, f64)> = points.iter().map(|p| (p.t, p.requests, p.p99_ms)).collect();
+    assert_eq!(got, vec![(1.0, 100, 2.0), (2.0, 160, 9.0), (3.0, 60, 1.0)]);
+    assert_eq!(points[1].throughput_rps, 160.0);
+}

@@ -82,6 +82,7 @@ pub(crate) async fn drive(
         live: Live::default(),
     });
     // Sessions, numbered across groups; steps too.
+    let before_setup = crate::progress::resident();
     let mut sessions = Vec::new();
     let mut first_step = Vec::new();
     let mut steps_total = 0;
@@ -98,7 +99,6 @@ pub(crate) async fn drive(
         (plan.threads * 4).min(plan.sessions),
     ));
 
-    let before_setup = crate::progress::resident();
     let setup_start = Instant::now();
     let opening = futures_util::stream::iter(sessions.iter()).for_each_concurrent(
         SETUP_CONCURRENCY,
