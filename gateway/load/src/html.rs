@@ -219,21 +219,36 @@ fn latency_curve(l: &Latency) -> Vec<(f64, f64)> {
     ]
 }
 
-/// The latency distribution: a percentile curve per measured operation and for all of them.
-///
-/// Hook: these curves come from the report's percentiles (six points each). When the report carries the
-/// full HDR histograms (`--hdr`, issue 18 §1), draw each curve from its decoded histogram's
-/// `iter_quantiles` instead — same axis (`nines`), many more points.
+/// The percentile curve of a histogram (`--hdr`): a point every tenth of a nine from 0 % to 99.99 %, and
+/// the max; `None` when there is none or it does not decode.
+fn histogram_curve(hdr: Option<&str>) -> Option<Vec<(f64, f64)>> {
+    let h = crate::hdr::decode(hdr?).ok().filter(|h| !h.is_empty())?;
+    let ms = |us: u64| us as f64 / 1000.0;
+    let mut points: Vec<(f64, f64)> = (0..40)
+        .map(|tenth| {
+            let x = f64::from(tenth) / 10.0;
+            (x, ms(h.value_at_quantile(1.0 - 10f64.powf(-x))))
+        })
+        .collect();
+    points.push((4.0, ms(h.max())));
+    Some(points)
+}
+
+/// The latency distribution: a percentile curve per measured operation and for all of them, from the
+/// histograms when the report has them (`--hdr`, or merged), else from its six percentiles.
 fn distribution(r: &Report) -> Chart {
+    let curve = |l: &Latency, hdr: Option<&String>| {
+        histogram_curve(hdr.map(String::as_str)).unwrap_or_else(|| latency_curve(l))
+    };
     let mut series = vec![Series {
         name: "all".into(),
-        points: latency_curve(&r.latency_ms),
+        points: curve(&r.latency_ms, r.hdr.as_ref()),
     }];
     for (name, op) in &r.operations {
         if op.measured && op.requests > 0 {
             series.push(Series {
                 name: name.to_string(),
-                points: latency_curve(&op.latency_ms),
+                points: curve(&op.latency_ms, op.hdr.as_ref()),
             });
         }
     }
@@ -471,6 +486,21 @@ fn parameters(p: &mut String, r: &Report) {
         ("abandoned", r.abandoned.to_string()),
         ("resent", r.resent.to_string()),
     ];
+    if let Some(m) = &r.merged {
+        rows.push((
+            "merged_from",
+            format!(
+                "{} reports: {}{}",
+                m.reports.len(),
+                m.reports.join(", "),
+                if m.windows_overlap {
+                    ""
+                } else {
+                    " (their windows do not all overlap)"
+                }
+            ),
+        ));
+    }
     if let Some(tl) = &r.timeline {
         rows.push((
             "timeline",

@@ -150,6 +150,10 @@ fn the_readme_two_generator_run_merges_exactly() {
     ];
     let merged = read_json(&dir.0.join("merged.json"));
     assert_merged_exactly(&merged, &parts);
+    let page =
+        std::fs::read_to_string(dir.0.join("merged.html")).expect("merge --html wrote the page");
+    assert!(page.contains("id=\"chart-distribution\""), "{page}");
+    assert!(page.contains("2 reports: gen-a.json, gen-b.json"), "{page}");
     // Both generators started at the README's one instant.
     assert_eq!(
         parts[0]["window"]["start_unix_ms"].as_u64().unwrap() / 1000,

@@ -232,9 +232,18 @@ fn the_charts_plot_the_reports_numbers() {
         plotted(&page, "chart-rss", "42 mock &lt;b&gt;"),
         [10.0, 11.0, 12.0]
     );
+    // With the histograms (--hdr): a point every tenth of a nine, the report's percentiles among them.
     let l = &r.latency_ms;
+    let curve = plotted(&page, "chart-distribution", "all");
+    assert_eq!(curve.len(), 41);
+    assert_eq!((curve[10], curve[20], curve[40]), (l.p90, l.p99, l.max));
+    assert!(curve.windows(2).all(|w| w[0] <= w[1]), "{curve:?}");
+    // Without them: the report's six percentiles.
+    let mut bare = r.clone();
+    bare.hdr = None;
+    let bare_page = render(&bare);
     assert_eq!(
-        plotted(&page, "chart-distribution", "all"),
+        plotted(&bare_page, "chart-distribution", "all"),
         [l.min, l.p50, l.p90, l.p99, l.p999, l.max]
     );
     assert!(
