@@ -25,6 +25,7 @@ mod hardening;
 mod interop;
 mod load_asks;
 mod load_example;
+mod load_limits;
 mod load_merge;
 mod load_report;
 mod logs;
