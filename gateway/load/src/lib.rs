@@ -370,7 +370,6 @@ async fn drive(
     } else {
         "duration"
     };
-    let cores = |d: Duration| d.as_secs_f64() / duration_s.max(1e-9);
     let context = report::Context {
         url,
         self_test,
@@ -386,20 +385,11 @@ async fn drive(
         ask_tool: prepared.ask_tool,
         setup_s,
         duration_s,
-        cpu: CpuUse {
-            generator_cores: cpu.map(|c| cores(c.generator)),
-            other_cores: cpu.map(|c| cores(c.other)),
-            available_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            threads: plan.threads,
-        },
+        cpu: CpuUse::measured(cpu, duration_s, plan.threads),
         stopped,
         abandoned: ended.abandoned,
         resent: ctx.wire.resent(),
-        window: Window {
-            start_unix_ms: unix_ms(start_wall),
-            end_unix_ms: unix_ms(start_wall) + (duration_s * 1000.0).round() as u64,
-            late_ms,
-        },
+        window: Window::of(start_wall, duration_s, late_ms),
         memory: memory_use(before_setup, after_setup, plan.sessions),
         hdr: plan.hdr,
     };

@@ -70,6 +70,24 @@ pub struct CpuUse {
     pub threads: usize,
 }
 
+impl CpuUse {
+    /// The CPU the process's threads used over a load of `duration_s` (`cpu`: `None` where it cannot be
+    /// measured), with `threads` generator workers.
+    pub(crate) fn measured(
+        cpu: Option<super::progress::Cpu>,
+        duration_s: f64,
+        threads: usize,
+    ) -> CpuUse {
+        let cores = |d: std::time::Duration| d.as_secs_f64() / duration_s.max(1e-9);
+        CpuUse {
+            generator_cores: cpu.map(|c| cores(c.generator)),
+            other_cores: cpu.map(|c| cores(c.other)),
+            available_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads,
+        }
+    }
+}
+
 /// The generator's resident memory (Linux), in MiB: before its sessions were set up, once they were, and at
 /// its peak; and what each session added. `None` elsewhere, and in a merged report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -98,6 +116,16 @@ pub struct Window {
 }
 
 impl Window {
+    /// The window of a load that started at `start` and lasted `duration_s`, `late_ms` after `--start-at`.
+    pub(crate) fn of(start: std::time::SystemTime, duration_s: f64, late_ms: u64) -> Window {
+        let start_unix_ms = super::unix_ms(start);
+        Window {
+            start_unix_ms,
+            end_unix_ms: start_unix_ms + (duration_s * 1000.0).round() as u64,
+            late_ms,
+        }
+    }
+
     /// Its length in seconds.
     pub fn seconds(&self) -> f64 {
         self.end_unix_ms.saturating_sub(self.start_unix_ms) as f64 / 1000.0

@@ -92,6 +92,25 @@ pub(crate) fn wait_bounded(
     (status, out.join().unwrap(), err.join().unwrap())
 }
 
+/// `script` run by bash in `dir`, in a process group of its own, within `limit` (see [`wait_bounded`]).
+pub(crate) fn run_bash(
+    script: &str,
+    dir: &Path,
+    limit: Duration,
+) -> (Option<std::process::ExitStatus>, String, String) {
+    let child = Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("bash runs");
+    wait_bounded(child, limit)
+}
+
 #[test]
 fn the_readme_load_example_runs_as_pasted() {
     let (mock, gateway) = (free_port(), free_port());
@@ -107,17 +126,7 @@ fn the_readme_load_example_runs_as_pasted() {
     script = set_flag(&script, "--duration", "1s");
     script = set_flag(&script, "--rate", "200/s");
     let dir = TempDir::new("load-example");
-    let child = Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(&dir.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("bash runs");
-    let (status, out, err) = wait_bounded(child, LIMIT);
+    let (status, out, err) = run_bash(&script, &dir.0, LIMIT);
     let log = std::fs::read_to_string(dir.0.join("load-demo.log")).unwrap_or_default();
     let context = format!("script:\n{script}\nstdout:\n{out}\nstderr:\n{err}\ngateway log:\n{log}");
     let status =

@@ -15,7 +15,7 @@ use hdrhistogram::serialization::Deserializer;
 use serde_json::Value;
 
 use crate::deploy::manifest;
-use crate::load_example::{readme_block, set_flag, substitute, wait_bounded};
+use crate::load_example::{readme_block, run_bash, set_flag, substitute};
 use crate::support::*;
 
 const MARKER: &str = "<!-- test: load-merge -->";
@@ -122,17 +122,7 @@ fn the_readme_two_generator_run_merges_exactly() {
     script = set_flag(&script, "--duration", "2s");
     script = set_flag(&script, "--sessions", "4");
     let dir = TempDir::new("load-merge");
-    let child = Command::new("bash")
-        .arg("-c")
-        .arg(&script)
-        .current_dir(&dir.0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("bash runs");
-    let (status, out, err) = wait_bounded(child, LIMIT);
+    let (status, out, err) = run_bash(&script, &dir.0, LIMIT);
     let context = format!("script:\n{script}\nstdout:\n{out}\nstderr:\n{err}");
     let status =
         status.unwrap_or_else(|| panic!("the example did not end within {LIMIT:?}\n{context}"));

@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::StreamExt;
 use serde_json::Map;
@@ -174,7 +174,6 @@ pub(crate) async fn drive(
     );
     let _ = tokio::time::timeout(limits.teardown, closing).await;
 
-    let cores = |d: Duration| d.as_secs_f64() / duration_s.max(1e-9);
     let context = report::Context {
         url,
         self_test,
@@ -187,12 +186,7 @@ pub(crate) async fn drive(
         ask_tool: None,
         setup_s,
         duration_s,
-        cpu: CpuUse {
-            generator_cores: cpu.map(|c| cores(c.generator)),
-            other_cores: cpu.map(|c| cores(c.other)),
-            available_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            threads: plan.threads,
-        },
+        cpu: CpuUse::measured(cpu, duration_s, plan.threads),
         stopped: if ended_by_deadline {
             "deadline"
         } else if stop.is_cancelled() {
@@ -202,11 +196,7 @@ pub(crate) async fn drive(
         },
         abandoned: if ended_by_deadline { abandoned } else { 0 },
         resent: ctx.wire.resent(),
-        window: report::Window {
-            start_unix_ms: crate::unix_ms(start_wall),
-            end_unix_ms: crate::unix_ms(start_wall) + (duration_s * 1000.0).round() as u64,
-            late_ms,
-        },
+        window: report::Window::of(start_wall, duration_s, late_ms),
         memory: crate::memory_use(before_setup, after_setup, plan.sessions),
         hdr: plan.hdr,
     };
