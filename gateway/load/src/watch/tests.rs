@@ -139,12 +139,17 @@ fn this_process_can_be_watched_and_a_missing_one_is_refused() {
     let before = read_proc(me).unwrap().ticks;
     let spin = std::time::Instant::now();
     let mut x = 0u64;
-    while read_proc(me).unwrap().ticks == before && spin.elapsed() < Duration::from_secs(10) {
+    while read_proc(me).unwrap().ticks == before && spin.elapsed() < Duration::from_secs(60) {
         for _ in 0..100_000 {
             x = x.wrapping_add(std::hint::black_box(1));
         }
     }
     assert!(x > 0);
+    assert_ne!(
+        read_proc(me).unwrap().ticks,
+        before,
+        "this process got no CPU tick in 60 s of spinning"
+    );
     let a = w.sample(0.5);
     assert!(a[0].cpu_cores > 0.0, "the first sample has its CPU: {a:?}");
     let b = w.sample(1.0);
