@@ -111,7 +111,7 @@ fn circle(
 fn the_domains_import_each_other_without_a_circle() {
     let graph = domain_graph();
     for must in [
-        "front", "pipeline", "bridge", "notify", "catalog", "session", "limit", "metrics",
+        "front", "pipeline", "bridge", "notify", "catalog", "session", "limit", "metrics", "glob",
     ] {
         assert!(graph.contains_key(must), "no domain {must}: {graph:?}");
     }
@@ -125,6 +125,12 @@ fn the_domains_import_each_other_without_a_circle() {
     assert!(
         telemetry.iter().all(|d| d == "config"),
         "telemetry imports {telemetry:?}"
+    );
+    // The glob matcher is a leaf the configuration, the catalog and the checks share.
+    assert!(
+        graph.get("glob").is_none_or(BTreeSet::is_empty),
+        "glob imports {:?}",
+        graph.get("glob")
     );
     // The metrics are a leaf every domain records into: they import nothing above the configuration.
     let metrics = graph.get("metrics").cloned().unwrap_or_default();

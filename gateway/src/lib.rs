@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod config;
 pub mod drain;
 pub mod front;
+pub mod glob;
 #[cfg(test)]
 mod layering;
 pub mod limit;

@@ -1,4 +1,5 @@
-//! Building a snapshot from the backends' raw listings: shape checks on untrusted JSON, name prefixing,
+//! Building a snapshot from the backends' raw listings: shape checks on untrusted JSON, the backend's
+//! configured [`Shaping`] (selection, renames, descriptions), name prefixing,
 //! `x-mcp-header` annotations, collision detection and deterministic ordering.
 //!
 //! Listings are taken in backend-name order (a stable sort), so the outcome — including which duplicate is
@@ -14,7 +15,7 @@ use serde_json::{Map, Value};
 use super::names::exposed_name;
 use super::snapshot::{CatalogSnapshot, PromptEntry, ResourceEntry, TemplateEntry, ToolEntry};
 use super::template::UriTemplate;
-use super::{BackendListing, CatalogError, ListFreshness};
+use super::{BackendListing, CatalogError, ListFreshness, Shaping};
 
 /// Collects the backends' listings and builds a [`CatalogSnapshot`].
 #[derive(Debug, Default)]
@@ -77,29 +78,30 @@ impl CatalogBuilder {
                 resources: raw_resources,
                 resource_templates: raw_templates,
                 freshness: backend_freshness,
+                shaping,
             } = listing;
             backend_freshness.fold_into(&mut freshness);
             for raw in raw_tools {
-                if let Some(e) = tool_entry(&backend, &prefix, raw) {
+                if let Some(e) = tool_entry(&backend, &prefix, &shaping, raw) {
                     insert(&mut tools, "tool", e.exposed_name.clone(), e, |e| {
                         &e.backend
                     })?;
                 }
             }
             for raw in raw_prompts {
-                if let Some(e) = prompt_entry(&backend, &prefix, raw) {
+                if let Some(e) = prompt_entry(&backend, &prefix, &shaping, raw) {
                     insert(&mut prompts, "prompt", e.exposed_name.clone(), e, |e| {
                         &e.backend
                     })?;
                 }
             }
             for raw in raw_resources {
-                if let Some(e) = resource_entry(&backend, raw) {
+                if let Some(e) = resource_entry(&backend, &shaping, raw) {
                     insert(&mut resources, "resource", e.uri.clone(), e, |e| &e.backend)?;
                 }
             }
             for raw in raw_templates {
-                if let Some(e) = template_entry(&backend, raw) {
+                if let Some(e) = template_entry(&backend, &shaping, raw) {
                     let key = e.uri_template.clone();
                     insert(&mut templates, "resource template", key, e, |e| &e.backend)?;
                 }
@@ -198,8 +200,11 @@ fn object_with_key(
     }
 }
 
-fn tool_entry(backend: &str, prefix: &str, raw: Value) -> Option<ToolEntry> {
+fn tool_entry(backend: &str, prefix: &str, shaping: &Shaping, raw: Value) -> Option<ToolEntry> {
     let (mut obj, name) = object_with_key(backend, "tool", raw, "name")?;
+    if !shaping.tools.selects(&name) {
+        return None;
+    }
     let Some(schema) = obj.get("inputSchema").filter(|s| s.is_object()) else {
         tracing::warn!(
             backend,
@@ -220,8 +225,14 @@ fn tool_entry(backend: &str, prefix: &str, raw: Value) -> Option<ToolEntry> {
             return None;
         }
     };
-    let exposed = exposed_name(prefix, &name);
+    let exposed = exposed_name(prefix, shaping.renamed(&name));
     obj.insert("name".to_owned(), Value::String(exposed.clone()));
+    if let Some(description) = shaping.description(&name) {
+        obj.insert(
+            "description".to_owned(),
+            Value::String(description.to_owned()),
+        );
+    }
     Some(ToolEntry {
         backend: backend.to_owned(),
         original_name: name,
@@ -232,9 +243,12 @@ fn tool_entry(backend: &str, prefix: &str, raw: Value) -> Option<ToolEntry> {
     })
 }
 
-fn prompt_entry(backend: &str, prefix: &str, raw: Value) -> Option<PromptEntry> {
+fn prompt_entry(backend: &str, prefix: &str, shaping: &Shaping, raw: Value) -> Option<PromptEntry> {
     let (mut obj, name) = object_with_key(backend, "prompt", raw, "name")?;
-    let exposed = exposed_name(prefix, &name);
+    if !shaping.prompts.selects(&name) {
+        return None;
+    }
+    let exposed = exposed_name(prefix, shaping.renamed(&name));
     obj.insert("name".to_owned(), Value::String(exposed.clone()));
     Some(PromptEntry {
         backend: backend.to_owned(),
@@ -244,8 +258,11 @@ fn prompt_entry(backend: &str, prefix: &str, raw: Value) -> Option<PromptEntry> 
     })
 }
 
-fn resource_entry(backend: &str, raw: Value) -> Option<ResourceEntry> {
+fn resource_entry(backend: &str, shaping: &Shaping, raw: Value) -> Option<ResourceEntry> {
     let (obj, uri) = object_with_key(backend, "resource", raw, "uri")?;
+    if !shaping.resources.selects(&uri) {
+        return None;
+    }
     Some(ResourceEntry {
         backend: backend.to_owned(),
         uri,
@@ -253,8 +270,11 @@ fn resource_entry(backend: &str, raw: Value) -> Option<ResourceEntry> {
     })
 }
 
-fn template_entry(backend: &str, raw: Value) -> Option<TemplateEntry> {
+fn template_entry(backend: &str, shaping: &Shaping, raw: Value) -> Option<TemplateEntry> {
     let (obj, uri_template) = object_with_key(backend, "resource template", raw, "uriTemplate")?;
+    if !shaping.resources.selects(&uri_template) {
+        return None;
+    }
     let parsed = match UriTemplate::parse(&uri_template) {
         Ok(t) => Some(t),
         Err(error) => {

@@ -16,6 +16,8 @@
 //! - Resource URIs are routed exactly first, then through RFC 6570 templates ([`template`]).
 //! - Each list says how long it may be reused: the least fresh contributor wins ([`freshness`]).
 //! - [`CatalogSnapshot`] implements [`protocol::validate::Catalog`] (module `lookup`).
+//! - Each backend's listing is shaped by its configured [`Shaping`] first (module `shaping`): what it does
+//!   not select is absent, renamed tools and prompts are prefixed under their new name.
 //! - A view of it for one audience ([`CatalogSnapshot::restricted`], module `view`) is a snapshot too.
 
 mod builder;
@@ -24,6 +26,7 @@ mod freshness;
 pub mod ledger;
 mod lookup;
 pub mod names;
+pub mod shaping;
 mod snapshot;
 pub mod template;
 mod version;
@@ -35,6 +38,7 @@ mod tests;
 pub use builder::CatalogBuilder;
 pub use cursor::{CursorError, ListKind, Page};
 pub use freshness::{ListFreshness, ListsFreshness};
+pub use shaping::{Selection, Shaping};
 pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
 pub use view::{Item, Restriction};
 
@@ -55,6 +59,8 @@ pub struct BackendListing {
     pub resource_templates: Vec<serde_json::Value>,
     /// What the backend's pages said about their reuse (`ttlMs` / `cacheScope`), per list.
     pub freshness: ListsFreshness,
+    /// Its configured selection, renames and descriptions, applied as the listing becomes entries.
+    pub shaping: std::sync::Arc<Shaping>,
 }
 
 /// Why a catalog cannot be built.

@@ -17,7 +17,7 @@ use handlers::{BackendConfig, BackendHandle};
 use tokio::sync::mpsc;
 
 use crate::config::{BackendEntry, BackendTransport, Config};
-use crate::notify::listing::list_backend;
+use crate::notify::listing::{Naming, list_backend};
 use crate::state::start::start_backends;
 
 /// Beyond the connect deadline, how long the check waits for a backend's first attempt to settle.
@@ -50,7 +50,7 @@ async fn check(config: &Config, source: String) -> Report {
         let handle = handles.get(&entry.name).cloned();
         async move {
             let outcome = match handle {
-                Some(h) => check_one(&h, entry.prefix(), list_deadline).await,
+                Some(h) => check_one(&h, &Naming::of(entry), list_deadline).await,
                 None => Outcome::NotStarted {
                     reason: "was not started".to_owned(),
                 },
@@ -70,7 +70,7 @@ async fn check(config: &Config, source: String) -> Report {
     Report::new(source, backends)
 }
 
-async fn check_one(handle: &BackendHandle, prefix: &str, list_deadline: Duration) -> Outcome {
+async fn check_one(handle: &BackendHandle, naming: &Naming, list_deadline: Duration) -> Outcome {
     let connect = BackendConfig::DEFAULT_CONNECT_TIMEOUT;
     let Some(description) = handle.wait_settled(connect + SETTLE_SLACK).await else {
         let reason = handle
@@ -86,7 +86,7 @@ async fn check_one(handle: &BackendHandle, prefix: &str, list_deadline: Duration
             .as_ref()
             .map(|i| format!("{} {}", i.name, i.version)),
     };
-    match tokio::time::timeout(list_deadline, list_backend(handle, prefix)).await {
+    match tokio::time::timeout(list_deadline, list_backend(handle, naming)).await {
         Ok(Ok(listing)) => Outcome::Listed { server, listing },
         Ok(Err(reason)) => Outcome::NotListed { server, reason },
         Err(_) => Outcome::NotListed {

@@ -14,6 +14,7 @@ mod mcp_json;
 mod policy;
 pub mod rate_limit;
 pub mod redact;
+mod shaping;
 mod telemetry;
 mod tls;
 pub mod traces;
@@ -37,6 +38,7 @@ pub use demo::demo_config;
 pub use mcp_json::from_mcp_json;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
+pub use shaping::SelectionEntry;
 pub use telemetry::TelemetryConfig;
 pub use tls::server_files;
 pub use traces::TracesConfig;
@@ -314,6 +316,18 @@ pub struct BackendEntry {
     pub roots: Vec<String>,
     /// The gateway's own credential towards this (HTTP) backend (`[backend.auth]`).
     pub auth: Option<BackendAuth>,
+    /// Which of its tools are in the catalog, by its own names (`{ allow = [globs], deny = [globs] }`).
+    pub tools: Option<SelectionEntry>,
+    /// Which of its prompts are in the catalog, by its own names.
+    pub prompts: Option<SelectionEntry>,
+    /// Which of its resources (by `uri`) and resource templates (by `uriTemplate`) are in the catalog.
+    pub resources: Option<SelectionEntry>,
+    /// Its tools' and prompts' new names, by their own (`[backend.rename]`); the prefix applies to the new.
+    #[serde(default)]
+    pub rename: BTreeMap<String, String>,
+    /// Its tools' descriptions, by their own names (`[backend.describe]`).
+    #[serde(default)]
+    pub describe: BTreeMap<String, String>,
 }
 
 /// How a backend is reached.
@@ -597,6 +611,7 @@ impl Config {
                     ),
                 ));
             }
+            shaping::validate(i, b)?;
             let given = [b.command.is_some(), b.url.is_some(), b.builtin.is_some()];
             match given.iter().filter(|g| **g).count() {
                 0 => {

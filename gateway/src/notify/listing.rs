@@ -17,12 +17,46 @@ use serde_json::value::RawValue;
 pub use crate::catalog::ledger::{Attempt, BackendReport, Ledger, Standing};
 
 use crate::catalog::{
-    BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListsFreshness,
+    BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListsFreshness, Selection,
+    Shaping,
 };
+use crate::config::{BackendEntry, SelectionEntry};
 use crate::state::Gateway;
 
 /// The most pages read from one backend for one list (a backend that pages forever is cut off here).
 const MAX_PAGES: usize = 100;
+
+/// How one backend's listings are named and shaped, from its config entry alone (never from which backends
+/// are up): its prefix and its compiled [`Shaping`], shared by every listing of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Naming {
+    /// The prefix of its tool and prompt names.
+    pub prefix: String,
+    /// Its selection, renames and descriptions.
+    pub shaping: Arc<Shaping>,
+}
+
+impl Naming {
+    /// The naming `[[backend]]` `entry` configures.
+    pub fn of(entry: &BackendEntry) -> Naming {
+        let selection = |s: &Option<SelectionEntry>| {
+            s.as_ref().map_or_else(Selection::default, |s| Selection {
+                allow: s.allow.clone(),
+                deny: s.deny.clone(),
+            })
+        };
+        Naming {
+            prefix: entry.prefix().to_owned(),
+            shaping: Arc::new(Shaping {
+                tools: selection(&entry.tools),
+                prompts: selection(&entry.prompts),
+                resources: selection(&entry.resources),
+                rename: entry.rename.clone(),
+                describe: entry.describe.clone(),
+            }),
+        }
+    }
+}
 
 /// Which backends a build asks; the others keep what the ledger holds for them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,12 +107,12 @@ async fn build(
             return None;
         }
         let handle = live.backend(&b.name)?.clone();
-        let (name, prefix) = (b.name.clone(), b.prefix().to_owned());
+        let (name, naming) = (b.name.clone(), Naming::of(b));
         Some(async move {
             let attempt = if wait_connect {
-                settle_and_list(&handle, &prefix, deadline).await
+                settle_and_list(&handle, &naming, deadline).await
             } else {
-                within(&handle, deadline, attempt(&handle, &prefix)).await
+                within(&handle, deadline, attempt(&handle, &naming)).await
             };
             (name, attempt)
         })
@@ -91,10 +125,14 @@ async fn build(
 
 /// One backend's first listing (at start, or a backend a reload started): it gets `deadline` in all to
 /// connect and list.
-pub async fn settle_and_list(handle: &BackendHandle, prefix: &str, deadline: Duration) -> Attempt {
+pub async fn settle_and_list(
+    handle: &BackendHandle,
+    naming: &Naming,
+    deadline: Duration,
+) -> Attempt {
     within(handle, deadline, async {
         handle.wait_settled(deadline).await;
-        attempt(handle, prefix).await
+        attempt(handle, naming).await
     })
     .await
 }
@@ -118,14 +156,14 @@ async fn within(
 }
 
 /// One backend's listing attempt: down when it is not connected, else what listing it came to.
-async fn attempt(handle: &BackendHandle, prefix: &str) -> Attempt {
+async fn attempt(handle: &BackendHandle, naming: &Naming) -> Attempt {
     if handle.description().is_none() {
         let reason = handle
             .down_reason()
             .unwrap_or_else(|| "not connected".to_owned());
         return Attempt::Down(reason);
     }
-    match list_backend(handle, prefix).await {
+    match list_backend(handle, naming).await {
         Ok(listing) => Attempt::Listed(listing),
         // Lost between the check and the listing: down, not a failed listing.
         Err(_) if handle.description().is_none() => Attempt::Down(
@@ -156,14 +194,18 @@ pub async fn refresh(gw: &Arc<Gateway>, scope: &Scope) {
 
 /// Everything one backend offers (all pages of each list its capabilities announce), as a listing for the
 /// catalog; `mcpgw check` reports it. Not bounded here: callers put their deadline on it.
-pub async fn list_backend(handle: &BackendHandle, prefix: &str) -> Result<BackendListing, String> {
+pub async fn list_backend(
+    handle: &BackendHandle,
+    naming: &Naming,
+) -> Result<BackendListing, String> {
     let Some(description) = handle.description() else {
         return Err("not connected".to_owned());
     };
     let caps = &description.capabilities;
     let mut listing = BackendListing {
         backend: handle.name().to_owned(),
-        prefix: prefix.to_owned(),
+        prefix: naming.prefix.clone(),
+        shaping: naming.shaping.clone(),
         tools: Vec::new(),
         prompts: Vec::new(),
         resources: Vec::new(),

@@ -267,11 +267,11 @@ async fn list_started(
     let listed_at = Instant::now();
     let fetches = config.backends.iter().filter_map(|b| {
         let handle = started.get(&b.name)?.clone();
-        let prefix = b.prefix().to_owned();
+        let naming = crate::notify::listing::Naming::of(b);
         Some(async move {
             (
                 handle.name().to_owned(),
-                crate::notify::listing::settle_and_list(&handle, &prefix, deadline).await,
+                crate::notify::listing::settle_and_list(&handle, &naming, deadline).await,
             )
         })
     });

@@ -266,4 +266,6 @@ mod policy_tests;
 #[cfg(test)]
 mod reload_tests;
 #[cfg(test)]
+mod shaping_tests;
+#[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 
 mod paging;
 mod routing;
+mod shaping;
 
 use protocol::headers::{ParamHeader, ParamKind};
 use serde_json::{Value, json};

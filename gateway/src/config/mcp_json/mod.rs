@@ -191,6 +191,11 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         tls_server_name: None,
         tls_insecure_skip_verify: false,
         roots: Vec::new(),
+        tools: None,
+        prompts: None,
+        resources: None,
+        rename: BTreeMap::new(),
+        describe: BTreeMap::new(),
         auth: None,
         name: name.to_owned(),
     }))
