@@ -1,7 +1,8 @@
 //! `[[backend]]` catalog shaping through the pipeline, with the builtin mock as backend `m`: what a
 //! selection leaves out is not listed and is answered exactly like a name nobody serves (tools, prompts,
 //! resources and a resource template); a renamed tool or prompt is listed under its new prefixed name (with
-//! its configured description) and reaches the backend under its own; a renamed name colliding with
+//! its configured description), stays so when listed again (as after `list_changed`), and reaches the
+//! backend under its own; a renamed name colliding with
 //! another backend's is refused at start and in a reload (the old config stays).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -191,6 +192,17 @@ async fn a_renamed_tool_is_listed_prefixed_under_its_new_name_and_reaches_the_ba
     )
     .await;
     assert_same_answer(&old, &never, "m__add", "m__nop");
+
+    // Listed again, as after the backend's `list_changed`: still shaped.
+    let before = gw.gateway().catalog.snapshot();
+    crate::notify::listing::refresh(gw.gateway(), &crate::notify::listing::Scope::All).await;
+    let after = gw.gateway().catalog.snapshot();
+    assert!(!std::sync::Arc::ptr_eq(&before, &after), "listed again");
+    let tools = listed(&modern(&gw, "tools/list", json!({})).await, "tools", "name");
+    assert!(
+        tools.contains(&"m__plus".to_owned()) && !tools.contains(&"m__add".to_owned()),
+        "{tools:?}"
+    );
 
     let prompts = listed(
         &modern(&gw, "prompts/list", json!({})).await,
