@@ -353,6 +353,12 @@ async fn serve_http(
             "mcpgw listening on {scheme}://{addr}/mcp ({} backends, {workers} workers)",
             gw.live().backends.len()
         );
+        for endpoint in gw.endpoints.all().iter().skip(1) {
+            eprintln!(
+                "  endpoint {:?} on {scheme}://{addr}{}",
+                endpoint.server_info.name, endpoint.path
+            );
+        }
     }
     let server = server.run();
     let handle = server.handle();

@@ -76,13 +76,43 @@ pub(super) struct Restricted {
     pub(super) to: Arc<dyn Restriction>,
     /// Backends with an entry in the view, or kept by name.
     pub(super) backends: Arc<BTreeSet<String>>,
+    /// Whether what it keeps differs by principal (a policy's view), not only by endpoint.
+    pub(super) private: bool,
+}
+
+/// Two restrictions at once: a view of a view keeps only what both keep (an endpoint's selection, then a
+/// principal's policy), also for a URI reached through a template.
+#[derive(Debug)]
+struct Both(Arc<dyn Restriction>, Arc<dyn Restriction>);
+
+impl Restriction for Both {
+    fn keeps(&self, item: Item<'_>) -> bool {
+        self.0.keeps(item) && self.1.keeps(item)
+    }
 }
 
 impl CatalogSnapshot {
     /// The view of this snapshot that `to` allows: only the entries it keeps (built once per audience and
     /// catalog, never per request); the backends named as missing or stale only when the view may name them;
-    /// every list `private`.
+    /// every list `private`. A view of a view keeps what both restrictions keep.
     pub fn restricted(&self, to: Arc<dyn Restriction>) -> CatalogSnapshot {
+        self.view_of(to, true)
+    }
+
+    /// The view of this snapshot that `to` selects for every client alike (an endpoint's selection): as
+    /// [`CatalogSnapshot::restricted`], its lists as reusable as the snapshot's.
+    pub fn selected(&self, to: Arc<dyn Restriction>) -> CatalogSnapshot {
+        self.view_of(to, false)
+    }
+
+    fn view_of(&self, to: Arc<dyn Restriction>, private: bool) -> CatalogSnapshot {
+        let (to, private) = match &self.restriction {
+            Some(before) => (
+                Arc::new(Both(before.to.clone(), to)) as Arc<dyn Restriction>,
+                private || before.private,
+            ),
+            None => (to, private),
+        };
         let tools = kept(&self.tools, &*to, |t| Item::Tool {
             name: &t.exposed_name,
             backend: &t.backend,
@@ -122,11 +152,16 @@ impl CatalogSnapshot {
         let (missing, stale) = (named(&self.missing), named(&self.stale));
         let mut view = CatalogSnapshot::from_sorted(tools, prompts, resources, templates, missing);
         view.set_stale(stale);
-        view.freshness = self.freshness.map(|f| ListFreshness { public: false, ..f });
+        view.freshness = if private {
+            self.freshness.map(|f| ListFreshness { public: false, ..f })
+        } else {
+            self.freshness
+        };
         view.listed_at = self.listed_at;
         view.restriction = Some(Restricted {
             to,
             backends: Arc::new(backends),
+            private,
         });
         view
     }
@@ -138,9 +173,9 @@ impl CatalogSnapshot {
             .is_none_or(|r| r.backends.contains(backend))
     }
 
-    /// Whether the view is restricted (lists and discovery then differ by principal).
-    pub fn is_restricted(&self) -> bool {
-        self.restriction.is_some()
+    /// Whether the view differs by principal (a policy's: its lists and discovery are then `private`).
+    pub fn is_private(&self) -> bool {
+        self.restriction.as_ref().is_some_and(|r| r.private)
     }
 
     /// Whether a URI a template matched may be used in this view.

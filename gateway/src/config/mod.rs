@@ -10,6 +10,7 @@ pub mod circuit;
 mod cluster;
 mod cors;
 mod demo;
+pub mod endpoint;
 mod mcp_json;
 mod policy;
 pub mod rate_limit;
@@ -35,6 +36,7 @@ pub use backend_auth::{BackendAuth, Grant};
 pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
+pub use endpoint::{AccessEntry, EndpointEntry};
 pub use mcp_json::from_mcp_json;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
@@ -77,6 +79,9 @@ pub struct Config {
     /// `[telemetry]`: the metrics' options.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// `[[endpoint]]` tables: virtual servers beside `/mcp` (none by default).
+    #[serde(default, rename = "endpoint")]
+    pub endpoints: Vec<EndpointEntry>,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -712,7 +717,7 @@ impl Config {
                 }
             }
         }
-        Ok(())
+        endpoint::validate(self)
     }
 }
 

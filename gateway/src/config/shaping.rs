@@ -20,7 +20,8 @@ pub struct SelectionEntry {
 }
 
 impl SelectionEntry {
-    fn selects(&self, name: &str) -> bool {
+    /// Whether `name` is selected: not denied, and allowed (or no `allow` given).
+    pub fn selects(&self, name: &str) -> bool {
         !self.deny.iter().any(|g| glob_match(g, name))
             && self
                 .allow

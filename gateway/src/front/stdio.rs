@@ -72,7 +72,13 @@ where
         let body = Bytes::from(line);
         let routed = match worker
             .routing
-            .route(Origin::Stdio, body.clone(), session.clone(), None)
+            .route(
+                Origin::Stdio,
+                body.clone(),
+                session.clone(),
+                None,
+                gw.endpoints.default_endpoint().clone(),
+            )
             .await
         {
             Ok(r) => r,
@@ -94,6 +100,7 @@ where
                 principal: None,
                 client: None,
                 transport: Transport::Stdio,
+                endpoint: gw.endpoints.default_endpoint().clone(),
             };
             let mut out = StdioOutput {
                 out_tx: &out_tx,
@@ -119,6 +126,7 @@ where
                 principal: None,
                 client: None,
                 transport: Transport::Stdio,
+                endpoint: gw.endpoints.default_endpoint().clone(),
             };
             let mut out = StdioOutput {
                 out_tx: &out_tx,

@@ -101,13 +101,16 @@ pub struct Answering<'a> {
     pub client: Option<std::net::IpAddr>,
     /// How the request arrived.
     pub transport: Transport,
+    /// The endpoint it arrived at (`/mcp`, or an `[[endpoint]]`).
+    pub endpoint: Arc<crate::endpoint::Endpoint>,
 }
 
 impl Answering<'_> {
     /// What a session this request starts is bound to, and what a session it names must be bound to: its
     /// principal, with `[auth]` on.
     pub fn binding(&self) -> Option<[u8; 16]> {
-        self.gw.binding(self.principal.as_deref(), self.auth)
+        self.endpoint
+            .bind(self.gw.binding(self.principal.as_deref(), self.auth))
     }
 
     /// Answers a valid request; its in-flight permit is held until the answer is ready (a streamed answer
@@ -151,7 +154,13 @@ impl Answering<'_> {
                 }
                 let shaped = self
                     .response
-                    .shape(id, Method::Initialize, generation, answered.outcome)
+                    .shape(
+                        id,
+                        Method::Initialize,
+                        generation,
+                        answered.outcome,
+                        &self.endpoint,
+                    )
                     .await;
                 if !initialized {
                     return Answer::Message(shaped);
@@ -218,6 +227,7 @@ impl Answering<'_> {
                         generation,
                         wants,
                         transport: self.transport,
+                        endpoint: self.endpoint.clone(),
                         chain: self.chain.clone(),
                         permit,
                         span,
@@ -277,10 +287,10 @@ impl Answering<'_> {
         let mut result = json!({
             "protocolVersion": generation.as_str(),
             "capabilities": self.gw.capabilities(),
-            "serverInfo": self.gw.server_info,
+            "serverInfo": self.endpoint.server_info,
         });
         if generation >= Generation::V2025_03_26 {
-            if let Some(instructions) = self.gw.instructions(seen) {
+            if let Some(instructions) = self.endpoint.instructions(self.gw.instructions(seen)) {
                 result["instructions"] = instructions.into();
             }
         }
@@ -396,12 +406,13 @@ impl Answering<'_> {
         let ctx = MwContext::new(call, generation, self.transport)
             .with_principal(self.principal.clone())
             .with_route(snapshot, self.client);
-        let (gw, snapshot, session, auth, client) = (
+        let (gw, snapshot, session, auth, client, endpoint) = (
             self.gw.clone(),
             snapshot.clone(),
             self.session.cloned(),
             self.auth,
             self.client,
+            self.endpoint.clone(),
         );
         // The time the dispatch waited on backends (the rest of the request's is the gateway's own).
         let in_backends = Rc::new(Cell::new(Duration::ZERO));
@@ -410,7 +421,8 @@ impl Answering<'_> {
             let dispatched = self.chain.run(ctx, move |ctx| async move {
                 let dispatch =
                     Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth, client)
-                        .with_subject(ctx.principal());
+                        .with_subject(ctx.principal())
+                        .at(endpoint);
                 let Some(call) = ctx.into_call() else {
                     return not_a_call();
                 };
@@ -425,7 +437,10 @@ impl Answering<'_> {
             record_outcome(&outcome);
             let counted = outcome.metric(method);
             let shaping = spans::child("mcpgw.shape");
-            let shaped = self.response.shape(id, method, generation, outcome).await;
+            let shaped = self
+                .response
+                .shape(id, method, generation, outcome, &self.endpoint)
+                .await;
             drop(shaping);
             self.gw.metrics.answered(Answered {
                 method: method.into(),

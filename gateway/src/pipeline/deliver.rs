@@ -119,6 +119,7 @@ impl Answering<'_> {
                 body,
                 self.session.map(Arc::clone),
                 self.principal.clone(),
+                self.endpoint.clone(),
             )
             .await
         {

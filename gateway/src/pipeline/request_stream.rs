@@ -98,6 +98,8 @@ pub struct Streamed {
     pub wants: Wants,
     /// How it arrived.
     pub transport: Transport,
+    /// The endpoint it arrived at.
+    pub endpoint: Arc<crate::endpoint::Endpoint>,
     /// The worker's middleware chain.
     pub chain: Chain,
     /// Its place in the worker's in-flight bound, held until the response is sent.
@@ -159,6 +161,7 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
         generation,
         wants,
         transport,
+        endpoint,
         chain,
         permit,
         span: _,
@@ -175,9 +178,11 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     let drain_gw = gw.clone();
     let dispatched = {
         let tx = tx.clone();
+        let at = endpoint.clone();
         chain.run(ctx, move |ctx| async move {
             let base = Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth, client)
-                .with_subject(ctx.principal());
+                .with_subject(ctx.principal())
+                .at(at);
             let Some(call) = ctx.into_call() else {
                 return crate::pipeline::answer::not_a_call();
             };
@@ -190,7 +195,9 @@ async fn run_rounds(s: Streamed, tx: mpsc::Sender<Vec<u8>>) {
     crate::pipeline::answer::record_outcome(&outcome);
     let counted = outcome.metric(method);
     let shaping = crate::telemetry::spans::child("mcpgw.shape");
-    let shaped = response.shape(id, method, generation, outcome).await;
+    let shaped = response
+        .shape(id, method, generation, outcome, &endpoint)
+        .await;
     drop(shaping);
     drain_gw.metrics.answered(crate::metrics::Answered {
         method: method.into(),
@@ -265,6 +272,7 @@ async fn dispatch_once(
         backend: std::cell::OnceCell::new(),
         backend_time: std::cell::Cell::new(std::time::Duration::ZERO),
         subject: base.subject.clone(),
+        endpoint: base.endpoint.clone(),
     };
     let run = dispatch.run(call);
     tokio::pin!(run);

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use protocol::shape::{Failure, Refusal, Shaped, gateway_error, refusal, shape};
+use protocol::shape::{Failure, Refusal, Shaped, Stamp, gateway_error, refusal, shape};
 use protocol::{Error, Generation, Method, RequestId};
 use serde_json::value::RawValue;
 
+use crate::endpoint::Endpoint;
 use crate::pipeline::middleware::is_tool_error;
-use crate::state::Gateway;
 
 /// What a dispatched request ended in.
 #[derive(Debug)]
@@ -62,9 +62,7 @@ pub fn backend_outcome(
 /// How long a request waits for its worker's response actor.
 const SHAPE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-struct ResponseActor {
-    gw: Arc<Gateway>,
-}
+struct ResponseActor;
 
 impl Actor for ResponseActor {
     type Context = Context<Self>;
@@ -77,6 +75,7 @@ struct Shape {
     method: Method,
     generation: Generation,
     outcome: Outcome,
+    endpoint: Arc<Endpoint>,
 }
 
 impl Handler<Shape> for ResponseActor {
@@ -85,7 +84,7 @@ impl Handler<Shape> for ResponseActor {
 
     fn handle(&mut self, msg: Shape, _: &mut Self::Context) -> Self::Result {
         MessageResult(shape_outcome(
-            &self.gw,
+            &msg.endpoint.stamp,
             &msg.id,
             msg.method,
             msg.generation,
@@ -94,19 +93,20 @@ impl Handler<Shape> for ResponseActor {
     }
 }
 
-/// Shapes an outcome (also used directly where no actor runs, e.g. inside the stdio loop's fallback).
+/// Shapes an outcome with an endpoint's stamp (also used directly where no actor runs, e.g. inside the
+/// stdio loop's fallback).
 pub fn shape_outcome(
-    gw: &Gateway,
+    stamp: &Stamp,
     id: &RequestId,
     method: Method,
     g: Generation,
     outcome: Outcome,
 ) -> Shaped {
     match outcome {
-        Outcome::Result(raw) => shape(id, method, g, Ok(&raw), &gw.stamp),
-        Outcome::Failed(f) => shape(id, method, g, Err(&f), &gw.stamp),
+        Outcome::Result(raw) => shape(id, method, g, Ok(&raw), stamp),
+        Outcome::Failed(f) => shape(id, method, g, Err(&f), stamp),
         Outcome::Error(e) => gateway_error(id, e, g),
-        Outcome::Refused(r) => refusal(id, method, g, &r, &gw.stamp),
+        Outcome::Refused(r) => refusal(id, method, g, &r, stamp),
     }
 }
 
@@ -115,7 +115,6 @@ pub fn shape_outcome(
 #[derive(Clone)]
 pub struct ResponseHandle {
     addr: Addr<ResponseActor>,
-    gw: Arc<Gateway>,
 }
 
 impl std::fmt::Debug for ResponseHandle {
@@ -126,12 +125,12 @@ impl std::fmt::Debug for ResponseHandle {
 
 impl ResponseHandle {
     /// Starts a response actor on the current arbiter.
-    pub fn start(gw: Arc<Gateway>) -> ResponseHandle {
-        let addr = ResponseActor { gw: gw.clone() }.start();
-        ResponseHandle { addr, gw }
+    pub fn start() -> ResponseHandle {
+        let addr = ResponseActor.start();
+        ResponseHandle { addr }
     }
 
-    /// Shapes an outcome for the client. The actor's mailbox is bounded by the routing permits of this worker
+    /// Shapes an outcome for the client, stamped as `endpoint` answers. The actor's mailbox is bounded by the routing permits of this worker
     /// (every request holds one from validation to its answer); the deadline bounds the wait.
     pub async fn shape(
         &self,
@@ -139,12 +138,14 @@ impl ResponseHandle {
         method: Method,
         generation: Generation,
         outcome: Outcome,
+        endpoint: &Arc<Endpoint>,
     ) -> Shaped {
         let msg = Shape {
             id: id.clone(),
             method,
             generation,
             outcome,
+            endpoint: endpoint.clone(),
         };
         match tokio::time::timeout(SHAPE_DEADLINE, self.addr.send(msg)).await {
             Ok(Ok(shaped)) => shaped,
@@ -152,7 +153,13 @@ impl ResponseHandle {
                 let failure = Failure::Internal {
                     reason: "the response could not be shaped in time".into(),
                 };
-                shape_outcome(&self.gw, &id, method, generation, Outcome::Failed(failure))
+                shape_outcome(
+                    &endpoint.stamp,
+                    &id,
+                    method,
+                    generation,
+                    Outcome::Failed(failure),
+                )
             }
         }
     }

@@ -4,6 +4,7 @@
 //! that follows resolves names in the same catalog.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::auth::Principal;
 use crate::catalog::CatalogSnapshot;
+use crate::endpoint::Endpoint;
 use crate::pipeline::Chain;
 use crate::policy::views::{Seen, Views};
 
@@ -71,16 +73,27 @@ pub enum Origin {
 
 /// The routing actor of one worker: it owns the worker's catalog snapshot, which the catalog store pushes
 /// to it (a watch channel: the newest wins, nothing queues) and which it takes up before the next
-/// validation, so a request never meets an older catalog than the one published before it arrived. With a
-/// `[[policy]]`, it also owns the worker's views of that catalog, one per audience: a request is validated
-/// against its principal's view.
+/// validation, so a request never meets an older catalog than the one published before it arrived. It owns
+/// each endpoint's view of that catalog (the full one for `/mcp`) and, with a `[[policy]]`, the views of
+/// those, one per audience: a request is validated against its principal's view of its endpoint's.
 struct RoutingActor {
     gw: Arc<Gateway>,
     snapshot: Arc<CatalogSnapshot>,
     updates: watch::Receiver<Arc<CatalogSnapshot>>,
-    views: Option<Views>,
-    /// The `Live` version `views` were made for: a reload that changes the policy replaces them.
+    /// Per endpoint (by index), made the first time it is asked for.
+    served: HashMap<usize, Served>,
+    /// The `Live` version the policy views were made for: a reload that changes the policy replaces them.
     views_for: u64,
+}
+
+/// One endpoint's catalog in one worker.
+struct Served {
+    /// The full catalog `base` was made of.
+    of: Arc<CatalogSnapshot>,
+    /// The endpoint's view of it.
+    base: Arc<CatalogSnapshot>,
+    /// Its principals' views of `base`, with a `[[policy]]`.
+    views: Option<Views>,
 }
 
 impl Actor for RoutingActor {
@@ -104,6 +117,7 @@ struct Route {
     body: Bytes,
     session: Option<Arc<Session>>,
     principal: Option<Arc<Principal>>,
+    endpoint: Arc<Endpoint>,
 }
 
 /// What the actor answers: the request and its snapshot (the handle adds the permit).
@@ -122,25 +136,40 @@ impl Handler<Route> for RoutingActor {
         let live = self.gw.live.load();
         if live.version != self.views_for {
             self.views_for = live.version;
-            let same = match (&self.views, &live.policy) {
-                (Some(v), Some(p)) => v.is_of(p),
-                (None, None) => true,
-                _ => false,
-            };
-            if !same {
-                self.views = live.policy.clone().map(Views::new);
+            for served in self.served.values_mut() {
+                let same = match (&served.views, &live.policy) {
+                    (Some(v), Some(p)) => v.is_of(p),
+                    (None, None) => true,
+                    _ => false,
+                };
+                if !same {
+                    served.views = live.policy.clone().map(Views::new);
+                }
             }
         }
+        let served = self
+            .served
+            .entry(msg.endpoint.index)
+            .or_insert_with(|| Served {
+                of: full.clone(),
+                base: msg.endpoint.view(&full),
+                views: live.policy.clone().map(Views::new),
+            });
+        if !Arc::ptr_eq(&served.of, &full) {
+            served.base = msg.endpoint.view(&full);
+            served.of = full;
+        }
+        let base = served.base.clone();
         let principal = msg.principal.as_deref();
-        let view = self.views.as_mut().map(|v| v.view(&full, principal));
+        let view = served.views.as_mut().map(|v| v.view(&base, principal));
         let seen = view.as_ref().map(|view| Seen {
             view,
-            full: &full,
+            full: &base,
             principal,
         });
         let catalog: &dyn protocol::validate::Catalog = match &seen {
             Some(seen) => seen,
-            None => full.as_ref(),
+            None => base.as_ref(),
         };
         let session = msg.session.as_deref().map(Session::validation_view);
         let valid = match &msg.origin {
@@ -159,7 +188,7 @@ impl Handler<Route> for RoutingActor {
         };
         let snapshot = match view {
             Some(view) => view.snapshot,
-            None => full,
+            None => base,
         };
         Ok(Validated { valid, snapshot })
     }
@@ -214,10 +243,9 @@ impl RoutingHandle {
             addr: {
                 let mut updates = gw.catalog.updates();
                 let snapshot = updates.borrow_and_update().clone();
-                let live = gw.live();
                 RoutingActor {
-                    views: live.policy.clone().map(Views::new),
-                    views_for: live.version,
+                    served: HashMap::new(),
+                    views_for: gw.live().version,
                     gw: gw.clone(),
                     snapshot,
                     updates,
@@ -251,7 +279,7 @@ impl RoutingHandle {
         }
     }
 
-    /// Validates a request against the catalog as `principal` may see it (one that arrives while the
+    /// Validates a request against the catalog as `principal` may see it at `endpoint` (one that arrives while the
     /// gateway is starting waits for the first catalog: it is never validated against an empty one and told
     /// a tool is unknown).
     pub async fn route(
@@ -260,6 +288,7 @@ impl RoutingHandle {
         body: Bytes,
         session: Option<Arc<Session>>,
         principal: Option<Arc<Principal>>,
+        endpoint: Arc<Endpoint>,
     ) -> Result<Routed, Rejection> {
         let accepted = std::time::Instant::now();
         if self.gw.drain.phase() >= crate::drain::Phase::CutOff {
@@ -283,6 +312,7 @@ impl RoutingHandle {
             body,
             session,
             principal,
+            endpoint,
         });
         match tokio::time::timeout(self.deadline, request).await {
             Ok(Ok(result)) => result.map(|v| Routed {

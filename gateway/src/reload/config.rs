@@ -301,7 +301,7 @@ fn retire(handle: BackendHandle) {
 }
 
 /// The settings that changed between `old` and `new` but apply only at start: `[server]` (but its
-/// `log_level`, and what the command line set: `--listen`, `--log-format`), `[cluster]`, `[auth]`.
+/// `log_level`, and what the command line set: `--listen`, `--log-format`), `[cluster]`, `[auth]`, `[[endpoint]]` (routes are registered at start).
 fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     let mut changed = Vec::new();
     let mut server = new.server.clone();
@@ -316,6 +316,9 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     }
     if format!("{:?}", old.auth) != format!("{:?}", new.auth) {
         changed.push("[auth]".to_owned());
+    }
+    if old.endpoints != new.endpoints {
+        changed.push("[[endpoint]]".to_owned());
     }
     changed
 }

@@ -170,13 +170,42 @@ impl InProcessGateway {
         headers: HeaderMap,
         body: Bytes,
     ) -> Exchange {
+        self.post_at(crate::endpoint::DEFAULT_PATH, principal, headers, body)
+            .await
+    }
+
+    /// As [`InProcessGateway::post_as`], to the endpoint served at `path` (`/mcp` when none is), which
+    /// admits `principal` or answers 403 as the HTTP front would.
+    pub async fn post_at(
+        &self,
+        path: &str,
+        principal: Option<Arc<crate::auth::Principal>>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Exchange {
         let worker = &self.worker;
+        let endpoints = worker.gw.endpoints.all();
+        let endpoint = endpoints
+            .iter()
+            .find(|e| e.path == path)
+            .unwrap_or_else(|| worker.gw.endpoints.default_endpoint())
+            .clone();
+        if let Err(refused) = endpoint.admits(principal.as_deref()) {
+            return Exchange {
+                status: 403,
+                headers: Vec::new(),
+                body: refused.to_string().into_bytes(),
+                streamed: Vec::new(),
+            };
+        }
         let id = headers
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let auth = AuthContext::of_headers(&headers);
+        let binding = endpoint.bind(worker.gw.binding(principal.as_deref(), auth));
         let session = match id {
-            Some(id) => worker.gw.sessions.find(&id, None).await.ok().flatten(),
+            Some(id) => worker.gw.sessions.find(&id, binding).await.ok().flatten(),
             None => None,
         };
         let answering = Answering {
@@ -185,12 +214,13 @@ impl InProcessGateway {
             chain: worker.routing.chain(),
             session: session.as_ref(),
             can_stream: false,
-            auth: AuthContext::of_headers(&headers),
+            auth,
             // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
             principal,
             // One client with no socket: every request without a session counts against one address.
             client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             transport: Transport::StreamableHttp,
+            endpoint,
         };
         let origin = Origin::Http(HttpMethod::Post, headers);
         answering
@@ -261,6 +291,8 @@ impl Output for ExchangeOutput {
     }
 }
 
+#[cfg(test)]
+mod endpoint_tests;
 #[cfg(test)]
 mod policy_tests;
 #[cfg(test)]

@@ -48,6 +48,8 @@ pub struct Gateway {
     pub stamp: Stamp,
     /// The gateway's own `Implementation`.
     pub server_info: Implementation,
+    /// `/mcp` and the `[[endpoint]]` virtual servers.
+    pub endpoints: crate::endpoint::Endpoints,
     /// Seals and opens the `requestState` of `input_required` results.
     pub sealer: Arc<StateSealer>,
     /// Resource subscriptions and listen streams.
@@ -137,6 +139,7 @@ impl Gateway {
             sessions,
             sse_connections,
             stamp: Stamp::new(&server_info, CachePolicy::NONE),
+            endpoints: crate::endpoint::Endpoints::new(&config, &server_info),
             server_info,
             sealer: Arc::new(StateSealer::new(keys)),
             redis: redis.clone(),

@@ -133,6 +133,7 @@ pub(super) async fn post(
         principal,
         client: super::client_ip(&req, gw),
         transport: Transport::HttpSse,
+        endpoint: worker.gw.endpoints.default_endpoint().clone(),
     };
     let mut out = SseOutput {
         gw,

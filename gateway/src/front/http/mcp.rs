@@ -1,5 +1,7 @@
-//! `/mcp`: Streamable HTTP for legacy sessions and modern stateless requests side by side, decided per request
-//! from the body by `protocol::validate`.
+//! `/mcp` and each `[[endpoint]]`'s path: Streamable HTTP for legacy sessions and modern stateless requests
+//! side by side, decided per request from the body by `protocol::validate`. An endpoint with
+//! `[endpoint.access]` refuses a principal it does not admit with 403 before its body is read, before any
+//! session lookup or any look at the catalog.
 
 use std::sync::Arc;
 
@@ -14,6 +16,7 @@ use super::body::{BodyLimits, read_body};
 use super::connections::Connection;
 use super::stream::{KEEP_ALIVE, Watch, messages_body, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, message_response, rejection_response};
+use crate::endpoint::{Endpoint, Refused};
 use crate::pipeline::answer::Answering;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
@@ -21,6 +24,50 @@ use crate::session::{Session, StoreFull, Transport};
 use crate::state::Gateway;
 use actix_web::body::{BodySize, MessageBody};
 use actix_web::http::header::AUTHORIZATION;
+
+/// The endpoint a resource serves (its app data).
+#[derive(Debug, Clone)]
+pub(super) struct At(pub Arc<Endpoint>);
+
+/// The endpoint `req` arrived at.
+fn endpoint_of(req: &HttpRequest, worker: &Worker) -> Arc<Endpoint> {
+    req.app_data::<At>().map_or_else(
+        || worker.gw.endpoints.default_endpoint().clone(),
+        |at| at.0.clone(),
+    )
+}
+
+/// 403 when the endpoint does not admit the request's principal (RFC 6750's `insufficient_scope` when it
+/// lacks scopes).
+fn refused_here(req: &HttpRequest, endpoint: &Endpoint) -> Option<HttpResponse> {
+    let principal = super::gate::principal_of(req);
+    let refused = endpoint.admits(principal.as_deref()).err()?;
+    tracing::info!(
+        endpoint = %endpoint.path,
+        principal = %principal.as_ref().map_or("-", |p| p.name.as_str()),
+        why = %refused,
+        "refused: not admitted to the endpoint"
+    );
+    let mut resp = HttpResponse::Forbidden();
+    resp.insert_header(("Cache-Control", "no-store"));
+    let error = match &refused {
+        Refused::NotAdmitted { .. } => "forbidden",
+        Refused::InsufficientScope { missing, .. } => {
+            resp.insert_header((
+                "WWW-Authenticate",
+                format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+                    missing.join(" ")
+                ),
+            ));
+            "insufficient_scope"
+        }
+    };
+    Some(resp.json(serde_json::json!({
+        "error": error,
+        "error_description": refused.to_string(),
+    })))
+}
 
 /// Events a session's GET stream buffers before the client is considered too slow.
 const STREAM_BUFFER: usize = 1024;
@@ -50,25 +97,39 @@ pub(super) async fn post(
     if let Err(r) = worker.origin.check(&req) {
         return rejection_response(&r);
     }
+    let endpoint = endpoint_of(&req, &worker);
+    if let Some(refused) = refused_here(&req, &endpoint) {
+        // What the client still sends of the body is read first, so that it reads the 403.
+        super::body::drain(req.headers(), payload).await;
+        return refused;
+    }
     let limits = BodyLimits::from_config(&worker.gw.config.server);
     let body = match read_body(req.headers(), payload, limits).await {
         Ok(b) => b,
         Err(refused) => return refused,
     };
     worker.gw.metrics.received(STREAMABLE, body.len());
-    handle(&req, HttpMethod::Post, body, &worker).await
+    handle(&req, HttpMethod::Post, body, &worker, endpoint).await
 }
 
 pub(super) async fn get(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
-    handle(&req, HttpMethod::Get, Bytes::new(), &worker).await
+    bodiless(&req, HttpMethod::Get, &worker).await
 }
 
 pub(super) async fn delete(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
-    handle(&req, HttpMethod::Delete, Bytes::new(), &worker).await
+    bodiless(&req, HttpMethod::Delete, &worker).await
 }
 
 pub(super) async fn other(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
-    handle(&req, HttpMethod::Other, Bytes::new(), &worker).await
+    bodiless(&req, HttpMethod::Other, &worker).await
+}
+
+async fn bodiless(req: &HttpRequest, method: HttpMethod, worker: &Worker) -> HttpResponse {
+    let endpoint = endpoint_of(req, worker);
+    if let Some(refused) = refused_here(req, &endpoint) {
+        return refused;
+    }
+    handle(req, method, Bytes::new(), worker, endpoint).await
 }
 
 async fn handle(
@@ -76,6 +137,7 @@ async fn handle(
     method: HttpMethod,
     body: Bytes,
     worker: &Worker,
+    endpoint: Arc<Endpoint>,
 ) -> HttpResponse {
     if let Err(r) = worker.origin.check(req) {
         return rejection_response(&r);
@@ -93,6 +155,7 @@ async fn handle(
         principal,
         client: super::client_ip(req, &worker.gw),
         transport: Transport::StreamableHttp,
+        endpoint,
     };
     let session = match session_of(req, worker, answering.binding()).await {
         Ok(session) => session,

@@ -61,7 +61,7 @@ impl Worker {
     }
 
     fn with_routing(gw: Arc<Gateway>, routing: RoutingHandle) -> Worker {
-        let response = ResponseHandle::start(gw.clone());
+        let response = ResponseHandle::start();
         let origin = OriginPolicy::from_config(&gw.config.server);
         let cors = CorsPolicy::from_config(&gw.config.server);
         Worker {
@@ -106,30 +106,34 @@ fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
         }
     }
     // Middlewares wrap in reverse: CORS is outermost (a 401 carries its headers), then authentication.
-    cfg.app_data(web::Data::new(worker))
-        .service(
-            web::resource("/mcp")
+    cfg.app_data(web::Data::new(worker));
+    // `/mcp` and every `[[endpoint]]`: the same handlers, each resource knowing its endpoint.
+    for endpoint in gw.endpoints.all() {
+        cfg.service(
+            web::resource(endpoint.path.as_str())
+                .app_data(mcp::At(endpoint.clone()))
                 .wrap(from_fn(gate::middleware))
                 .wrap(from_fn(cors::middleware))
                 .route(web::post().to(mcp::post))
                 .route(web::get().to(mcp::get))
                 .route(web::delete().to(mcp::delete))
                 .default_service(web::to(mcp::other)),
-        )
-        .service(
-            web::resource("/sse")
-                .wrap(from_fn(gate::middleware))
-                .wrap(from_fn(cors::middleware))
-                .route(web::get().to(http_sse::open)),
-        )
-        .service(
-            web::resource("/messages")
-                .wrap(from_fn(gate::middleware))
-                .wrap(from_fn(cors::middleware))
-                .route(web::post().to(http_sse::post)),
-        )
-        .service(web::resource("/healthz").to(health::healthz))
-        .service(web::resource("/readyz").to(health::readyz));
+        );
+    }
+    cfg.service(
+        web::resource("/sse")
+            .wrap(from_fn(gate::middleware))
+            .wrap(from_fn(cors::middleware))
+            .route(web::get().to(http_sse::open)),
+    )
+    .service(
+        web::resource("/messages")
+            .wrap(from_fn(gate::middleware))
+            .wrap(from_fn(cors::middleware))
+            .route(web::post().to(http_sse::post)),
+    )
+    .service(web::resource("/healthz").to(health::healthz))
+    .service(web::resource("/readyz").to(health::readyz));
     // `/metrics` is the admin listener's when there is one (operators' data stays off the front door).
     if gw.config.admin.listen.is_none() {
         cfg.configure(metrics::configure);

@@ -64,6 +64,8 @@ pub struct Dispatch<'a> {
     /// The client's bearer token, for a backend that exchanges it (`[backend.auth] grant =
     /// "token_exchange"`).
     pub subject: Option<crate::auth::SubjectToken>,
+    /// The endpoint the request arrived at (its instructions in `server/discover`).
+    pub endpoint: Arc<crate::endpoint::Endpoint>,
 }
 
 /// A client's address as a caller of backends: a request without a session counts against it for a
@@ -99,7 +101,14 @@ impl<'a> Dispatch<'a> {
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: None,
+            endpoint: gw.endpoints.default_endpoint().clone(),
         }
+    }
+
+    /// The same dispatch, for a request that arrived at `endpoint`.
+    pub fn at(mut self, endpoint: Arc<crate::endpoint::Endpoint>) -> Dispatch<'a> {
+        self.endpoint = endpoint;
+        self
     }
 
     /// The same dispatch, for a request of a principal that presented this token.
@@ -242,9 +251,12 @@ impl Dispatch<'_> {
             // Not reusable, since a backend (re)connecting changes `instructions`; the same for every client
             // unless a `[[policy]]` makes what it names differ by principal.
             "ttlMs": 0,
-            "cacheScope": if self.snapshot.is_restricted() { "private" } else { "public" },
+            "cacheScope": if self.snapshot.is_private() { "private" } else { "public" },
         });
-        if let Some(instructions) = self.gw.instructions(self.snapshot) {
+        if let Some(instructions) = self
+            .endpoint
+            .instructions(self.gw.instructions(self.snapshot))
+        {
             result["instructions"] = Value::String(instructions);
         }
         if let Some(degraded) = self.snapshot.degraded() {
