@@ -255,3 +255,48 @@ async fn an_endpoint_with_access_admits_only_the_principals_it_names() {
         assert_eq!(open.status, 200);
     }
 }
+
+/// The README's `[[endpoint]]` example starts (beside backends `m`, `n` and an API key) and serves what the
+/// README says it does.
+#[actix_rt::test]
+async fn the_readme_endpoint_example_serves_what_it_says() {
+    let readme = include_str!("../../../../README.md");
+    let block = readme
+        .split("<!-- test: shaping-endpoint ")
+        .nth(1)
+        .and_then(|rest| rest.split("```toml\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("README has the shaping-endpoint toml block");
+    let base = ENDPOINTS
+        .split("[[policy]]")
+        .next()
+        .expect("the backends and the key");
+    let config =
+        Config::from_toml_str(&format!("{base}\n{block}"), Path::new("readme.toml")).unwrap();
+    let gw = InProcessGateway::start(config).await.unwrap();
+    let public = modern(&gw, "/mcp/public", None, "tools/list", json!({})).await;
+    assert_eq!(tool_names(&public), ["n__add", "n__echo"]);
+    let discover = json_of(&modern(&gw, "/mcp/public", None, "server/discover", json!({})).await);
+    assert_eq!(
+        discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "public-tools"
+    );
+    let ops_member = who("alice", &["ops"], &[]);
+    let ops =
+        tool_names(&modern(&gw, "/mcp/ops", ops_member.clone(), "tools/list", json!({})).await);
+    let all = tool_names(&modern(&gw, "/mcp", ops_member, "tools/list", json!({})).await);
+    let expected: Vec<String> = all
+        .into_iter()
+        .filter(|t| t.starts_with("m__") && t != "m__fail")
+        .collect();
+    assert_eq!(ops, expected);
+    let stranger = modern(
+        &gw,
+        "/mcp/ops",
+        who("bob", &[], &[]),
+        "tools/list",
+        json!({}),
+    )
+    .await;
+    assert_eq!(stranger.status, 403);
+}

@@ -10,10 +10,12 @@
 //! - `api_keys`: `mcpgw auth hash-key`, keys as bearer tokens or in their own header, sessions bound to
 //!   their principal, `[server] strict`.
 //! - `sdk`: the Python and TypeScript SDK clients sending a bearer token, in both eras.
+//! - `endpoints`: `[[endpoint]]` virtual servers reached by the Python and TypeScript SDK clients.
 //! - `policy`: `[[policy]]` through the Python and TypeScript SDK clients: lists filtered per principal,
 //!   denials answered as absence.
 
 pub(crate) mod api_keys;
+mod endpoints;
 mod issuer;
 mod jwks;
 mod metadata;
