@@ -19,6 +19,8 @@
 //! - Each backend's listing is shaped by its configured [`Shaping`] first (module `shaping`): what it does
 //!   not select is absent, renamed tools and prompts are prefixed under their new name.
 //! - A view of it for one audience ([`CatalogSnapshot::restricted`], module `view`) is a snapshot too.
+//! - [`search`]: the `find_tools` / `call_tool` pair listed instead of a huge catalog, and the BM25 index
+//!   `find_tools` ranks a view's tools with.
 
 mod builder;
 mod cursor;
@@ -26,6 +28,7 @@ mod freshness;
 pub mod ledger;
 mod lookup;
 pub mod names;
+pub mod search;
 pub mod shaping;
 mod snapshot;
 pub mod template;
