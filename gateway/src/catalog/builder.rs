@@ -24,6 +24,8 @@ pub struct CatalogBuilder {
     missing: Vec<String>,
     stale: Vec<String>,
     listed_at: Option<Instant>,
+    /// Tool names no backend may expose (the gateway's own, with `[catalog] search`).
+    reserved: Vec<String>,
 }
 
 impl CatalogBuilder {
@@ -58,7 +60,14 @@ impl CatalogBuilder {
         self.listed_at = Some(at);
     }
 
-    /// Builds the snapshot, or fails on the first collision across backends (see [`CatalogError`]).
+    /// Reserves tool names for the gateway: a backend exposing one fails the build
+    /// ([`CatalogError::Reserved`]).
+    pub fn reserve(&mut self, names: &[String]) {
+        self.reserved.extend_from_slice(names);
+    }
+
+    /// Builds the snapshot, or fails on the first collision across backends or with a reserved name (see
+    /// [`CatalogError`]).
     pub fn build(self) -> Result<CatalogSnapshot, CatalogError> {
         let mut listings = self.listings;
         listings.sort_by(|a, b| a.backend.cmp(&b.backend));
@@ -108,6 +117,12 @@ impl CatalogBuilder {
             }
         }
 
+        if let Some(taken) = self.reserved.iter().find_map(|name| tools.get(name)) {
+            return Err(CatalogError::Reserved {
+                name: taken.exposed_name.clone(),
+                backend: taken.backend.clone(),
+            });
+        }
         let mut snapshot = CatalogSnapshot::from_sorted(
             tools.into_values().collect(),
             prompts.into_values().collect(),

@@ -107,6 +107,9 @@ impl Slot {
 pub struct Ledger {
     grace: Duration,
     slots: Mutex<BTreeMap<String, Slot>>,
+    /// Tool names no backend may expose (set at start and by a reload; locked only inside `slots`' lock,
+    /// never the other way round).
+    reserved: Mutex<Vec<String>>,
 }
 
 impl Ledger {
@@ -119,7 +122,21 @@ impl Ledger {
         Ledger {
             grace,
             slots: Mutex::new(slots),
+            reserved: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The same ledger, reserving these tool names for the gateway.
+    pub fn reserving(self, names: Vec<String>) -> Ledger {
+        *self.reserved.lock().unwrap_or_else(PoisonError::into_inner) = names;
+        self
+    }
+
+    fn reserved(&self) -> Vec<String> {
+        self.reserved
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Records what the attempts of one build came to (backends without an attempt keep what they had, but
@@ -148,19 +165,25 @@ impl Ledger {
             }
             log_change(name, before, slot);
         }
+        let reserved = self.reserved();
         loop {
             let mut builder = CatalogBuilder::new();
+            builder.reserve(&reserved);
             builder.listed_at(listed_at);
             fill(&slots, &mut builder, now);
             let (error, asked) = match (builder.build(), asked) {
                 (Err(error), Some(asked)) => (error, asked),
                 (built, _) => return built,
             };
-            let CatalogError::Collision { first, second, .. } = &error;
-            let culprit = if asked(second) || !asked(first) {
-                second
-            } else {
-                first
+            let culprit = match &error {
+                CatalogError::Collision { first, second, .. } => {
+                    if asked(second) || !asked(first) {
+                        second
+                    } else {
+                        first
+                    }
+                }
+                CatalogError::Reserved { backend, .. } => backend,
             };
             tracing::error!(backend = %culprit, %error, "backend left out of the catalog");
             let Some(slot) = slots.get_mut(culprit.as_str()) else {
@@ -182,6 +205,7 @@ impl Ledger {
         &self,
         names: &[&str],
         fresh: &BTreeSet<String>,
+        reserved: &[String],
         attempts: BTreeMap<String, Attempt>,
         listed_at: Instant,
         now: Instant,
@@ -201,10 +225,12 @@ impl Ledger {
             next.insert((*name).to_owned(), slot);
         }
         let mut builder = CatalogBuilder::new();
+        builder.reserve(reserved);
         builder.listed_at(listed_at);
         fill(&next, &mut builder, now);
         let snapshot = builder.build()?;
         *slots = next;
+        *self.reserved.lock().unwrap_or_else(PoisonError::into_inner) = reserved.to_vec();
         Ok(snapshot)
     }
 

@@ -130,6 +130,13 @@ impl CatalogSnapshot {
 
 impl Catalog for CatalogSnapshot {
     fn tool(&self, name: &str) -> Option<ToolRoute<'_>> {
+        if let Some(key) = self.gateway_route(name) {
+            return Some(ToolRoute {
+                key,
+                header_params: &[],
+                required_capabilities: None,
+            });
+        }
         let i = self.tool_index(name)?;
         let entry = self.tools.get(i)?;
         Some(ToolRoute {

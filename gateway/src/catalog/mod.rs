@@ -20,7 +20,8 @@
 //!   not select is absent, renamed tools and prompts are prefixed under their new name.
 //! - A view of it for one audience ([`CatalogSnapshot::restricted`], module `view`) is a snapshot too.
 //! - [`search`]: the `find_tools` / `call_tool` pair listed instead of a huge catalog, and the BM25 index
-//!   `find_tools` ranks a view's tools with.
+//!   `find_tools` ranks a view's tools with; a searching view of a snapshot (module `searching`) lists the
+//!   pair and resolves them for validation.
 
 mod builder;
 mod cursor;
@@ -29,6 +30,7 @@ pub mod ledger;
 mod lookup;
 pub mod names;
 pub mod search;
+mod searching;
 pub mod shaping;
 mod snapshot;
 pub mod template;
@@ -41,6 +43,7 @@ mod tests;
 pub use builder::CatalogBuilder;
 pub use cursor::{CursorError, ListKind, Page};
 pub use freshness::{ListFreshness, ListsFreshness};
+pub use searching::{GatewayTool, reserved};
 pub use shaping::{Selection, Shaping};
 pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
 pub use view::{Item, Restriction};
@@ -80,6 +83,14 @@ pub enum CatalogError {
         first: String,
         /// The other backend.
         second: String,
+    },
+    /// A backend exposes a tool name the gateway reserves for itself.
+    #[error("tool name {name} of backend {backend} is reserved by the gateway's [catalog] search")]
+    Reserved {
+        /// The exposed name.
+        name: String,
+        /// The backend that exposes it.
+        backend: String,
     },
 }
 

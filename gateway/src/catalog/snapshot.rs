@@ -103,6 +103,8 @@ pub struct CatalogSnapshot {
     pub(super) listed_at: Option<Instant>,
     /// Set on a restricted view (module `view`): what it keeps.
     pub(super) restriction: Option<super::view::Restricted>,
+    /// Set on a searching view (module `searching`): the index over its tools.
+    pub(super) search: Option<std::sync::Arc<super::search::ToolIndex>>,
 }
 
 impl Default for CatalogSnapshot {
@@ -150,6 +152,7 @@ impl CatalogSnapshot {
             freshness: ListsFreshness::NONE,
             listed_at: None,
             restriction: None,
+            search: None,
         };
         snapshot.version = snapshot.content_hash();
         snapshot
@@ -294,7 +297,7 @@ impl CatalogSnapshot {
     /// The length of a list.
     pub(super) fn list_len(&self, list: ListKind) -> usize {
         match list {
-            ListKind::Tools => self.tools.len(),
+            ListKind::Tools => self.listed_tools().map_or(self.tools.len(), <[Value]>::len),
             ListKind::Prompts => self.prompts.len(),
             ListKind::Resources => self.resources.len(),
             ListKind::ResourceTemplates => self.templates.len(),
@@ -308,10 +311,13 @@ impl CatalogSnapshot {
             items.get(range.start.min(end)..end).unwrap_or_default()
         }
         match list {
-            ListKind::Tools => slice(&self.tools, range)
-                .iter()
-                .map(|t| t.tool.clone())
-                .collect(),
+            ListKind::Tools => match self.listed_tools() {
+                Some(gateway) => slice(gateway, range).to_vec(),
+                None => slice(&self.tools, range)
+                    .iter()
+                    .map(|t| t.tool.clone())
+                    .collect(),
+            },
             ListKind::Prompts => slice(&self.prompts, range)
                 .iter()
                 .map(|p| p.prompt.clone())

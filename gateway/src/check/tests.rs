@@ -155,6 +155,9 @@ fn collisions_are_found_for_every_pair_the_way_serve_finds_them() {
                     second,
                     ..
                 } => (first, second, name),
+                crate::catalog::CatalogError::Reserved { name, backend } => {
+                    (backend, String::new(), name)
+                }
             })
             .collect();
         let want: Vec<(String, String, String)> = want

@@ -6,6 +6,7 @@
 mod admin;
 mod auth;
 mod backend_auth;
+pub mod catalog;
 pub mod circuit;
 mod cluster;
 mod cors;
@@ -33,6 +34,7 @@ pub use auth::{
     parse_digest, parse_proxy_block,
 };
 pub use backend_auth::{BackendAuth, Grant};
+pub use catalog::CatalogConfig;
 pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
@@ -79,6 +81,9 @@ pub struct Config {
     /// `[telemetry]`: the metrics' options.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// `[catalog]`: how the catalog is offered (search instead of the full list).
+    #[serde(default)]
+    pub catalog: CatalogConfig,
     /// `[[endpoint]]` tables: virtual servers beside `/mcp` (none by default).
     #[serde(default, rename = "endpoint")]
     pub endpoints: Vec<EndpointEntry>,
@@ -717,6 +722,7 @@ impl Config {
                 }
             }
         }
+        self.catalog.validate(self.auth.enabled())?;
         endpoint::validate(self)
     }
 }

@@ -236,7 +236,12 @@ fn demo_config_runs_this_binary_as_its_backend() {
 
 /// The keys a table of the config accepts, as serde lists them when it refuses an unknown one.
 fn accepted_keys(table_header: &str) -> Vec<String> {
-    let text = format!("{table_header}\nname = \"x\"\nzz_not_a_key = 1\n");
+    // A sub-table of an array of tables needs the array's table first.
+    let header = match table_header {
+        "[endpoint.access]" => "[[endpoint]]\n[endpoint.access]",
+        other => other,
+    };
+    let text = format!("{header}\nname = \"x\"\nzz_not_a_key = 1\n");
     let err = parse(&text)
         .expect_err("an unknown key is refused")
         .to_string();
@@ -254,9 +259,12 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
 }
 
 /// The tables the README's configuration table documents, each key by key.
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 15] = [
     "[server]",
     "[admin]",
+    "[catalog]",
+    "[[endpoint]]",
+    "[endpoint.access]",
     "[telemetry]",
     "[traces]",
     "[[backend]]",

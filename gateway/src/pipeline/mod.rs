@@ -14,5 +14,6 @@ pub mod rate_limit;
 pub mod request_stream;
 pub mod response;
 pub mod routing;
+mod search;
 
 pub use middleware::{Chain, Middleware, MwContext, Next, Principal, Response, Summary, Transport};

@@ -82,9 +82,15 @@ struct RoutingActor {
     updates: watch::Receiver<Arc<CatalogSnapshot>>,
     /// Per endpoint (by index), made the first time it is asked for.
     served: HashMap<usize, Served>,
+    /// With `[catalog] search`: the searching view of each view asked for (by the view's address, the view
+    /// held so the address stays its own), dropped with the catalog; at most [`MAX_SEARCHING`].
+    searching: HashMap<usize, (Arc<CatalogSnapshot>, Arc<CatalogSnapshot>)>,
     /// The `Live` version the policy views were made for: a reload that changes the policy replaces them.
     views_for: u64,
 }
+
+/// Searching views a worker keeps at most (past it, all are dropped and made again when asked for).
+const MAX_SEARCHING: usize = 1024;
 
 /// One endpoint's catalog in one worker.
 struct Served {
@@ -105,8 +111,24 @@ impl RoutingActor {
     fn current(&mut self) -> Arc<CatalogSnapshot> {
         if self.updates.has_changed().unwrap_or(false) {
             self.snapshot = self.updates.borrow_and_update().clone();
+            self.searching.clear();
         }
         self.snapshot.clone()
+    }
+
+    /// The searching view of `view` (made once per view and catalog).
+    fn searching(&mut self, view: &Arc<CatalogSnapshot>) -> Arc<CatalogSnapshot> {
+        let key = Arc::as_ptr(view) as usize;
+        if let Some((_, searching)) = self.searching.get(&key) {
+            return searching.clone();
+        }
+        if self.searching.len() >= MAX_SEARCHING {
+            self.searching.clear();
+        }
+        let searching = Arc::new(view.searching());
+        self.searching
+            .insert(key, (view.clone(), searching.clone()));
+        searching
     }
 }
 
@@ -132,6 +154,13 @@ impl Handler<Route> for RoutingActor {
     type Result = Result<Validated, Rejection>;
 
     fn handle(&mut self, msg: Route, _: &mut Self::Context) -> Self::Result {
+        let Route {
+            mut origin,
+            mut body,
+            session,
+            principal,
+            endpoint,
+        } = msg;
         let full = self.current();
         let live = self.gw.live.load();
         if live.version != self.views_for {
@@ -147,21 +176,39 @@ impl Handler<Route> for RoutingActor {
                 }
             }
         }
-        let served = self
-            .served
-            .entry(msg.endpoint.index)
-            .or_insert_with(|| Served {
-                of: full.clone(),
-                base: msg.endpoint.view(&full),
-                views: live.policy.clone().map(Views::new),
-            });
+        let served = self.served.entry(endpoint.index).or_insert_with(|| Served {
+            of: full.clone(),
+            base: endpoint.view(&full),
+            views: live.policy.clone().map(Views::new),
+        });
         if !Arc::ptr_eq(&served.of, &full) {
-            served.base = msg.endpoint.view(&full);
+            served.base = endpoint.view(&full);
             served.of = full;
         }
         let base = served.base.clone();
-        let principal = msg.principal.as_deref();
-        let view = served.views.as_mut().map(|v| v.view(&base, principal));
+        let principal = principal.as_deref();
+        let mut view = served.views.as_mut().map(|v| v.view(&base, principal));
+        let mut base = base;
+        let searches = live
+            .config
+            .catalog
+            .searches_for(principal.map(|p| (p.name.as_str(), p.groups.as_slice())));
+        if searches {
+            // The principal's view (or the endpoint's) as a searching one; a `call_tool` in the body made
+            // the call it names, validated against that view like any other.
+            match &mut view {
+                Some(view) => view.snapshot = self.searching(&view.snapshot),
+                None => base = self.searching(&base),
+            }
+            let searched = view.as_ref().map_or(&base, |v| &v.snapshot);
+            let headers = match &mut origin {
+                Origin::Http(_, headers) => Some(headers),
+                Origin::Stdio => None,
+            };
+            if let Some(unwrapped) = super::search::unwrap_call_tool(&body, headers, searched) {
+                body = unwrapped;
+            }
+        }
         let seen = view.as_ref().map(|view| Seen {
             view,
             full: &base,
@@ -171,20 +218,18 @@ impl Handler<Route> for RoutingActor {
             Some(seen) => seen,
             None => base.as_ref(),
         };
-        let session = msg.session.as_deref().map(Session::validation_view);
-        let valid = match &msg.origin {
+        let session = session.as_deref().map(Session::validation_view);
+        let valid = match &origin {
             Origin::Http(method, headers) => {
                 let headers = HeaderSource(headers);
                 let req = protocol::validate::HttpRequest {
                     method: *method,
                     headers: &headers,
-                    body: &msg.body,
+                    body: &body,
                 };
                 validate(&req, &self.gw.validation, catalog, session.as_ref())?
             }
-            Origin::Stdio => {
-                validate_stdio(&msg.body, &self.gw.validation, catalog, session.as_ref())?
-            }
+            Origin::Stdio => validate_stdio(&body, &self.gw.validation, catalog, session.as_ref())?,
         };
         let snapshot = match view {
             Some(view) => view.snapshot,
@@ -245,6 +290,7 @@ impl RoutingHandle {
                 let snapshot = updates.borrow_and_update().clone();
                 RoutingActor {
                     served: HashMap::new(),
+                    searching: HashMap::new(),
                     views_for: gw.live().version,
                     gw: gw.clone(),
                     snapshot,

@@ -161,10 +161,14 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     let started = crate::state::start::start_backends(&starting, events, &credentials);
     let listed = list_started(gw, &config, &started).await;
     let names: Vec<&str> = config.backends.iter().map(|b| b.name.as_str()).collect();
-    let snapshot = match gw
-        .ledger
-        .reconfigure(&names, &fresh, listed.0, listed.1, Instant::now())
-    {
+    let snapshot = match gw.ledger.reconfigure(
+        &names,
+        &fresh,
+        &crate::catalog::reserved(config.catalog.search),
+        listed.0,
+        listed.1,
+        Instant::now(),
+    ) {
         Ok(snapshot) => snapshot,
         Err(e) => {
             for handle in started.values() {

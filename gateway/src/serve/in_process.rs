@@ -298,6 +298,8 @@ mod policy_tests;
 #[cfg(test)]
 mod reload_tests;
 #[cfg(test)]
+mod search_tests;
+#[cfg(test)]
 mod shaping_tests;
 #[cfg(test)]
 mod tests;

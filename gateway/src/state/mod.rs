@@ -115,7 +115,8 @@ impl Gateway {
         let ledger = Ledger::new(
             config.backends.iter().map(|b| b.name.as_str()),
             Duration::from_millis(config.server.down_grace_ms),
-        );
+        )
+        .reserving(crate::catalog::reserved(config.catalog.search));
         let live = Live {
             version: 0,
             config: Arc::new(config.clone()),

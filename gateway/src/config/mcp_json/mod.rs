@@ -87,6 +87,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         traces: None,
         admin: Default::default(),
         telemetry: Default::default(),
+        catalog: Default::default(),
         endpoints: Vec::new(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;

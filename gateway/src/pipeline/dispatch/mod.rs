@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
 pub mod replay;
+mod search;
 
 use crate::bridge::sealed_state::StateError;
 use crate::pipeline::response::{Outcome, backend_outcome};
@@ -169,6 +170,9 @@ impl Dispatch<'_> {
             Method::LoggingSetLevel => self.set_level(call),
             Method::ResourcesSubscribe => self.subscribe(call, true),
             Method::ResourcesUnsubscribe => self.subscribe(call, false),
+            Method::ToolsCall if self.gateway_tool(call).is_some() => {
+                self.answer_gateway_tool(call)
+            }
             Method::ToolsCall
             | Method::PromptsGet
             | Method::ResourcesRead

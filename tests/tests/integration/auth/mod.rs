@@ -11,6 +11,7 @@
 //!   their principal, `[server] strict`.
 //! - `sdk`: the Python and TypeScript SDK clients sending a bearer token, in both eras.
 //! - `endpoints`: `[[endpoint]]` virtual servers reached by the Python and TypeScript SDK clients.
+//! - `search`: `[catalog] search` (`find_tools`, `call_tool`) through the Python and TypeScript SDK clients.
 //! - `policy`: `[[policy]]` through the Python and TypeScript SDK clients: lists filtered per principal,
 //!   denials answered as absence.
 
@@ -21,6 +22,7 @@ mod jwks;
 mod metadata;
 mod policy;
 mod sdk;
+mod search;
 mod tokens;
 
 use std::collections::BTreeMap;
