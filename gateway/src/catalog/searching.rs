@@ -11,6 +11,7 @@ use std::sync::{Arc, LazyLock};
 use protocol::validate::RouteKey;
 use serde_json::Value;
 
+use super::freshness::ListFreshness;
 use super::search::{CALL_TOOL, FIND_TOOLS, ToolIndex, found, gateway_tools};
 use super::snapshot::CatalogSnapshot;
 
@@ -40,10 +41,14 @@ pub fn reserved(search: bool) -> Vec<String> {
 }
 
 impl CatalogSnapshot {
-    /// This view as a searching one (see the module docs).
-    pub fn searching(&self) -> CatalogSnapshot {
+    /// This view as a searching one (see the module docs); its lists `private` when search applies to some
+    /// principals only (a shared cache must not give another client the two tools).
+    pub fn searching(&self, private: bool) -> CatalogSnapshot {
         let mut view = self.clone();
         view.search = Some(Arc::new(ToolIndex::build(&self.tools)));
+        if private {
+            view.freshness = view.freshness.map(|f| ListFreshness { public: false, ..f });
+        }
         view
     }
 

@@ -116,8 +116,8 @@ impl RoutingActor {
         self.snapshot.clone()
     }
 
-    /// The searching view of `view` (made once per view and catalog).
-    fn searching(&mut self, view: &Arc<CatalogSnapshot>) -> Arc<CatalogSnapshot> {
+    /// The searching view of `view` (made once per view, catalog and config).
+    fn searching(&mut self, view: &Arc<CatalogSnapshot>, private: bool) -> Arc<CatalogSnapshot> {
         let key = Arc::as_ptr(view) as usize;
         if let Some((_, searching)) = self.searching.get(&key) {
             return searching.clone();
@@ -125,7 +125,7 @@ impl RoutingActor {
         if self.searching.len() >= MAX_SEARCHING {
             self.searching.clear();
         }
-        let searching = Arc::new(view.searching());
+        let searching = Arc::new(view.searching(private));
         self.searching
             .insert(key, (view.clone(), searching.clone()));
         searching
@@ -165,6 +165,8 @@ impl Handler<Route> for RoutingActor {
         let live = self.gw.live.load();
         if live.version != self.views_for {
             self.views_for = live.version;
+            // `[catalog]` may have changed who searches.
+            self.searching.clear();
             for served in self.served.values_mut() {
                 let same = match (&served.views, &live.policy) {
                     (Some(v), Some(p)) => v.is_of(p),
@@ -196,9 +198,11 @@ impl Handler<Route> for RoutingActor {
         if searches {
             // The principal's view (or the endpoint's) as a searching one; a `call_tool` in the body made
             // the call it names, validated against that view like any other.
+            let catalog = &live.config.catalog;
+            let private = !catalog.principals.is_empty() || !catalog.groups.is_empty();
             match &mut view {
-                Some(view) => view.snapshot = self.searching(&view.snapshot),
-                None => base = self.searching(&base),
+                Some(view) => view.snapshot = self.searching(&view.snapshot, private),
+                None => base = self.searching(&base, private),
             }
             let searched = view.as_ref().map_or(&base, |v| &v.snapshot);
             let headers = match &mut origin {

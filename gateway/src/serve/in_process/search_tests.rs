@@ -329,3 +329,40 @@ async fn a_reload_turns_search_on_unless_a_backend_exposes_a_reserved_name() {
     let listed = names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
     assert!(listed.contains(&"call_tool".to_owned()) && listed.contains(&"add".to_owned()));
 }
+
+/// Search for some principals only makes their two-tool list private (a shared cache must not hand it to
+/// another client); search for everyone leaves the list as reusable as the catalog's.
+#[actix_rt::test]
+async fn a_search_list_for_some_principals_only_is_private() {
+    // A backend whose lists may be shared.
+    let base = SEARCH
+        .split("[[policy]]")
+        .next()
+        .expect("the backend and the key")
+        .replace(
+            r#"builtin = ["mock-backend"]"#,
+            r#"builtin = ["mock-backend", "--ttl-ms", "60000"]"#,
+        );
+    let base = base.as_str();
+    let scope = |e: &Exchange| json_of(e)["result"]["cacheScope"].clone();
+    let gw = gateway(base).await;
+    let catalog_scope = scope(&modern(&gw, who("agent-7"), "tools/list", json!({}), &[]).await);
+    assert_eq!(
+        catalog_scope, "public",
+        "the check below must be able to fail"
+    );
+    gw.shutdown();
+    let gw = gateway(&format!(
+        "{base}[catalog]\nsearch = true\nprincipals = [\"agent*\"]\n"
+    ))
+    .await;
+    let agents = modern(&gw, who("agent-7"), "tools/list", json!({}), &[]).await;
+    assert_eq!(names(&agents), ["find_tools", "call_tool"]);
+    assert_eq!(scope(&agents), "private", "{agents:?}");
+    let others = modern(&gw, who("ada"), "tools/list", json!({}), &[]).await;
+    assert_eq!(scope(&others), catalog_scope);
+    gw.shutdown();
+    let gw = gateway(&format!("{base}[catalog]\nsearch = true\n")).await;
+    let everyone = modern(&gw, who("agent-7"), "tools/list", json!({}), &[]).await;
+    assert_eq!(scope(&everyone), catalog_scope);
+}
