@@ -18,7 +18,7 @@ mod terms;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::{Value, json};
@@ -46,6 +46,9 @@ const NAME_WEIGHT: u16 = 4;
 const TEXT_WEIGHT: u16 = 2;
 const PROPERTY_WEIGHT: u16 = 1;
 const HALVES: f32 = 2.0;
+
+/// While building: one term's (tool, weighted frequency), tools ascending.
+type Postings = Vec<(u32, u16)>;
 
 /// The index over one catalog view's tools (positions into the slice it was built from).
 pub struct ToolIndex {
@@ -93,7 +96,7 @@ impl ToolIndex {
         backends.sort_unstable();
         backends.dedup();
         // term → (tool, weighted frequency), tools ascending.
-        let mut postings: BTreeMap<Box<str>, Vec<(u32, u16)>> = BTreeMap::new();
+        let mut postings: HashMap<Box<str>, Postings> = HashMap::new();
         let mut lengths = Vec::with_capacity(tools.len());
         let mut backend_of = Vec::with_capacity(tools.len());
         for (doc, entry) in tools.iter().enumerate() {
@@ -158,6 +161,8 @@ impl ToolIndex {
         let postings_len: usize = postings.values().map(Vec::len).sum();
         index.docs.reserve_exact(postings_len);
         index.tfs.reserve_exact(postings_len);
+        let mut postings: Vec<(Box<str>, Postings)> = postings.into_iter().collect();
+        postings.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         for (term, list) in postings {
             index
                 .starts
@@ -263,6 +268,25 @@ impl ToolIndex {
     /// Whether it indexes no tool.
     pub fn is_empty(&self) -> bool {
         self.lengths.is_empty()
+    }
+
+    /// The bytes it holds on the heap (its vectors' capacities and the terms' text), for the record.
+    pub fn heap_bytes(&self) -> usize {
+        fn text(v: &[Box<str>]) -> usize {
+            v.iter().map(|t| t.len()).sum()
+        }
+        use std::mem::size_of;
+        self.terms.capacity() * size_of::<Box<str>>()
+            + text(&self.terms)
+            + self.backends.capacity() * size_of::<Box<str>>()
+            + text(&self.backends)
+            + (self.starts.capacity()
+                + self.docs.capacity()
+                + self.lengths.capacity()
+                + self.backend_of.capacity())
+                * size_of::<u32>()
+            + self.idf.capacity() * size_of::<f32>()
+            + self.tfs.capacity() * size_of::<u16>()
     }
 }
 

@@ -157,6 +157,7 @@ fn ranking() {
     let snapshot = catalog();
     let index = ToolIndex::build(snapshot.tools());
     assert_eq!(index.len(), 9);
+    assert!(index.heap_bytes() > 9 * 8, "{}", index.heap_bytes());
     let cases: &[(&str, Option<&str>, usize, &[&str])] = &[
         // A word of a description finds the tool.
         ("humidity", None, 10, &["weather__current"]),
