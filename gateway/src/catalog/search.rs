@@ -34,7 +34,7 @@ pub const CALL_TOOL: &str = "call_tool";
 pub const MAX_QUERY_BYTES: usize = 1024;
 /// Terms of a query that are looked up; the rest are ignored.
 pub const MAX_QUERY_TERMS: usize = 64;
-/// The most tools one `find_tools` answers (its `limit`'s maximum), and its default.
+/// The most tools one `find_tools` answers (its `limit`'s maximum in its inputSchema).
 pub const MAX_LIMIT: usize = 50;
 /// How many tools `find_tools` answers without a `limit`.
 pub const DEFAULT_LIMIT: usize = 10;
