@@ -12,9 +12,14 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use criterion::{Criterion, criterion_group};
+use gateway::auth::Principal;
 use gateway::catalog::search::{ToolIndex, found, gateway_tools};
 use gateway::catalog::{BackendListing, CatalogBuilder, CatalogSnapshot};
+use gateway::config::Config;
+use gateway::serve::in_process::{InProcessGateway, header_map};
 use serde_json::{Map, Value, json};
 
 #[global_allocator]
@@ -352,9 +357,121 @@ fn percentiles(index: &ToolIndex) -> (Duration, Duration, Duration) {
     (times[RUNS / 2], times[RUNS * 99 / 100], times[RUNS - 1])
 }
 
+/// A 2026-07-28 request of `method` with `params`, with its mirrored headers.
+fn modern(
+    method: &str,
+    id: u64,
+    mut params: Value,
+) -> (actix_web::http::header::HeaderMap, bytes::Bytes) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}
+    });
+    let name = params["name"].as_str().map(str::to_owned);
+    let mut headers = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2026-07-28".to_owned()),
+        ("Mcp-Method", method.to_owned()),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name", name));
+    }
+    let pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    (
+        header_map(&pairs).unwrap(),
+        bytes::Bytes::from(body.to_string()),
+    )
+}
+
+/// The issue's own setting, end to end: an in-process gateway fronting 50 builtin mock backends of 40 tools
+/// each (the mock's 9 and `--tools 31`), search on for principal `agent` only. The bytes of `tools/list`
+/// over all its pages for a client without search and for the agent, and `find_tools` requests through the
+/// whole pipeline (validation, the chain, dispatch, shaping) timed one by one: p50 / p99 / max.
+fn end_to_end() {
+    let mut config = String::from(
+        "[[auth.api_key]]\nprincipal = \"agent\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n\n[catalog]\nsearch = true\nprincipals = [\"agent\"]\n\n[server]\npage_size = 500\n",
+    );
+    for b in 0..50 {
+        config.push_str(&format!(
+            "\n[[backend]]\nname = \"b{b:02}\"\nbuiltin = [\"mock-backend\", \"--tools\", \"31\", \"--name\", \"b{b:02}\"]\n"
+        ));
+    }
+    let config = Config::from_toml_str(&config, std::path::Path::new("bench.toml")).unwrap();
+    let system = actix_rt::System::new();
+    let gw = system.block_on(InProcessGateway::start(config)).unwrap();
+    let who = |name: &str| {
+        Some(Arc::new(Principal {
+            name: name.to_owned(),
+            groups: Vec::new(),
+            scopes: Vec::new(),
+            token: None,
+        }))
+    };
+    // Every page of tools/list, as a client without search and as the agent.
+    let list_bytes = |principal: &str| -> (usize, usize) {
+        let (mut bytes, mut tools, mut cursor) = (0, 0, None::<String>);
+        loop {
+            let params = cursor.map_or(json!({}), |c| json!({"cursor": c}));
+            let (headers, body) = modern("tools/list", 1, params);
+            let answer = system.block_on(gw.post_as(who(principal), headers, body));
+            bytes += answer.body.len();
+            let page: Value = serde_json::from_slice(&answer.body).unwrap();
+            tools += page["result"]["tools"].as_array().map_or(0, Vec::len);
+            match page["result"]["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => return (bytes, tools),
+            }
+        }
+    };
+    let (full_bytes, full_tools) = list_bytes("ada");
+    let (search_bytes, search_tools) = list_bytes("agent");
+    const RUNS: usize = 5_000;
+    let queries = [
+        "integers",
+        "returns text given",
+        "sleep milliseconds",
+        "synthetic tool",
+    ];
+    let mut times = Vec::with_capacity(RUNS);
+    let mut answered = 0;
+    system.block_on(async {
+        for i in 0..(RUNS + 500) {
+            let query = queries[i % queries.len()];
+            let (headers, body) = modern(
+                "tools/call",
+                i as u64,
+                json!({"name": "find_tools", "arguments": {"query": query}}),
+            );
+            let began = Instant::now();
+            let answer = gw.post_as(who("agent"), headers, body).await;
+            let took = began.elapsed();
+            if i >= 500 {
+                times.push(took);
+                answered += usize::from(answer.status == 200);
+            }
+        }
+    });
+    times.sort_unstable();
+    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+    eprintln!(
+        "\nend to end, 50 mock backends x 40 tools in-process: tools/list {full_bytes} bytes over all \
+         pages ({full_tools} tools) without search, {search_bytes} bytes ({search_tools} tools) with; \
+         find_tools through the pipeline ({answered} of {RUNS} answered 200, limit 10): p50 {:.1} µs, \
+         p99 {:.1} µs, max {:.1} µs",
+        at(0.5).as_nanos() as f64 / 1e3,
+        at(0.99).as_nanos() as f64 / 1e3,
+        times.last().unwrap().as_nanos() as f64 / 1e3,
+    );
+    gw.shutdown();
+}
+
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
+    end_to_end();
 
     let snapshot = catalog();
     let tools = snapshot.tools();
