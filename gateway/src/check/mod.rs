@@ -67,7 +67,7 @@ async fn check(config: &Config, source: String) -> Report {
         h.shutdown();
     }
     tokio::time::sleep(SHUTDOWN_GRACE).await;
-    Report::new(source, backends)
+    Report::new(source, backends).reserving(&crate::catalog::reserved(config.catalog.search))
 }
 
 async fn check_one(handle: &BackendHandle, naming: &Naming, list_deadline: Duration) -> Outcome {

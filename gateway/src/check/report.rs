@@ -63,7 +63,7 @@ pub struct Report {
     pub source: String,
     /// Every backend, in config order.
     pub backends: Vec<BackendReport>,
-    /// Names two backends both expose.
+    /// Names two backends both expose, and names a backend exposes that the gateway reserves.
     pub collisions: Vec<CatalogError>,
 }
 
@@ -83,6 +83,25 @@ impl Report {
             backends,
             collisions,
         }
+    }
+
+    /// The same report, with each listed backend that exposes one of the `reserved` tool names (`[catalog]
+    /// search`'s) as a problem, decided by the same [`CatalogBuilder`] `mcpgw serve` uses.
+    pub fn reserving(mut self, reserved: &[String]) -> Report {
+        if reserved.is_empty() {
+            return self;
+        }
+        for b in &self.backends {
+            if let Outcome::Listed { listing, .. } = &b.outcome {
+                let mut builder = CatalogBuilder::new();
+                builder.reserve(reserved);
+                builder.add(listing.clone());
+                if let Err(e) = builder.build() {
+                    self.collisions.push(e);
+                }
+            }
+        }
+        self
     }
 
     /// One line per problem: a backend that did not start, one that could not list, each collision.

@@ -214,3 +214,24 @@ fn parser_messages_are_kept_to_one_line() {
         assert_eq!(one_line(message), want, "{message:?}");
     }
 }
+
+#[test]
+fn a_backend_exposing_a_reserved_name_is_a_problem_only_with_search_on() {
+    let backends = || {
+        vec![
+            listed("a", listing("a", "", &["find_tools", "x"])),
+            listed("b", listing("b", "b", &["call_tool"])),
+        ]
+    };
+    let off = Report::new("config x.toml".to_owned(), backends())
+        .reserving(&crate::catalog::reserved(false));
+    assert!(off.problems().is_empty(), "{:?}", off.problems());
+    let on = Report::new("config x.toml".to_owned(), backends())
+        .reserving(&crate::catalog::reserved(true));
+    assert_eq!(
+        on.problems(),
+        [
+            "catalog: tool name find_tools of backend a is reserved by the gateway's [catalog] search"
+        ]
+    );
+}
