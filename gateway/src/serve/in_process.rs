@@ -294,6 +294,8 @@ impl Output for ExchangeOutput {
 #[cfg(test)]
 mod endpoint_tests;
 #[cfg(test)]
+mod fixtures;
+#[cfg(test)]
 mod policy_tests;
 #[cfg(test)]
 mod reload_tests;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::fixtures::{json_of, modern_request, principal, tool_names};
 use super::{Exchange, InProcessGateway, header_map};
 use crate::auth::Principal;
 use crate::config::Config;
@@ -62,12 +63,7 @@ async fn gateway() -> InProcessGateway {
 }
 
 fn who(name: &str, groups: &[&str], scopes: &[&str]) -> Option<Arc<Principal>> {
-    Some(Arc::new(Principal {
-        name: name.to_owned(),
-        groups: groups.iter().map(|g| (*g).to_owned()).collect(),
-        scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
-        token: None,
-    }))
+    principal(name, groups, scopes)
 }
 
 /// A 2026-07-28 request of `method` at `path`.
@@ -76,33 +72,10 @@ async fn modern(
     path: &str,
     principal: Option<Arc<Principal>>,
     method: &str,
-    mut params: Value,
+    params: Value,
 ) -> Exchange {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let name = params["name"]
-        .as_str()
-        .map(|n| protocol::headers::encode_value(n).into_owned());
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-    ];
-    if let Some(name) = &name {
-        headers.push(("Mcp-Name", name));
-    }
-    gw.post_at(
-        path,
-        principal,
-        header_map(&headers).unwrap(),
-        Bytes::from(body.to_string()),
-    )
-    .await
+    let (headers, body) = modern_request(method, params, &[]);
+    gw.post_at(path, principal, headers, body).await
 }
 
 /// A legacy request at `path`, in `session` when given.
@@ -133,19 +106,6 @@ async fn legacy(
 fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}}})
-}
-
-fn json_of(e: &Exchange) -> Value {
-    serde_json::from_slice(&e.body).unwrap_or_else(|err| panic!("{err}: {e:?}"))
-}
-
-fn tool_names(e: &Exchange) -> Vec<String> {
-    json_of(e)["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{e:?}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn ada() -> Option<Arc<Principal>> {

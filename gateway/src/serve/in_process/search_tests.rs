@@ -9,10 +9,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{Exchange, InProcessGateway, header_map};
+use super::fixtures::{json_of, modern_request, principal, tool_names};
+use super::{Exchange, InProcessGateway};
 use crate::auth::Principal;
 use crate::config::Config;
 
@@ -41,12 +41,7 @@ async fn gateway(toml: &str) -> InProcessGateway {
 }
 
 fn who(name: &str) -> Option<Arc<Principal>> {
-    Some(Arc::new(Principal {
-        name: name.to_owned(),
-        groups: Vec::new(),
-        scopes: Vec::new(),
-        token: None,
-    }))
+    principal(name, &[], &[])
 }
 
 /// A 2026-07-28 request, with `Mcp-Name` mirrored and `extra` headers.
@@ -54,47 +49,11 @@ async fn modern(
     gw: &InProcessGateway,
     principal: Option<Arc<Principal>>,
     method: &str,
-    mut params: Value,
+    params: Value,
     extra: &[(&str, &str)],
 ) -> Exchange {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let name = params["name"]
-        .as_str()
-        .map(|n| protocol::headers::encode_value(n).into_owned());
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-    ];
-    if let Some(name) = &name {
-        headers.push(("Mcp-Name", name));
-    }
-    headers.extend_from_slice(extra);
-    gw.post_as(
-        principal,
-        header_map(&headers).unwrap(),
-        Bytes::from(body.to_string()),
-    )
-    .await
-}
-
-fn json_of(e: &Exchange) -> Value {
-    serde_json::from_slice(&e.body).unwrap_or_else(|err| panic!("{err}: {e:?}"))
-}
-
-fn names(e: &Exchange) -> Vec<String> {
-    json_of(e)["result"]["tools"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{e:?}"))
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_owned())
-        .collect()
+    let (headers, body) = modern_request(method, params, extra);
+    gw.post_as(principal, headers, body).await
 }
 
 fn call_tool(name: &str, arguments: Value) -> Value {
@@ -105,9 +64,9 @@ fn call_tool(name: &str, arguments: Value) -> Value {
 async fn with_search_a_client_lists_two_tools_and_finds_one_by_a_word_of_its_description() {
     let gw = gateway(SEARCH).await;
     let list = modern(&gw, who("agent-7"), "tools/list", json!({}), &[]).await;
-    assert_eq!(names(&list), ["find_tools", "call_tool"]);
+    assert_eq!(tool_names(&list), ["find_tools", "call_tool"]);
     // Search applies to the principals it names only: ada lists the tools.
-    let full = names(&modern(&gw, who("ada"), "tools/list", json!({}), &[]).await);
+    let full = tool_names(&modern(&gw, who("ada"), "tools/list", json!({}), &[]).await);
     assert!(full.contains(&"m__add".to_owned()) && !full.contains(&"find_tools".to_owned()));
 
     let found = modern(
@@ -231,7 +190,7 @@ builtin = ["mock-backend"]
 echo = "find_tools"
 "#;
     let gw = gateway(renamed).await;
-    let listed = names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
+    let listed = tool_names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
     assert!(listed.contains(&"find_tools".to_owned()), "{listed:?}");
     gw.shutdown();
 
@@ -292,7 +251,7 @@ async fn the_readme_search_example_finds_and_calls_what_it_says() {
         5,
         "{sum:?}"
     );
-    let other = names(&modern(&gw, who("ada"), "tools/list", json!({}), &[]).await);
+    let other = tool_names(&modern(&gw, who("ada"), "tools/list", json!({}), &[]).await);
     assert!(other.contains(&"m__add".to_owned()));
 }
 
@@ -310,7 +269,7 @@ async fn a_reload_turns_search_on_unless_a_backend_exposes_a_reserved_name() {
     )
     .await
     .unwrap();
-    let listed = names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
+    let listed = tool_names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
     assert_eq!(listed, ["find_tools", "call_tool"]);
     gw.shutdown();
 
@@ -326,7 +285,7 @@ async fn a_reload_turns_search_on_unless_a_backend_exposes_a_reserved_name() {
         why.contains("call_tool") && why.contains("reserved"),
         "{why}"
     );
-    let listed = names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
+    let listed = tool_names(&modern(&gw, None, "tools/list", json!({}), &[]).await);
     assert!(listed.contains(&"call_tool".to_owned()) && listed.contains(&"add".to_owned()));
 }
 
@@ -357,7 +316,7 @@ async fn a_search_list_for_some_principals_only_is_private() {
     ))
     .await;
     let agents = modern(&gw, who("agent-7"), "tools/list", json!({}), &[]).await;
-    assert_eq!(names(&agents), ["find_tools", "call_tool"]);
+    assert_eq!(tool_names(&agents), ["find_tools", "call_tool"]);
     assert_eq!(scope(&agents), "private", "{agents:?}");
     let others = modern(&gw, who("ada"), "tools/list", json!({}), &[]).await;
     assert_eq!(scope(&others), catalog_scope);
