@@ -144,7 +144,9 @@ fn this_process_can_be_watched_and_a_missing_one_is_refused() {
             x = x.wrapping_add(std::hint::black_box(1));
         }
     }
-    assert!(x > 0);
+    // The ticks may have moved before the first spin (the loop then never ran): what counts is that they
+    // moved, not how long it took.
+    std::hint::black_box(x);
     assert_ne!(
         read_proc(me).unwrap().ticks,
         before,
