@@ -26,6 +26,7 @@ mod layering;
 pub mod limit;
 pub mod metrics;
 pub mod notify;
+pub mod openapi;
 pub mod pipeline;
 pub mod policy;
 pub mod probe;

@@ -54,7 +54,7 @@ pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,
 };
-pub use http::{chain as error_chain, outbound_client};
+pub use http::{chain as error_chain, outbound_client, rest_client};
 pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;
 pub use protocol::Generation;

@@ -102,5 +102,6 @@ fn reached_by(entry: &BackendEntry) -> String {
         BackendTransport::Stdio { command, .. } => format!("command {}", command.join(" ")),
         BackendTransport::Http { url } => format!("url {url}"),
         BackendTransport::Builtin { words } => format!("builtin {}", words.join(" ")),
+        BackendTransport::OpenApi { document, .. } => format!("openapi {document}"),
     }
 }

@@ -13,6 +13,7 @@ mod cors;
 mod demo;
 pub mod endpoint;
 mod mcp_json;
+mod openapi;
 mod policy;
 pub mod rate_limit;
 pub mod redact;
@@ -338,6 +339,15 @@ pub struct BackendEntry {
     /// Its tools' descriptions, by their own names (`[backend.describe]`).
     #[serde(default)]
     pub describe: BTreeMap<String, String>,
+    /// An OpenAPI 3.0/3.1 document (a file path or an http(s) URL) whose operations are its tools.
+    #[serde(default, serialize_with = "redact::url")]
+    pub openapi: Option<String>,
+    /// With `openapi`: where the REST API is (`https://api.example.com/v1`).
+    #[serde(default, serialize_with = "redact::url")]
+    pub base_url: Option<String>,
+    /// With `openapi`: which operations become tools, by tool name (`{ allow = [globs], deny = [globs] }`).
+    #[serde(default)]
+    pub operations: Option<SelectionEntry>,
 }
 
 /// How a backend is reached.
@@ -362,6 +372,13 @@ pub enum BackendTransport {
         /// `["mock-backend", flags…]`.
         words: Vec<String>,
     },
+    /// A REST API described by an OpenAPI document, served in-process.
+    OpenApi {
+        /// The document: a file path or an http(s) URL.
+        document: String,
+        /// Where the API is.
+        base_url: String,
+    },
 }
 
 impl BackendEntry {
@@ -375,6 +392,12 @@ impl BackendEntry {
         if let Some(words) = &self.builtin {
             return BackendTransport::Builtin {
                 words: words.clone(),
+            };
+        }
+        if let Some(document) = &self.openapi {
+            return BackendTransport::OpenApi {
+                document: document.clone(),
+                base_url: self.base_url.clone().unwrap_or_default(),
             };
         }
         match (&self.command, &self.url) {
@@ -622,22 +645,28 @@ impl Config {
                 ));
             }
             shaping::validate(i, b)?;
-            let given = [b.command.is_some(), b.url.is_some(), b.builtin.is_some()];
+            let given = [
+                b.command.is_some(),
+                b.url.is_some(),
+                b.builtin.is_some(),
+                b.openapi.is_some(),
+            ];
             match given.iter().filter(|g| **g).count() {
                 0 => {
                     return Err(invalid(
                         field("command"),
-                        "give command (stdio), url (HTTP) or builtin",
+                        "give command (stdio), url (HTTP), builtin or openapi",
                     ));
                 }
                 1 => {}
                 _ => {
                     return Err(invalid(
                         field("command"),
-                        "give only one of command, url and builtin",
+                        "give only one of command, url, builtin and openapi",
                     ));
                 }
             }
+            openapi::validate(b, &field)?;
             if let Some(words) = &b.builtin {
                 match words.split_first() {
                     Some((server, flags)) if server == "mock-backend" => {
@@ -705,7 +734,13 @@ impl Config {
             }
             tls::validate_backend(b, s.strict, &field)?;
             if let Some(auth) = &b.auth {
-                auth.validate(&field, b.url.is_some())?;
+                auth.validate(&field, b.url.is_some() || b.openapi.is_some())?;
+                if auth.is_token_exchange() && b.openapi.is_some() {
+                    return Err(invalid(
+                        field("auth.grant"),
+                        "an openapi backend takes a fixed value or client credentials, not the client's exchanged token",
+                    ));
+                }
                 if auth.is_token_exchange() && !self.auth.enabled() {
                     return Err(invalid(
                         field("auth.grant"),

@@ -138,7 +138,8 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     for b in &config.backends {
         match before.get(b.name.as_str()) {
             None => added.push(b.name.clone()),
-            Some(was) if **was != *b => restarted.push(b.name.clone()),
+            // An openapi backend starts again on every reload: its document may have changed.
+            Some(was) if **was != *b || b.openapi.is_some() => restarted.push(b.name.clone()),
             Some(_) => {}
         }
     }

@@ -9,6 +9,7 @@ use handlers::{BackendConfig, BackendEvent, BackendHandle, InProcess, Transport}
 use tokio::sync::mpsc;
 
 use crate::config::{BackendTransport, Config};
+use crate::openapi::{OpenApiBackend, OpenApiServer};
 use crate::state::server_info;
 
 /// Starts one actor per configured backend (each begins connecting at once); `mcpgw check` starts them the
@@ -29,6 +30,17 @@ pub fn start_backends(
                 }
                 BackendTransport::Http { url } => Transport::Http { url },
                 BackendTransport::Builtin { words } => builtin(&words),
+                BackendTransport::OpenApi { document, base_url } => {
+                    Transport::InProcess(InProcess(Arc::new(OpenApiServer::new(OpenApiBackend {
+                        name: entry.name.clone(),
+                        document,
+                        base_url,
+                        operations: entry.operations.clone(),
+                        tls: entry.tls(),
+                        credential: credentials.get(&entry.name).cloned().unwrap_or_default(),
+                        connect_timeout: BackendConfig::DEFAULT_CONNECT_TIMEOUT,
+                    }))))
+                }
             };
             let mut bc = BackendConfig::new(entry.name.clone(), transport);
             bc.request_timeout = entry.timeout(&config.server);

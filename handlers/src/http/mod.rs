@@ -86,6 +86,36 @@ pub fn outbound_client(
         .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
 }
 
+/// An HTTP client for a REST API the gateway calls on a backend's behalf (an openapi backend): the backend's
+/// TLS settings, `connect_timeout` for connecting (each call's deadline is the caller's), pooled
+/// connections like a backend's, and at most `max_redirects` redirects, each followed only when `follow`
+/// accepts its target (the API's own origin): any other is returned as it is, not followed.
+pub fn rest_client(
+    tls: &crate::config::TlsClient,
+    url: &str,
+    connect_timeout: Duration,
+    follow: impl Fn(&reqwest::Url) -> bool + Send + Sync + 'static,
+    max_redirects: usize,
+) -> Result<reqwest::Client, String> {
+    let config = tls::client_config(tls, url.starts_with("https://"))?;
+    let policy = reqwest::redirect::Policy::custom(move |attempt| {
+        if attempt.previous().len() > max_redirects {
+            attempt.error("too many redirects")
+        } else if follow(attempt.url()) {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    });
+    let builder = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .pool_idle_timeout(POOL_IDLE)
+        .redirect(policy);
+    tls::configure(builder, config, tls, url)?
+        .build()
+        .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
+}
+
 /// An error with its causes, outermost first (`reqwest` says only "error sending request" on its own; the
 /// reason, such as an untrusted certificate, is in its sources).
 pub fn chain(e: &dyn std::error::Error) -> String {
