@@ -296,6 +296,8 @@ mod endpoint_tests;
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod openapi_tests;
+#[cfg(test)]
 mod policy_tests;
 #[cfg(test)]
 mod reload_tests;
