@@ -29,6 +29,7 @@ mod load_limits;
 mod load_merge;
 mod load_report;
 mod logs;
+mod openapi;
 mod operations;
 mod pipeline;
 mod rate_limits;
