@@ -3,10 +3,12 @@
 //! `components/schemas`, `anyOf` with null for optionals) is the document of an `openapi` backend `shop`.
 //!
 //! - the Python SDK client (legacy) and the TypeScript SDK client (2026-07-28) list the operations as tools
-//!   and call them: path, query (a repeated array, reserved characters) and header parameters, a nested JSON
-//!   body answered 201, a JSON array answer (wrapped as `{"result": [...]}`), text/plain, a 404 and a 500
-//!   (tool errors `HTTP 404 Not Found: ...`), and arguments that try to set `Authorization`, `Cookie` or
-//!   `Host` (the app records every request's headers: none of them ever reaches it);
+//!   and call them: path, query (a repeated array, reserved characters) and header parameters, a path
+//!   parameter with `/`, `..` and reserved characters (one encoded segment), a nested JSON body answered
+//!   201, a JSON array answer (wrapped as `{"result": [...]}`), text/plain, a 404 and a 500 (tool errors
+//!   `HTTP 404 Not Found: ...`), and arguments that try to set `Authorization`, `Cookie` or `Host`, or add a
+//!   header line through a header parameter's value (the app records every request's headers: none of
+//!   them ever reaches it);
 //! - the translated `tools/list`: input schemas from the parameters and body, no `$ref` into the document
 //!   left, object output schemas, a declared `Authorization` header parameter not offered as an argument;
 //! - `operations = { allow, deny }`: a denied operation is no tool, called it answers as a name nobody
@@ -23,10 +25,11 @@ use crate::interop::peers::{self, Deps, Proc, ScriptClient};
 use crate::support::{self, Running, TempDir};
 
 /// The tools the shop's document yields, prefixed by the backend's name.
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 8] = [
     "shop__create_item",
     "shop__fail",
     "shop__get_item",
+    "shop__get_note",
     "shop__hello",
     "shop__list_names",
     "shop__search_items",
@@ -36,6 +39,8 @@ const TOOLS: [&str; 7] = [
 const SMUGGLED: &str = "smuggled-7d1f3a";
 /// A query value with characters that must be percent-encoded.
 const ODD_QUERY: &str = "a&b=c d/ü?#%+";
+/// A path parameter with characters that must be percent-encoded (a slash and `..` among them).
+const ODD_TITLE: &str = "a/b c?d#e%f&ü/../x";
 
 /// The FastAPI app, announced as `openapi_app listening on http://127.0.0.1:PORT`.
 fn shop(deps: &Deps) -> Proc {
@@ -115,6 +120,11 @@ fn calls() -> Vec<(&'static str, Value)> {
                 "Proxy-Authorization": format!("Basic {SMUGGLED}"),
             }),
         ),
+        (
+            "shop__get_item",
+            json!({"item_id": 3, "x-request-id": format!("r\r\nAuthorization: Bearer {SMUGGLED}")}),
+        ),
+        ("shop__get_note", json!({"title": ODD_TITLE})),
     ]
 }
 
@@ -246,6 +256,20 @@ fn check(report: &Value) {
         assert_eq!(whoami["authorization"], Value::Null, "{}", c[8]);
     });
     refused_or(&c[9], |item| assert_eq!(item["id"], 2, "{}", c[9]));
+    // a header parameter whose value would add a header line
+    refused_or(&c[10], |item| {
+        assert_eq!(item["id"], 3, "{}", c[10]);
+        assert!(!item.to_string().contains(SMUGGLED), "{}", c[10]);
+    });
+
+    let note = structured(&c[11], report);
+    assert_eq!(note["title"], ODD_TITLE, "{note}");
+    let raw = note["raw_path"].as_str().unwrap_or_default();
+    let segment = raw.strip_prefix("/notes/").unwrap_or_default();
+    assert!(
+        !segment.is_empty() && !segment.contains('/'),
+        "the path parameter is one percent-encoded segment: {note}"
+    );
 }
 
 /// What the app received: never an `Authorization`, `Cookie` or other credential or hop header set by an
@@ -440,21 +464,12 @@ fn operations_allow_and_deny_select_the_tools() {
         "operations = { deny = [\"fail\"] }\n",
         &["shop__get_item"],
     );
-    let args: Vec<String> = [
-        "--call",
-        "shop__fail",
-        "{}",
-        "--call",
-        "shop__nobody_serves",
-        "{}",
-        "--call",
-        "shop__hello",
-        "{}",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
-    let report = peers::script_client(&deps, ScriptClient::Python, &gw.url, "legacy", &args)
+    let calls = [
+        ("shop__fail", json!({})),
+        ("shop__nobody_serves", json!({})),
+        ("shop__hello", json!({})),
+    ];
+    let report = peers::py_client(&deps, &gw.url, "legacy", &[], &calls)
         .unwrap_or_else(|e| panic!("{e}\n{}", gw.log_lines().join("\n")));
     let without_fail: Vec<&str> = TOOLS.into_iter().filter(|t| *t != "shop__fail").collect();
     assert_eq!(report["tools"], json!(without_fail), "{report}");
