@@ -10,7 +10,6 @@ use std::time::Duration;
 use handlers::BackendHandle;
 use protocol::GenerationSet;
 use protocol::payload::Implementation;
-use protocol::shape::{CachePolicy, Stamp};
 use serde_json::{Value, json};
 
 use crate::bridge::parked::ParkedCalls;
@@ -44,8 +43,6 @@ pub struct Gateway {
     pub sessions: SessionStore,
     /// 2024-11-05 HTTP+SSE streams waiting for their `initialize`.
     pub sse_connections: PendingStreams,
-    /// What the gateway stamps on 2026-07-28 results.
-    pub stamp: Stamp,
     /// The gateway's own `Implementation`.
     pub server_info: Implementation,
     /// `/mcp` and the `[[endpoint]]` virtual servers.
@@ -139,7 +136,6 @@ impl Gateway {
             ledger,
             sessions,
             sse_connections,
-            stamp: Stamp::new(&server_info, CachePolicy::NONE),
             endpoints: crate::endpoint::Endpoints::new(&config, &server_info),
             server_info,
             sealer: Arc::new(StateSealer::new(keys)),

@@ -22,8 +22,8 @@ pub(super) fn principal(name: &str, groups: &[&str], scopes: &[&str]) -> Option<
     }))
 }
 
-/// A 2026-07-28 request of `method` with `params` (its `_meta` added), `Mcp-Method` and `Mcp-Name`
-/// mirrored, and `extra` headers.
+/// A 2026-07-28 request of `method` with `params` (its `_meta` added), `Mcp-Method` and `Mcp-Name` (the
+/// params' `name`, else `uri`) mirrored, and `extra` headers.
 pub(super) fn modern_request(
     method: &str,
     mut params: Value,
@@ -37,6 +37,7 @@ pub(super) fn modern_request(
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let name = params["name"]
         .as_str()
+        .or(params["uri"].as_str())
         .map(|n| protocol::headers::encode_value(n).into_owned());
     let mut headers = vec![
         ("Content-Type", "application/json"),

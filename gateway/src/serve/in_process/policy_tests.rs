@@ -11,6 +11,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::fixtures::{json_of, modern_request};
 use super::{Exchange, InProcessGateway, header_map};
 use crate::auth::Principal;
 use crate::config::Config;
@@ -48,39 +49,11 @@ async fn modern(
     gw: &InProcessGateway,
     as_who: &str,
     method: &str,
-    mut params: Value,
+    params: Value,
     extra: &[(&str, &str)],
 ) -> Exchange {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let name = params["name"]
-        .as_str()
-        .or(params["uri"].as_str())
-        .map(|n| protocol::headers::encode_value(n).into_owned());
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-    ];
-    if let Some(name) = &name {
-        headers.push(("Mcp-Name", name));
-    }
-    headers.extend_from_slice(extra);
-    gw.post_as(
-        who(as_who),
-        header_map(&headers).unwrap(),
-        Bytes::from(body.to_string()),
-    )
-    .await
-}
-
-fn json_of(e: &Exchange) -> Value {
-    serde_json::from_slice(&e.body).unwrap_or_else(|err| panic!("{err}: {e:?}"))
+    let (headers, body) = modern_request(method, params, extra);
+    gw.post_as(who(as_who), headers, body).await
 }
 
 /// `denied` is exactly `unregistered` with the unregistered name read as the denied one.

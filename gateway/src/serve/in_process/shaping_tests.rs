@@ -9,10 +9,10 @@
 
 use std::path::Path;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{Exchange, InProcessGateway, header_map};
+use super::fixtures::{json_of, modern_request};
+use super::{Exchange, InProcessGateway};
 use crate::config::Config;
 use crate::reload::config::apply;
 
@@ -61,36 +61,9 @@ fn config(toml: &str) -> Config {
 }
 
 /// A 2026-07-28 request of `method` with `params`.
-async fn modern(gw: &InProcessGateway, method: &str, mut params: Value) -> Exchange {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let name = params["name"]
-        .as_str()
-        .or(params["uri"].as_str())
-        .map(|n| protocol::headers::encode_value(n).into_owned());
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", method),
-    ];
-    if let Some(name) = &name {
-        headers.push(("Mcp-Name", name));
-    }
-    gw.post_as(
-        None,
-        header_map(&headers).unwrap(),
-        Bytes::from(body.to_string()),
-    )
-    .await
-}
-
-fn json_of(e: &Exchange) -> Value {
-    serde_json::from_slice(&e.body).unwrap_or_else(|err| panic!("{err}: {e:?}"))
+async fn modern(gw: &InProcessGateway, method: &str, params: Value) -> Exchange {
+    let (headers, body) = modern_request(method, params, &[]);
+    gw.post_as(None, headers, body).await
 }
 
 /// The `key` of every item of list `field` in a list result.
