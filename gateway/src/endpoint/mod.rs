@@ -81,6 +81,12 @@ impl Endpoint {
         }
     }
 
+    /// `/mcp` with a default `serverInfo`, for tests of what borrows a request's context.
+    #[cfg(test)]
+    pub(crate) fn default_for_tests() -> Endpoint {
+        Endpoint::default_of(&Implementation::default())
+    }
+
     fn configured(index: usize, e: &EndpointEntry, gateway: &Implementation) -> Endpoint {
         let server_info = Implementation {
             name: e.name.clone(),

@@ -15,8 +15,10 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use crate::auth_context::AuthContext;
 use crate::front::http::Worker;
-use crate::pipeline::answer::{Answering, pump};
+use crate::pipeline::answer::pump;
+use crate::pipeline::context::Accepted;
 use crate::pipeline::deliver::Output;
+use crate::pipeline::deliver::settle;
 use crate::pipeline::routing::Origin;
 use crate::session::{Ending, Session, Transport};
 use crate::state::Gateway;
@@ -70,15 +72,17 @@ where
         gw.metrics
             .received(crate::metrics::Transport::Stdio, line.len() + 1);
         let body = Bytes::from(line);
+        let accepted = Arc::new(Accepted {
+            session: session.clone(),
+            auth: AuthContext::ANONYMOUS,
+            principal: None,
+            client: None,
+            transport: Transport::Stdio,
+            endpoint: gw.endpoints.default_endpoint().clone(),
+        });
         let routed = match worker
             .routing
-            .route(
-                Origin::Stdio,
-                body.clone(),
-                session.clone(),
-                None,
-                gw.endpoints.default_endpoint().clone(),
-            )
+            .route(Origin::Stdio, body.clone(), Arc::clone(&accepted))
             .await
         {
             Ok(r) => r,
@@ -90,50 +94,25 @@ where
         };
         if let protocol::validate::ValidKind::Initialize { .. } = routed.valid.kind() {
             // Answered in order: later lines must see the session it creates.
-            let answering = Answering {
-                gw: &gw,
-                response: &worker.response,
-                chain: worker.routing.chain(),
-                session: None,
-                can_stream: true,
-                auth: AuthContext::ANONYMOUS,
-                principal: None,
-                client: None,
-                transport: Transport::Stdio,
-                endpoint: gw.endpoints.default_endpoint().clone(),
-            };
             let mut out = StdioOutput {
                 out_tx: &out_tx,
                 session: Some(&mut session),
                 gw: &gw,
             };
-            answering.settle(routed, &mut out).await;
+            settle(&worker.routing, accepted, routed, &mut out).await;
             continue;
         }
         let Ok(slot) = slots.clone().acquire_owned().await else {
             break;
         };
-        let (gw, worker, out_tx, session) =
-            (gw.clone(), worker.clone(), out_tx.clone(), session.clone());
+        let (gw, worker, out_tx) = (gw.clone(), worker.clone(), out_tx.clone());
         actix_rt::spawn(async move {
-            let answering = Answering {
-                gw: &gw,
-                response: &worker.response,
-                chain: worker.routing.chain(),
-                session: session.as_ref(),
-                can_stream: true,
-                auth: AuthContext::ANONYMOUS,
-                principal: None,
-                client: None,
-                transport: Transport::Stdio,
-                endpoint: gw.endpoints.default_endpoint().clone(),
-            };
             let mut out = StdioOutput {
                 out_tx: &out_tx,
                 session: None,
                 gw: &gw,
             };
-            answering.settle(routed, &mut out).await;
+            settle(&worker.routing, accepted, routed, &mut out).await;
             drop(slot);
         });
     }

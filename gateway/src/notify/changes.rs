@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::notify::listing::{Scope, refresh};
 use crate::session::sse_event;
+use crate::session::subscriptions::updated_uri;
 use crate::state::Gateway;
 
 /// Catalog refreshes triggered close together are merged into one.
@@ -90,7 +91,7 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                         }
                         refresh(&gw, &scope).await;
                         for n in list_changes.drain(..) {
-                            deliver(&gw, &n);
+                            deliver(&gw, None, &n);
                         }
                     }
                     // Every new catalog says when its lists go stale (none while a backend is degraded).
@@ -141,7 +142,7 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                     if let Some(uri) = updated_uri(&notification) {
                         gw.resource_cache.invalidate(&uri);
                     }
-                    deliver(&gw, &notification);
+                    deliver(&gw, Some(&backend), &notification);
                 }
                 _ => {
                     tracing::debug!(%backend, method = %notification.method, "backend notification not tied to a request: dropped")
@@ -157,15 +158,10 @@ fn stale_refresh_at(gw: &Gateway, earliest: Instant) -> Option<Instant> {
     Some(Instant::from_std(expires).max(earliest))
 }
 
-/// The URI of a `notifications/resources/updated`.
-fn updated_uri(n: &Notification) -> Option<String> {
-    let params = protocol::raw::RawObject::parse(n.params.as_deref()?)?;
-    serde_json::from_str(params.get("uri")?.get()).ok()
-}
-
-/// Sends a notification to every client that asked for it; a session gone meanwhile loses its subscriptions.
-pub fn deliver(gw: &Gateway, n: &Notification) {
-    let recipients = gw.subscriptions.recipients(n);
+/// Sends a notification (`backend`'s, for a resource update) to every client that asked for it; a session
+/// gone meanwhile loses its subscriptions.
+pub fn deliver(gw: &Gateway, backend: Option<&str>, n: &Notification) {
+    let recipients = gw.subscriptions.recipients(backend, n);
     if recipients.all_sessions {
         let event = sse_event(&Message::Notification(n.clone()).to_bytes());
         for session in gw.sessions.all() {
@@ -221,10 +217,7 @@ pub fn sync_backend(gw: &Gateway, backend: &str) {
     let Some(handle) = gw.live().backend(backend).cloned() else {
         return;
     };
-    let snapshot = gw.catalog.snapshot();
-    let uris = gw.subscriptions.uris_of(backend, |uri| {
-        snapshot.resource(uri).map(|r| r.backend.to_owned())
-    });
+    let uris = gw.subscriptions.uris_of(backend);
     handle.listen(ListenFilter {
         tools_list_changed: true,
         prompts_list_changed: true,

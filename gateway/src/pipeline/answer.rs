@@ -1,33 +1,30 @@
 //! From a valid request to what goes back, for every transport (Streamable HTTP, 2024-11-05 HTTP+SSE, stdio):
-//! `initialize` results, notifications, batches and calls — each call dispatched in its own tracing span
-//! (session, request id, method, backend, generation) and shaped by the response actor.
+//! `initialize` results, notifications, batches, `subscriptions/listen` and calls — every one of them through
+//! the middleware chain, and every call through the one call sequence (`pipeline::call`).
 
-use std::cell::Cell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use opentelemetry::context::FutureExt as _;
 use protocol::payload::InitializeRequestParams;
-use protocol::shape::{Shaped, request_error, stream_required};
-use protocol::validate::{Call, ValidKind};
-use protocol::{Generation, Method, Notification};
+use protocol::shape::{Refusal, Shaped, stream_required};
+use protocol::validate::{Call, ValidKind, ValidRequest};
+use protocol::{Error, Generation, Method, Notification};
 use serde_json::json;
-use tracing::Instrument;
 
-use crate::auth_context::AuthContext;
 use crate::catalog::CatalogSnapshot;
 use crate::metrics::{Answered, MethodLabel, Outcome as Counted};
 use crate::notify::streams;
-use crate::pipeline::dispatch::{Dispatch, raw_value};
-use crate::pipeline::request_stream::{self, Streamed};
-use crate::pipeline::response::{Outcome, ResponseHandle};
-use crate::pipeline::routing::Routed;
-use crate::pipeline::{Chain, MwContext, Response, Transport};
-use crate::session::{Session, ShortId};
+use crate::pipeline::call::{self, Via};
+use crate::pipeline::context::RequestContext;
+use crate::pipeline::dispatch::raw_value;
+use crate::pipeline::request_stream;
+use crate::pipeline::response::{Outcome, shape_outcome};
+use crate::pipeline::routing::InFlight;
+use crate::pipeline::{Chain, MwContext, Response};
+use crate::session::{Session, ShortId, Transport};
 use crate::state::Gateway;
-use crate::telemetry::spans::{self, Arrival, RequestFacts, RequestSpan};
 
 /// The entries of one JSON-RPC batch in flight at once (`[server] max_batch` bounds how many it holds), or
 /// fewer: see [`batch_concurrency`].
@@ -77,64 +74,29 @@ pub enum Answer {
     Cancelled,
 }
 
-/// What answering needs: the gateway, this worker's response actor, and the request's context.
+/// What answering a request needs: the gateway, the worker's middleware chain, and the request's context.
 #[derive(Debug, Clone)]
-pub struct Answering<'a> {
+pub(crate) struct Answering<'a> {
     /// The gateway.
     pub gw: &'a Arc<Gateway>,
-    /// This worker's response actor.
-    pub response: &'a ResponseHandle,
     /// This worker's middleware chain.
     pub chain: Chain,
-    /// The legacy session, if any.
-    pub session: Option<&'a Arc<Session>>,
-    /// Whether the transport can carry a request's notifications before its response (an SSE response,
-    /// the HTTP+SSE stream, stdio).
-    pub can_stream: bool,
-    /// Who is asking (sealed states are bound to it, private cache entries keyed by it).
-    pub auth: AuthContext,
-    /// The principal authentication established (`None`: authentication off, or stdio).
-    pub principal: Option<Arc<crate::auth::Principal>>,
-    /// The client's IP address (HTTP, behind trusted proxies the client they name; `None` on stdio, where
-    /// the host is the only client): a request without a session counts against it for a backend's
-    /// per-caller share, and the rate limits' per-address buckets are kept by it, on every replica alike.
-    pub client: Option<std::net::IpAddr>,
-    /// How the request arrived.
-    pub transport: Transport,
-    /// The endpoint it arrived at (`/mcp`, or an `[[endpoint]]`).
-    pub endpoint: Arc<crate::endpoint::Endpoint>,
+    /// The request's context.
+    pub request: Rc<RequestContext>,
 }
 
 impl Answering<'_> {
-    /// What a session this request starts is bound to, and what a session it names must be bound to: its
-    /// principal, with `[auth]` on.
-    pub fn binding(&self) -> Option<[u8; 16]> {
-        self.endpoint
-            .bind(self.gw.binding(self.principal.as_deref(), self.auth))
-    }
-
     /// Answers a valid request; its in-flight permit is held until the answer is ready (a streamed answer
-    /// carries it to the stream's end).
-    pub async fn answer(&self, routed: Routed) -> Answer {
-        let Routed {
-            valid,
-            snapshot,
-            permit,
-            trace,
-            accepted,
-        } = routed;
-        let snapshot = &snapshot;
-        let trace = trace.as_ref();
-        let generation = valid.generation();
+    /// carries it to the stream's end; an open listen stream holds its own place instead).
+    pub async fn answer(&self, valid: ValidRequest, permit: InFlight) -> Answer {
+        let generation = self.request.generation();
+        let arrived = self.request.arrived();
         match valid.into_kind() {
             ValidKind::Initialize { id, params } => {
                 // Through the chain like any request (an authentication middleware may refuse it); the
                 // session is created only when it ends in the result.
-                let result = raw_value(&self.initialize_result(generation, snapshot));
-                let ctx =
-                    MwContext::initialize(id.clone(), params.clone(), generation, self.transport)
-                        .with_principal(self.principal.clone())
-                        .with_route(snapshot, self.client);
+                let result = raw_value(&self.initialize_result(generation, self.request.view()));
+                let ctx = MwContext::initialize(id.clone(), params.clone(), &self.request);
                 let answered = self
                     .chain
                     .run(ctx, move |_| async move {
@@ -149,19 +111,10 @@ impl Answering<'_> {
                         Method::Initialize.into(),
                         Some(generation),
                         counted,
-                        accepted,
+                        arrived,
                     );
                 }
-                let shaped = self
-                    .response
-                    .shape(
-                        id,
-                        Method::Initialize,
-                        generation,
-                        answered.outcome,
-                        &self.endpoint,
-                    )
-                    .await;
+                let shaped = self.shape(id, Method::Initialize, answered.outcome);
                 if !initialized {
                     return Answer::Message(shaped);
                 }
@@ -177,77 +130,43 @@ impl Answering<'_> {
             }
             ValidKind::ClientResponse(r) => {
                 let routed = self
-                    .session
+                    .request
+                    .session()
                     .is_some_and(|s| s.input_requests().answer(r.clone()));
                 if routed {
                     return Answer::Accepted;
                 }
                 self.answer_elsewhere(&r, generation).await
             }
-
             ValidKind::Call(call) if call.method() == Method::SubscriptionsListen => {
-                let listen = Method::SubscriptionsListen.into();
-                if !self.can_stream {
-                    let refused = stream_required(&call.request().id, call.method(), generation);
-                    let counted = crate::metrics::Outcome::of_refusal(
-                        refused.status,
-                        protocol::ErrorCode::InvalidRequest,
-                    );
-                    self.count(listen, Some(generation), counted, accepted);
-                    return Answer::Message(refused);
-                }
-                match streams::open(self.gw, snapshot, &call) {
-                    Ok(rx) => {
-                        self.count(listen, Some(generation), Counted::Ok, accepted);
-                        Answer::Stream(rx)
-                    }
-                    Err(e) => {
-                        let counted = Counted::JsonRpcError(crate::metrics::Code::of(e.code()));
-                        self.count(listen, Some(generation), counted, accepted);
-                        Answer::Message(request_error(&call.request().id, e, generation))
-                    }
-                }
+                self.listen(call).await
             }
             ValidKind::Call(call) => {
-                let session = self.session.map(|s| s.as_ref());
-                if let Some(wants) =
-                    request_stream::wants(&call, generation, session, self.can_stream)
-                {
-                    let span = self.span(&call, generation);
-                    let otel = trace.and_then(|t| self.request_span(t, &call, generation));
-                    return Answer::Stream(request_stream::start(Streamed {
-                        gw: self.gw.clone(),
-                        response: self.response.clone(),
-                        snapshot: snapshot.clone(),
-                        session: self.session.cloned(),
-                        auth: self.auth,
-                        principal: self.principal.clone(),
-                        client: self.client,
+                let session = self.request.session().map(|s| s.as_ref());
+                let can_stream = self.request.can_stream();
+                if let Some(wants) = request_stream::wants(&call, generation, session, can_stream) {
+                    return Answer::Stream(call::stream(
+                        self.gw.clone(),
+                        self.chain.clone(),
+                        self.request.clone(),
                         call,
-                        generation,
                         wants,
-                        transport: self.transport,
-                        endpoint: self.endpoint.clone(),
-                        chain: self.chain.clone(),
                         permit,
-                        span,
-                        otel,
-                        accepted,
-                    }));
+                    ));
                 }
-                let Some(shaped) = self.call(call, generation, snapshot, trace, accepted).await
-                else {
-                    return Answer::Cancelled;
-                };
-                Answer::Message(shaped)
+                match call::answer(self.gw, &self.chain, &self.request, call, Via::Response).await {
+                    Some(shaped) => Answer::Message(shaped),
+                    None => Answer::Cancelled,
+                }
             }
             ValidKind::Batch(items) => {
                 let futures = items.into_iter().map(|item| async move {
                     match item {
-                        Ok(ValidKind::Call(call)) => self
-                            .call(call, generation, snapshot, trace, accepted)
-                            .await
-                            .map(|shaped| shaped.body),
+                        Ok(ValidKind::Call(call)) => {
+                            call::answer(self.gw, &self.chain, &self.request, call, Via::Response)
+                                .await
+                                .map(|shaped| shaped.body)
+                        }
                         Ok(ValidKind::Notification(n)) => {
                             self.notification(&n);
                             None
@@ -279,6 +198,72 @@ impl Answering<'_> {
         }
     }
 
+    /// A `subscriptions/listen`: through the middleware chain like any request (within the worker's
+    /// in-flight bound while it runs); the chain's last step opens the stream, which then holds its place
+    /// in the streams' own pool and its caller's bounds for its lifetime (`notify::streams`).
+    async fn listen(&self, call: Call) -> Answer {
+        let generation = self.request.generation();
+        let arrived = self.request.arrived();
+        let method = call.method();
+        let listen = method.into();
+        if !self.request.can_stream() {
+            let refused = stream_required(&call.request().id, method, generation);
+            let counted = Counted::of_refusal(refused.status, protocol::ErrorCode::InvalidRequest);
+            self.count(listen, Some(generation), counted, arrived);
+            return Answer::Message(refused);
+        }
+        let id = call.request().id.clone();
+        let opened = Rc::new(std::cell::Cell::new(None));
+        let stream = Rc::clone(&opened);
+        let gw = self.gw.clone();
+        let ctx = MwContext::new(call, &self.request);
+        let answered = self
+            .chain
+            .run(ctx, move |ctx| async move {
+                let request = Rc::clone(ctx.request());
+                let Some(call) = ctx.into_call() else {
+                    return call::not_a_call();
+                };
+                let outcome = match streams::open(&gw, request.view(), &call, request.caller()) {
+                    Ok(rx) => {
+                        stream.set(Some(rx));
+                        Outcome::Result(raw_value(&json!({})))
+                    }
+                    Err(streams::Refused::Invalid(e)) => Outcome::Error(e),
+                    Err(streams::Refused::Full(why)) => Outcome::Refused(Refusal::Status {
+                        status: 503,
+                        error: Error::new(
+                            protocol::ErrorCode::InternalError,
+                            format!("internal error: {why}"),
+                        ),
+                        headers: vec![("retry-after", "1".to_owned())],
+                    }),
+                };
+                Response::dispatched(outcome, None)
+            })
+            .await;
+        let outcome = answered.outcome;
+        match (opened.take(), outcome) {
+            (Some(rx), Outcome::Result(_)) => {
+                self.count(listen, Some(generation), Counted::Ok, arrived);
+                Answer::Stream(rx)
+            }
+            (_, outcome) => {
+                // A middleware answered (or the stream was refused): any stream opened is closed again
+                // with its receiver.
+                let counted = outcome.metric(method);
+                self.count(listen, Some(generation), counted, arrived);
+                Answer::Message(self.shape(id, method, outcome))
+            }
+        }
+    }
+
+    /// An outcome shaped for the request's client, stamped as its endpoint answers.
+    fn shape(&self, id: protocol::RequestId, method: Method, outcome: Outcome) -> Shaped {
+        let stamp = &self.request.endpoint().stamp;
+        shape_outcome(stamp, &id, method, self.request.generation(), outcome)
+    }
+
     fn initialize_result(
         &self,
         generation: Generation,
@@ -287,10 +272,11 @@ impl Answering<'_> {
         let mut result = json!({
             "protocolVersion": generation.as_str(),
             "capabilities": self.gw.capabilities(),
-            "serverInfo": self.endpoint.server_info,
+            "serverInfo": self.request.endpoint().server_info,
         });
         if generation >= Generation::V2025_03_26 {
-            if let Some(instructions) = self.endpoint.instructions(self.gw.instructions(seen)) {
+            let endpoint = self.request.endpoint();
+            if let Some(instructions) = endpoint.instructions(self.gw.instructions(seen)) {
                 result["instructions"] = instructions.into();
             }
         }
@@ -298,7 +284,7 @@ impl Answering<'_> {
     }
 
     fn notification(&self, n: &Notification) {
-        match (n.known_method(), self.session) {
+        match (n.known_method(), self.request.session()) {
             (Some(Method::NotificationsInitialized), Some(s)) => s.mark_initialized(),
             (Some(Method::NotificationsCancelled), Some(s)) => {
                 #[derive(serde::Deserialize)]
@@ -314,48 +300,6 @@ impl Answering<'_> {
         }
     }
 
-    /// The request's span: session, request id, method, backend (recorded at dispatch), generation.
-    fn span(&self, call: &Call, generation: Generation) -> tracing::Span {
-        tracing::info_span!(
-            "request",
-            session = self.session.map(|s| tracing::field::display(ShortId(&s.id))),
-            id = %call.request().id,
-            method = %call.method(),
-            backend = tracing::field::Empty,
-            generation = %generation,
-            principal = self.principal.as_ref().map(|p| tracing::field::display(&p.name)),
-        )
-    }
-
-    /// The request's OpenTelemetry span, with `[traces]` (see `telemetry::spans`).
-    fn request_span(
-        &self,
-        arrival: &Arrival,
-        call: &Call,
-        generation: Generation,
-    ) -> Option<RequestSpan> {
-        let session = self.session.map(|s| ShortId(&s.id).to_string());
-        let target = call.target().and_then(|t| match t {
-            protocol::validate::Target::Tool { name, .. } => Some((name.as_str(), false)),
-            protocol::validate::Target::Prompt { name, .. } => Some((name.as_str(), true)),
-            protocol::validate::Target::Resource { .. } => None,
-        });
-        let id = call.request().id.to_string();
-        RequestSpan::start(
-            arrival,
-            &RequestFacts {
-                method: call.method().as_str(),
-                target: target.map(|(name, _)| name),
-                prompt: target.is_some_and(|(_, prompt)| prompt),
-                id: &id,
-                session: session.as_deref(),
-                generation: generation.as_str(),
-                http: !matches!(self.transport, Transport::Stdio),
-                params: call.request().params.as_deref(),
-            },
-        )
-    }
-
     /// Counts a request answered after validation (`mcpgw_requests_total`, its duration from `accepted`).
     pub(crate) fn count(
         &self,
@@ -367,7 +311,7 @@ impl Answering<'_> {
         self.gw.metrics.answered(Answered {
             method,
             generation,
-            transport: self.transport.into(),
+            transport: self.request.transport().into(),
             outcome,
             took: Some(accepted.elapsed()),
             in_backends: Duration::ZERO,
@@ -379,143 +323,12 @@ impl Answering<'_> {
         self.gw.metrics.answered(Answered {
             method,
             generation: rejection.generation,
-            transport: self.transport.into(),
+            transport: self.request.transport().into(),
             outcome: Counted::of_refusal(rejection.status, rejection.error.code()),
             took: None,
             in_backends: Duration::ZERO,
         });
     }
-
-    /// One call through the middleware chain to its dispatch, shaped; `None` when the client cancelled it.
-    async fn call(
-        &self,
-        call: Call,
-        generation: Generation,
-        snapshot: &Arc<CatalogSnapshot>,
-        trace: Option<&Arrival>,
-        accepted: Instant,
-    ) -> Option<Shaped> {
-        let span = self.span(&call, generation);
-        let otel = trace.and_then(|t| self.request_span(t, &call, generation));
-        // A legacy client may cancel it (notifications/cancelled): its work is then dropped, which abandons
-        // the backend call, and no response is sent (the spec's SHOULD NOT respond).
-        let registered = self
-            .session
-            .and_then(|s| s.in_flight().register(&call.request().id));
-        let (id, method) = (call.request().id.clone(), call.method());
-        let ctx = MwContext::new(call, generation, self.transport)
-            .with_principal(self.principal.clone())
-            .with_route(snapshot, self.client);
-        let (gw, snapshot, session, auth, client, endpoint) = (
-            self.gw.clone(),
-            snapshot.clone(),
-            self.session.cloned(),
-            self.auth,
-            self.client,
-            self.endpoint.clone(),
-        );
-        // The time the dispatch waited on backends (the rest of the request's is the gateway's own).
-        let in_backends = Rc::new(Cell::new(Duration::ZERO));
-        let waited = Rc::clone(&in_backends);
-        let work = async {
-            let dispatched = self.chain.run(ctx, move |ctx| async move {
-                let dispatch =
-                    Dispatch::new(&gw, &snapshot, generation, session.as_deref(), auth, client)
-                        .with_subject(ctx.principal())
-                        .at(endpoint);
-                let Some(call) = ctx.into_call() else {
-                    return not_a_call();
-                };
-                let outcome = dispatch.run(&call).await;
-                waited.set(dispatch.backend_time.get());
-                if let Outcome::Failed(f) = &outcome {
-                    tracing::warn!(failure = %f, "request failed at its backend");
-                }
-                Response::dispatched(outcome, dispatch.backend.into_inner())
-            });
-            let outcome = unless_cut_off(self.gw, dispatched).await;
-            record_outcome(&outcome);
-            let counted = outcome.metric(method);
-            let shaping = spans::child("mcpgw.shape");
-            let shaped = self
-                .response
-                .shape(id, method, generation, outcome, &self.endpoint)
-                .await;
-            drop(shaping);
-            self.gw.metrics.answered(Answered {
-                method: method.into(),
-                generation: Some(generation),
-                transport: self.transport.into(),
-                outcome: counted,
-                took: Some(accepted.elapsed()),
-                in_backends: in_backends.get(),
-            });
-            shaped
-        };
-        let cancellable = async {
-            match &registered {
-                Some(r) => tokio::select! {
-                    answer = work => Some(answer),
-                    () = r.cancelled() => {
-                        tracing::info!("cancelled by the client");
-                        None
-                    }
-                },
-                None => Some(work.await),
-            }
-        };
-        match otel {
-            None => cancellable.instrument(span).await,
-            Some(otel) => {
-                let answered = cancellable
-                    .instrument(span)
-                    .with_context(otel.context())
-                    .await;
-                otel.end();
-                answered
-            }
-        }
-    }
-}
-
-/// Records a failed outcome on the request's span (with `[traces]`): `error.type` and the JSON-RPC code.
-pub(crate) fn record_outcome(outcome: &Outcome) {
-    if !crate::telemetry::traces::on() {
-        return;
-    }
-    match outcome {
-        Outcome::Result(_) => {}
-        Outcome::Failed(f) => spans::record_failure(f.kind(), None),
-        Outcome::Error(e) => spans::record_failure("jsonrpc_error", Some(e.code().code())),
-        Outcome::Refused(_) => spans::record_failure("refused", None),
-    }
-}
-
-/// The outcome of a request's chain and dispatch — or, when the gateway's drain timeout passes first,
-/// "gateway shutting down" (a tool error for `tools/call`), so that a request still running then is answered,
-/// not dropped with its connection; the dispatch is dropped, which abandons the backend request.
-pub(crate) async fn unless_cut_off(
-    gw: &Gateway,
-    dispatched: impl std::future::Future<Output = Response>,
-) -> Outcome {
-    tokio::select! {
-        answered = dispatched => answered.outcome,
-        () = gw.drain.reached(crate::drain::Phase::CutOff) => {
-            tracing::warn!("answered \"gateway shutting down\": still running at the drain timeout");
-            Outcome::Failed(protocol::shape::Failure::ShuttingDown)
-        }
-    }
-}
-
-/// What the dispatch answers if a context it is handed holds no call (it cannot: contexts are made from
-/// calls, and a middleware cannot swap what a context holds).
-pub(crate) fn not_a_call() -> Response {
-    Response::dispatched(
-        Outcome::Failed(protocol::shape::Failure::Internal {
-            reason: "the request reached the dispatch without a call".into(),
-        }),
-        None,
-    )
 }
 
 impl Answering<'_> {
@@ -524,7 +337,7 @@ impl Answering<'_> {
     /// never dropped in silence; one that names no question of this gateway is dropped (debug).
     async fn answer_elsewhere(&self, r: &protocol::Response, generation: Generation) -> Answer {
         let asker = crate::session::asked_by(r);
-        let (Some(asker), Some(session)) = (asker, self.session) else {
+        let (Some(asker), Some(session)) = (asker, self.request.session()) else {
             tracing::debug!(id = ?r.id, "client response dropped: no question with that id is open");
             return Answer::Accepted;
         };

@@ -7,6 +7,7 @@
 //! It must not shape anything (statuses and bodies come from `protocol::shape` through the response actor
 //! and the [`protocol::Rejection`]s), and no transport decides any of the above for itself.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -16,6 +17,7 @@ use tokio::sync::mpsc::Receiver;
 
 use crate::metrics::{MethodLabel, Outcome};
 use crate::pipeline::answer::{Answer, Answering, start_session};
+use crate::pipeline::context::{Accepted, RequestContext};
 use crate::pipeline::routing::{Origin, Routed, RoutingHandle};
 use crate::session::{Ending, Session};
 
@@ -102,10 +104,10 @@ fn no_session() -> Rejection {
     Rejection::unknown_session("no live session by this Mcp-Session-Id: initialize first")
 }
 
-impl Answering<'_> {
+impl Accepted {
     /// Validates a request (routing), answers it, and writes the answer through `out`.
     pub(crate) async fn deliver<O: Output>(
-        mut self,
+        self,
         routing: &RoutingHandle,
         origin: Origin,
         body: Bytes,
@@ -113,77 +115,95 @@ impl Answering<'_> {
     ) -> O::Reply {
         // A refusal is counted with the method read from the body again (only then).
         let raw = body.clone();
-        let routed = match routing
-            .route(
-                origin,
-                body,
-                self.session.map(Arc::clone),
-                self.principal.clone(),
-                self.endpoint.clone(),
-            )
-            .await
-        {
+        let accepted = Arc::new(self);
+        let routed = match routing.route(origin, body, Arc::clone(&accepted)).await {
             Ok(r) => r,
             Err(r) => {
-                count_refused(self.gw, self.transport, &r, &raw);
+                count_refused(routing.gateway(), accepted.transport, &r, &raw);
                 return out.refused(r).await;
             }
         };
-        self.can_stream = out.can_stream(routed.valid.accepts());
-        self.settle(routed, out).await
+        settle(routing, accepted, routed, out).await
     }
+}
 
-    /// Answers a routed request and writes the answer through `out`.
-    pub(crate) async fn settle<O: Output>(&self, routed: Routed, out: &mut O) -> O::Reply {
-        let accepts = routed.valid.accepts();
-        let accepted = routed.accepted;
-        match self.answer(routed).await {
-            Answer::Accepted | Answer::Cancelled => out.accepted().await,
-            Answer::Message(shaped) => out.message(shaped, accepts).await,
-            Answer::Batch(bodies) => out.message(protocol::shape::batch(&bodies), accepts).await,
-            Answer::Stream(rx) => out.stream(rx).await,
-            Answer::Initialize {
+/// Builds the request's context of what the front accepted and what routing resolved, answers the request
+/// and writes the answer through `out`.
+pub(crate) async fn settle<O: Output>(
+    routing: &RoutingHandle,
+    accepted: Arc<Accepted>,
+    routed: Routed,
+    out: &mut O,
+) -> O::Reply {
+    let Routed {
+        valid,
+        view,
+        permit,
+        trace,
+        arrived,
+    } = routed;
+    let accepts = valid.accepts();
+    let gw = routing.gateway();
+    let request = Rc::new(RequestContext::new(
+        accepted,
+        view,
+        valid.generation(),
+        out.can_stream(accepts),
+        arrived,
+        trace,
+    ));
+    let answering = Answering {
+        gw,
+        chain: routing.chain(),
+        request: Rc::clone(&request),
+    };
+    match answering.answer(valid, permit).await {
+        Answer::Accepted | Answer::Cancelled => out.accepted().await,
+        Answer::Message(shaped) => out.message(shaped, accepts).await,
+        Answer::Batch(bodies) => out.message(protocol::shape::batch(&bodies), accepts).await,
+        Answer::Stream(rx) => out.stream(rx).await,
+        Answer::Initialize {
+            generation,
+            params,
+            shaped,
+        } => {
+            let initialize = MethodLabel::Spec(protocol::Method::Initialize);
+            let id = match out.new_session() {
+                Ok(id) => id,
+                Err(refused) => {
+                    answering.refused(&refused, initialize);
+                    return out.refused(refused).await;
+                }
+            };
+            let accepted = request.accepted();
+            match start_session(
+                gw,
+                id,
                 generation,
-                params,
-                shaped,
-            } => {
-                let initialize = MethodLabel::Spec(protocol::Method::Initialize);
-                let id = match out.new_session() {
-                    Ok(id) => id,
-                    Err(refused) => {
-                        self.refused(&refused, initialize);
-                        return out.refused(refused).await;
-                    }
-                };
-                match start_session(
-                    self.gw,
-                    id,
-                    generation,
-                    &params,
-                    self.transport,
-                    self.binding(),
-                ) {
-                    Ok(session) => {
-                        self.count(initialize, Some(generation), Outcome::Ok, accepted);
-                        out.started(session, shaped, accepts).await
-                    }
-                    Err(refused) => {
-                        self.refused(&refused, initialize);
-                        out.refused(refused).await
-                    }
+                &params,
+                accepted.transport,
+                accepted.binding(gw),
+            ) {
+                Ok(session) => {
+                    answering.count(initialize, Some(generation), Outcome::Ok, arrived);
+                    out.started(session, shaped, accepts).await
+                }
+                Err(refused) => {
+                    answering.refused(&refused, initialize);
+                    out.refused(refused).await
                 }
             }
-            Answer::OpenStream => match self.session {
-                Some(s) => out.open_stream(s).await,
-                None => out.refused(no_session()).await,
-            },
-            Answer::EndSession => match self.session {
-                Some(s) => {
-                    self.gw.sessions.end(&s.id, Ending::Deleted);
-                    out.ended().await
-                }
-                None => out.refused(no_session()).await,
-            },
         }
+        Answer::OpenStream => match request.session() {
+            Some(s) => out.open_stream(s).await,
+            None => out.refused(no_session()).await,
+        },
+        Answer::EndSession => match request.session() {
+            Some(s) => {
+                gw.sessions.end(&s.id, Ending::Deleted);
+                out.ended().await
+            }
+            None => out.refused(no_session()).await,
+        },
     }
 }

@@ -4,7 +4,7 @@
 //! transport, and the principal, which it may also set), then either goes on down the chain with
 //! `next(ctx).await` or answers at once without calling it — `Response::error(ctx.id(), err)`, a status
 //! with headers ([`Response::refuse`]) or a tool error ([`Response::tool_error`]). Whatever it answers is
-//! shaped by the response actor for the client's generation and transport, like any handler's outcome. The
+//! shaped for the client's generation and transport, like any handler's outcome (`pipeline::response`). The
 //! chain's last step is the dispatch to the backend.
 //!
 //! ```
@@ -26,6 +26,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,8 +37,9 @@ use protocol::shape::Refusal;
 use protocol::validate::{Call, Target};
 use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
-use crate::catalog::CatalogSnapshot;
-use crate::pipeline::response::Outcome;
+use crate::endpoint::Endpoint;
+use crate::pipeline::context::RequestContext;
+use crate::pipeline::response::{Outcome, is_tool_error};
 
 pub use crate::auth::Principal;
 pub use crate::session::Transport;
@@ -52,46 +54,44 @@ enum Asked {
     },
 }
 
-/// What a middleware sees of one JSON-RPC request.
+/// What a middleware sees of one JSON-RPC request: a view of the request's context (who is asking, from
+/// where, at which endpoint, the catalog it was validated against) and the request itself.
 #[derive(Debug)]
 pub struct MwContext {
     asked: Asked,
-    generation: Generation,
-    transport: Transport,
+    request: Rc<RequestContext>,
+    /// A principal a middleware set (`None`: the one authentication established, if any).
     principal: Option<Arc<Principal>>,
-    /// The catalog snapshot the call was validated against (its route names the backend).
-    snapshot: Option<Arc<CatalogSnapshot>>,
-    /// The client's IP address (HTTP; `None` on stdio).
-    client: Option<std::net::IpAddr>,
     started: Instant,
 }
 
 impl MwContext {
     /// The context of a validated call.
-    pub(crate) fn new(call: Call, generation: Generation, transport: Transport) -> MwContext {
-        MwContext::of(Asked::Call(call), generation, transport)
+    pub(crate) fn new(call: Call, request: &Rc<RequestContext>) -> MwContext {
+        MwContext::of(Asked::Call(call), request)
     }
 
     /// The context of a validated legacy `initialize`.
     pub(crate) fn initialize(
         id: RequestId,
         params: Box<InitializeRequestParams>,
-        generation: Generation,
-        transport: Transport,
+        request: &Rc<RequestContext>,
     ) -> MwContext {
-        MwContext::of(Asked::Initialize { id, params }, generation, transport)
+        MwContext::of(Asked::Initialize { id, params }, request)
     }
 
-    fn of(asked: Asked, generation: Generation, transport: Transport) -> MwContext {
+    fn of(asked: Asked, request: &Rc<RequestContext>) -> MwContext {
         MwContext {
             asked,
-            generation,
-            transport,
+            request: Rc::clone(request),
             principal: None,
-            snapshot: None,
-            client: None,
             started: Instant::now(),
         }
+    }
+
+    /// The request's context (crate-internal: the dispatch borrows it).
+    pub(crate) fn request(&self) -> &Rc<RequestContext> {
+        &self.request
     }
 
     /// The request id.
@@ -128,17 +128,31 @@ impl MwContext {
 
     /// The generation the client speaks.
     pub fn generation(&self) -> Generation {
-        self.generation
+        self.request.generation()
     }
 
     /// How it arrived.
     pub fn transport(&self) -> Transport {
-        self.transport
+        self.request.transport()
+    }
+
+    /// The endpoint it arrived at (`/mcp`, or an `[[endpoint]]`).
+    pub fn endpoint(&self) -> &Endpoint {
+        self.request.endpoint()
+    }
+
+    /// The legacy session it belongs to, by its id's prefix (never the whole id: it is a credential).
+    pub fn session(&self) -> Option<String> {
+        self.request
+            .session()
+            .map(|s| crate::session::ShortId(&s.id).to_string())
     }
 
     /// Who is asking: the principal authentication established (`[auth]`), or one a middleware set.
     pub fn principal(&self) -> Option<&Principal> {
-        self.principal.as_deref()
+        self.principal
+            .as_deref()
+            .or_else(|| self.request.principal().map(|p| &**p))
     }
 
     /// Records who is asking (for the middlewares after this one, and the dispatch).
@@ -146,34 +160,17 @@ impl MwContext {
         self.principal = Some(Arc::new(principal));
     }
 
-    /// The context with the principal the transport authenticated.
-    pub(crate) fn with_principal(mut self, principal: Option<Arc<Principal>>) -> MwContext {
-        self.principal = principal;
-        self
-    }
-
-    /// The context with the snapshot the call was validated against and the client's address.
-    pub(crate) fn with_route(
-        mut self,
-        snapshot: &Arc<CatalogSnapshot>,
-        client: Option<std::net::IpAddr>,
-    ) -> MwContext {
-        self.snapshot = Some(snapshot.clone());
-        self.client = client;
-        self
-    }
-
     /// The client's IP address (behind a trusted proxy, the client it names), for a request over HTTP;
     /// `None` on stdio.
     pub fn client(&self) -> Option<std::net::IpAddr> {
-        self.client
+        self.request.client()
     }
 
     /// The backend the call is routed to — a tool's, prompt's, resource's or completion reference's —
     /// looked up in the snapshot it was validated against; `None` for what the gateway answers itself.
     pub fn backend(&self) -> Option<&str> {
         let call = self.call()?;
-        let snapshot = self.snapshot.as_deref()?;
+        let snapshot = self.request.view();
         match call.target() {
             Some(Target::Tool { route, .. }) => {
                 snapshot.tool_at(*route).map(|t| t.backend.as_str())
@@ -312,17 +309,6 @@ pub enum Summary {
     Error(i64),
     /// A refusal with this HTTP status and JSON-RPC code.
     Refused(u16, i64),
-}
-
-/// A backend's `isError: true` (top-level key only; results are not parsed further, and one that does not
-/// hold the text `"isError"` not at all).
-pub(crate) fn is_tool_error(raw: &serde_json::value::RawValue) -> bool {
-    if !raw.get().contains("\"isError\"") {
-        return false;
-    }
-    protocol::raw::RawObject::parse(raw)
-        .and_then(|o| o.get("isError").map(|v| v.get() == "true"))
-        .unwrap_or(false)
 }
 
 /// The rest of the chain: call it with the context to go on (`next(ctx).await`).

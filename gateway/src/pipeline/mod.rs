@@ -2,11 +2,14 @@
 //! the built-in middlewares. A validated call runs through the configured chain ([`Chain`]) to its
 //! dispatch; a middleware may answer instead, at once, and its answer is shaped like any other.
 //!
-//! It must not shape answers itself (that is the response actor, through `protocol::shape`), and a
-//! middleware must never see a request that did not pass validation.
+//! Every request has one context ([`RequestContext`]), built once where it is accepted and validated, and
+//! borrowed by everything downstream. It must not shape answers but through `protocol::shape`
+//! (`pipeline::response`), and a middleware must never see a request that did not pass validation.
 
 pub mod answer;
 pub mod builtin;
+mod call;
+pub mod context;
 pub(crate) mod deliver;
 pub mod dispatch;
 mod middleware;
@@ -16,4 +19,5 @@ pub mod response;
 pub mod routing;
 mod search;
 
+pub use context::{Accepted, RequestContext};
 pub use middleware::{Chain, Middleware, MwContext, Next, Principal, Response, Summary, Transport};

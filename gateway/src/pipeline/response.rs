@@ -1,16 +1,14 @@
-//! The response actor: one per HTTP worker. Every outcome — a backend's result, a handler failure, an error the
-//! gateway raises while dispatching — is shaped here through `protocol::shape` for the client's generation,
-//! and framed as the client accepts it (a JSON body or SSE events).
+//! Every outcome — a backend's result, a handler failure, an error the gateway raises while dispatching, a
+//! middleware's answer — is shaped here through `protocol::shape` for the client's generation, stamped as
+//! the request's endpoint answers.
+//!
+//! The design card's response actor was this function behind a mailbox: it owned no state, so each request
+//! paid a mailbox turn for a function call (the design card's rule: a hop that carries no state is a
+//! function call). It must not decide anything about an outcome: `protocol::shape` does.
 
-use std::sync::Arc;
-
-use actix::prelude::*;
 use protocol::shape::{Failure, Refusal, Shaped, Stamp, gateway_error, refusal, shape};
 use protocol::{Error, Generation, Method, RequestId};
 use serde_json::value::RawValue;
-
-use crate::endpoint::Endpoint;
-use crate::pipeline::middleware::is_tool_error;
 
 /// What a dispatched request ended in.
 #[derive(Debug)]
@@ -59,42 +57,7 @@ pub fn backend_outcome(
     }
 }
 
-/// How long a request waits for its worker's response actor.
-const SHAPE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
-
-struct ResponseActor;
-
-impl Actor for ResponseActor {
-    type Context = Context<Self>;
-}
-
-#[derive(Message)]
-#[rtype(result = "Shaped")]
-struct Shape {
-    id: RequestId,
-    method: Method,
-    generation: Generation,
-    outcome: Outcome,
-    endpoint: Arc<Endpoint>,
-}
-
-impl Handler<Shape> for ResponseActor {
-    // Shaping is synchronous CPU work on bytes in memory: answered at once, in mailbox order.
-    type Result = MessageResult<Shape>;
-
-    fn handle(&mut self, msg: Shape, _: &mut Self::Context) -> Self::Result {
-        MessageResult(shape_outcome(
-            &msg.endpoint.stamp,
-            &msg.id,
-            msg.method,
-            msg.generation,
-            msg.outcome,
-        ))
-    }
-}
-
-/// Shapes an outcome with an endpoint's stamp (also used directly where no actor runs, e.g. inside the
-/// stdio loop's fallback).
+/// Shapes an outcome with an endpoint's stamp.
 pub fn shape_outcome(
     stamp: &Stamp,
     id: &RequestId,
@@ -110,57 +73,13 @@ pub fn shape_outcome(
     }
 }
 
-/// The response actor's handle. Shaping never waits on anything, so a full or stopped actor is bypassed:
-/// the handle shapes inline rather than queueing without bound.
-#[derive(Clone)]
-pub struct ResponseHandle {
-    addr: Addr<ResponseActor>,
-}
-
-impl std::fmt::Debug for ResponseHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ResponseHandle")
+/// A backend's `isError: true` (top-level key only; results are not parsed further, and one that does not
+/// hold the text `"isError"` not at all).
+pub(crate) fn is_tool_error(raw: &RawValue) -> bool {
+    if !raw.get().contains("\"isError\"") {
+        return false;
     }
-}
-
-impl ResponseHandle {
-    /// Starts a response actor on the current arbiter.
-    pub fn start() -> ResponseHandle {
-        let addr = ResponseActor.start();
-        ResponseHandle { addr }
-    }
-
-    /// Shapes an outcome for the client, stamped as `endpoint` answers. The actor's mailbox is bounded by the routing permits of this worker
-    /// (every request holds one from validation to its answer); the deadline bounds the wait.
-    pub async fn shape(
-        &self,
-        id: RequestId,
-        method: Method,
-        generation: Generation,
-        outcome: Outcome,
-        endpoint: &Arc<Endpoint>,
-    ) -> Shaped {
-        let msg = Shape {
-            id: id.clone(),
-            method,
-            generation,
-            outcome,
-            endpoint: endpoint.clone(),
-        };
-        match tokio::time::timeout(SHAPE_DEADLINE, self.addr.send(msg)).await {
-            Ok(Ok(shaped)) => shaped,
-            Ok(Err(_)) | Err(_) => {
-                let failure = Failure::Internal {
-                    reason: "the response could not be shaped in time".into(),
-                };
-                shape_outcome(
-                    &endpoint.stamp,
-                    &id,
-                    method,
-                    generation,
-                    Outcome::Failed(failure),
-                )
-            }
-        }
-    }
+    protocol::raw::RawObject::parse(raw)
+        .and_then(|o| o.get("isError").map(|v| v.get() == "true"))
+        .unwrap_or(false)
 }

@@ -15,10 +15,9 @@ use bytes::Bytes;
 use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate_stdio};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::auth::Principal;
 use crate::catalog::CatalogSnapshot;
-use crate::endpoint::Endpoint;
 use crate::pipeline::Chain;
+use crate::pipeline::context::Accepted;
 use crate::policy::views::{Seen, Views};
 
 use crate::session::Session;
@@ -37,19 +36,20 @@ impl protocol::validate::Headers for HeaderSource<'_> {
     }
 }
 
-/// A validated request, the catalog it was validated against, and its place in the worker's bound.
+/// What routing resolved: the validated request, the view it was validated against, and its place in the
+/// worker's bound (the request's context is built of this and what the front accepted).
 #[derive(Debug)]
 pub struct Routed {
     /// The request.
     pub valid: ValidRequest,
-    /// The catalog snapshot its names were checked in.
-    pub snapshot: Arc<CatalogSnapshot>,
+    /// The catalog as the request may see it: its names were checked in it.
+    pub view: Arc<CatalogSnapshot>,
     /// Held until the request is answered (a streamed answer carries it to its end).
     pub permit: InFlight,
     /// With `[traces]`: when routing began and ended, and the parent the client's headers name.
     pub trace: Option<Arrival>,
     /// When the request was accepted (before validation): its duration is counted from here.
-    pub accepted: std::time::Instant,
+    pub arrived: std::time::Instant,
 }
 
 /// One request's place in its worker's bound of requests in flight (`max_in_flight_per_worker`), from
@@ -137,9 +137,8 @@ impl RoutingActor {
 struct Route {
     origin: Origin,
     body: Bytes,
-    session: Option<Arc<Session>>,
-    principal: Option<Arc<Principal>>,
-    endpoint: Arc<Endpoint>,
+    /// What the front accepted (the session, principal and endpoint validation needs).
+    accepted: Arc<Accepted>,
 }
 
 /// What the actor answers: the request and its snapshot (the handle adds the permit).
@@ -157,10 +156,9 @@ impl Handler<Route> for RoutingActor {
         let Route {
             mut origin,
             mut body,
-            session,
-            principal,
-            endpoint,
+            accepted,
         } = msg;
+        let endpoint = &accepted.endpoint;
         let full = self.current();
         let live = self.gw.live.load();
         if live.version != self.views_for {
@@ -188,7 +186,7 @@ impl Handler<Route> for RoutingActor {
             served.of = full;
         }
         let base = served.base.clone();
-        let principal = principal.as_deref();
+        let principal = accepted.principal.as_deref();
         let mut view = served.views.as_mut().map(|v| v.view(&base, principal));
         let mut base = base;
         let searches = live
@@ -222,7 +220,7 @@ impl Handler<Route> for RoutingActor {
             Some(seen) => seen,
             None => base.as_ref(),
         };
-        let session = session.as_deref().map(Session::validation_view);
+        let session = accepted.session.as_deref().map(Session::validation_view);
         let valid = match &origin {
             Origin::Http(method, headers) => {
                 let headers = HeaderSource(headers);
@@ -310,6 +308,11 @@ impl RoutingHandle {
         }
     }
 
+    /// The gateway this worker serves.
+    pub fn gateway(&self) -> &Arc<Gateway> {
+        &self.gw
+    }
+
     /// The middleware chain of this worker: the configured one is rebuilt (once per worker) after a reload
     /// (its rate limits and `[[middleware]]` tables may have changed).
     pub fn chain(&self) -> Chain {
@@ -329,18 +332,16 @@ impl RoutingHandle {
         }
     }
 
-    /// Validates a request against the catalog as `principal` may see it at `endpoint` (one that arrives while the
+    /// Validates a request against the catalog as its principal may see it at its endpoint (one that arrives while the
     /// gateway is starting waits for the first catalog: it is never validated against an empty one and told
     /// a tool is unknown).
     pub async fn route(
         &self,
         origin: Origin,
         body: Bytes,
-        session: Option<Arc<Session>>,
-        principal: Option<Arc<Principal>>,
-        endpoint: Arc<Endpoint>,
+        accepted: Arc<Accepted>,
     ) -> Result<Routed, Rejection> {
-        let accepted = std::time::Instant::now();
+        let arrived = std::time::Instant::now();
         if self.gw.drain.phase() >= crate::drain::Phase::CutOff {
             return Err(overloaded("the gateway is shutting down"));
         }
@@ -360,17 +361,15 @@ impl RoutingHandle {
         let request = self.addr.send(Route {
             origin,
             body,
-            session,
-            principal,
-            endpoint,
+            accepted,
         });
         match tokio::time::timeout(self.deadline, request).await {
             Ok(Ok(result)) => result.map(|v| Routed {
                 valid: v.valid,
-                snapshot: v.snapshot,
+                view: v.snapshot,
                 permit: InFlight(permit, running),
                 trace: trace.map(Arrival::routed),
-                accepted,
+                arrived,
             }),
             Ok(Err(_)) => Err(overloaded("the routing actor stopped")),
             Err(_) => Err(overloaded("validation did not finish in time")),

@@ -228,7 +228,7 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     gw.resource_cache.clear();
     for method in snapshot.changed_lists(&previous) {
         applied.lists_changed.push(method.to_string());
-        crate::notify::changes::deliver(gw, &Notification::new(method.to_string(), None));
+        crate::notify::changes::deliver(gw, None, &Notification::new(method.to_string(), None));
     }
     for name in &fresh {
         crate::notify::changes::sync_backend(gw, name);

@@ -2,9 +2,9 @@
 //! backends as `serve` does (`start_backends`: a `builtin = ["mock-backend", …]` backend runs in this
 //! process), builds the [`Gateway`] and its first catalog (serve's own `first_catalog`, which also starts the
 //! event watcher), and starts one worker's actors (`front::http::Worker::start`: the routing actor with the
-//! `[[middleware]]` chain, the response actor). [`InProcessGateway::post`] then pushes one POST's headers
-//! and body through the production path — `RoutingHandle::route` (validation), `Answering::answer` (the
-//! worker's `Chain`, the dispatch, shaping) — and hands back what the HTTP front would write: status,
+//! `[[middleware]]` chain). [`InProcessGateway::post`] then pushes one POST's headers
+//! and body through the production path — `Accepted::deliver`: `RoutingHandle::route` (validation), the
+//! request's context, `Answering::answer` (the worker's `Chain`, the dispatch, shaping) — and hands back what the HTTP front would write: status,
 //! headers, body. The pipeline's tests and `benches/pipeline.rs` drive it.
 //!
 //! It must run inside an actix `System` (the actors start on the current arbiter). It must not re-implement
@@ -27,7 +27,7 @@ use crate::auth_context::AuthContext;
 use crate::config::Config;
 use crate::front::http::Worker;
 use crate::pipeline::Transport;
-use crate::pipeline::answer::Answering;
+use crate::pipeline::context::Accepted;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Ending, Session};
@@ -183,6 +183,35 @@ impl InProcessGateway {
         headers: HeaderMap,
         body: Bytes,
     ) -> Exchange {
+        self.exchange(path, principal, headers, body, ExchangeOutput::default())
+            .await
+    }
+
+    /// As [`InProcessGateway::post_as`], for a request answered as a stream that may never end (a
+    /// `subscriptions/listen`): its first `messages` messages, after which the client goes away (the stream
+    /// is dropped). A request answered otherwise is answered as by `post_as`.
+    pub async fn post_first(
+        &self,
+        principal: Option<Arc<crate::auth::Principal>>,
+        headers: HeaderMap,
+        body: Bytes,
+        messages: usize,
+    ) -> Exchange {
+        let out = ExchangeOutput {
+            first: Some(messages),
+        };
+        let path = crate::endpoint::DEFAULT_PATH;
+        self.exchange(path, principal, headers, body, out).await
+    }
+
+    async fn exchange(
+        &self,
+        path: &str,
+        principal: Option<Arc<crate::auth::Principal>>,
+        headers: HeaderMap,
+        body: Bytes,
+        mut out: ExchangeOutput,
+    ) -> Exchange {
         let worker = &self.worker;
         let endpoints = worker.gw.endpoints.all();
         let endpoint = endpoints
@@ -208,12 +237,8 @@ impl InProcessGateway {
             Some(id) => worker.gw.sessions.find(&id, binding).await.ok().flatten(),
             None => None,
         };
-        let answering = Answering {
-            gw: &worker.gw,
-            response: &worker.response,
-            chain: worker.routing.chain(),
-            session: session.as_ref(),
-            can_stream: false,
+        let accepted = Accepted {
+            session,
             auth,
             // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
             principal,
@@ -223,8 +248,8 @@ impl InProcessGateway {
             endpoint,
         };
         let origin = Origin::Http(HttpMethod::Post, headers);
-        answering
-            .deliver(&worker.routing, origin, body, &mut ExchangeOutput)
+        accepted
+            .deliver(&worker.routing, origin, body, &mut out)
             .await
     }
 
@@ -241,8 +266,12 @@ impl InProcessGateway {
     }
 }
 
-/// The harness's output: what the HTTP front would send, collected.
-struct ExchangeOutput;
+/// The harness's output: what the HTTP front would send, collected (of a stream, its `first` messages
+/// when set, else all of them).
+#[derive(Default)]
+struct ExchangeOutput {
+    first: Option<usize>,
+}
 
 impl Output for ExchangeOutput {
     type Reply = Exchange;
@@ -260,6 +289,9 @@ impl Output for ExchangeOutput {
         while let Some(message) = rx.recv().await {
             if !message.is_empty() {
                 streamed.push(message);
+            }
+            if self.first.is_some_and(|n| streamed.len() >= n) {
+                break;
             }
         }
         Exchange {
@@ -305,5 +337,7 @@ mod reload_tests;
 mod search_tests;
 #[cfg(test)]
 mod shaping_tests;
+#[cfg(test)]
+mod subscription_tests;
 #[cfg(test)]
 mod tests;

@@ -4,14 +4,20 @@
 //! stream), a 2026-07-28 client with a `subscriptions/listen` stream — and the gateway keeps, per backend,
 //! one subscription covering every URI any client wants from it (`BackendHandle::listen`). What backends
 //! announce comes back here and fans out to exactly the clients that asked: `resources/updated` to the
-//! subscribers of that URI, `list_changed` to legacy sessions (unsolicited, as their era does) and to the
-//! listen streams that asked for that kind. Bounded: a session holds at most [`MAX_PER_SESSION`] URIs, the
-//! gateway at most [`MAX_LISTENS`] listen streams, and every delivery is a `try_send`.
+//! subscribers of that URI through the backend that sent it, `list_changed` to legacy sessions (unsolicited,
+//! as their era does) and to the listen streams that asked for that kind.
+//!
+//! Bounded: a session holds at most [`MAX_PER_SESSION`] URIs, a listen request names at most
+//! [`MAX_PER_LISTEN`], a caller holds at most [`MAX_PER_CALLER`] over its sessions and streams and at most
+//! [`MAX_LISTENS_PER_CALLER`] streams, the gateway at most [`MAX_LISTENS`] streams; every delivery is a
+//! `try_send`. Every table is indexed by what a change names (backend and URI, kind of list change), so
+//! subscribing, syncing a backend and fanning a notification out cost work in proportion to what they name.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use handlers::Caller;
 use protocol::meta::SUBSCRIPTION_ID;
 use protocol::raw::RawObject;
 use protocol::{Method, Notification, RequestId};
@@ -20,7 +26,14 @@ use tokio::sync::mpsc;
 
 /// URIs one legacy session may subscribe to.
 pub const MAX_PER_SESSION: usize = 1024;
-/// Listen streams held at once.
+/// URIs one `subscriptions/listen` request may name.
+pub const MAX_PER_LISTEN: usize = 1024;
+/// URIs one caller (a principal, else a legacy session, else a client address) may hold subscribed at once,
+/// over all its sessions and listen streams.
+pub const MAX_PER_CALLER: usize = 4096;
+/// Listen streams one caller may hold open at once.
+pub const MAX_LISTENS_PER_CALLER: usize = 64;
+/// Listen streams held at once: the pool every stream takes its place from, for its lifetime.
 pub const MAX_LISTENS: usize = 100_000;
 
 /// What a 2026-07-28 `subscriptions/listen` asked for (and what the gateway acknowledges).
@@ -32,35 +45,138 @@ pub struct Filter {
     pub prompts: bool,
     /// `resourcesListChanged`.
     pub resources: bool,
-    /// `resourceSubscriptions`.
-    pub uris: BTreeSet<String>,
+    /// `resourceSubscriptions`: each URI, and the backend the client's view routes it to.
+    pub uris: BTreeMap<String, String>,
 }
 
 /// Why a subscription is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SubscribeError {
     /// The session holds its maximum of URIs.
-    #[error("the session already subscribes to {MAX_PER_SESSION} resources")]
+    #[error("the session already subscribes to {MAX_PER_SESSION} resources, its maximum")]
     TooMany,
+    /// The caller holds its maximum of URIs over its sessions and streams.
+    #[error(
+        "this client already subscribes to {MAX_PER_CALLER} resources over its sessions and streams, its maximum"
+    )]
+    TooManyForCaller,
+    /// The caller holds its maximum of listen streams.
+    #[error("this client already holds {MAX_LISTENS_PER_CALLER} subscription streams, its maximum")]
+    TooManyListensForCaller,
     /// The gateway holds its maximum of listen streams.
     #[error("the gateway holds its maximum of {MAX_LISTENS} subscription streams")]
     TooManyListens,
+}
+
+impl SubscribeError {
+    /// Whether the client is at its own bound (its request is refused as invalid params, naming the bound);
+    /// else the gateway is (overload).
+    pub fn is_callers(&self) -> bool {
+        !matches!(self, SubscribeError::TooManyListens)
+    }
 }
 
 struct Listen {
     id: RequestId,
     filter: Filter,
     tx: mpsc::Sender<Vec<u8>>,
+    caller: Option<Caller>,
 }
 
+/// What one caller holds now.
+#[derive(Debug, Default, Clone, Copy)]
+struct Held {
+    streams: usize,
+    uris: usize,
+}
+
+/// The three kinds of list change a listen stream may ask for, as indexes into [`State::kinds`].
+fn kind_of(method: Option<Method>) -> Option<usize> {
+    match method {
+        Some(Method::NotificationsToolsListChanged) => Some(0),
+        Some(Method::NotificationsPromptsListChanged) => Some(1),
+        Some(Method::NotificationsResourcesListChanged) => Some(2),
+        _ => None,
+    }
+}
+
+/// A resource subscribed through a backend: (backend, URI).
+type Route = (String, String);
+
+/// Every table is indexed by what a change names, so that a subscription, a listen stream or a notification
+/// costs work in proportion to what it names, never to everything subscribed.
 #[derive(Default)]
 struct State {
-    /// URI → (backend, legacy sessions subscribed).
-    uris: BTreeMap<String, (String, BTreeSet<String>)>,
-    /// Legacy session → its URIs.
-    sessions: HashMap<String, BTreeSet<String>>,
+    /// (backend, URI) → legacy sessions subscribed to the URI through that backend.
+    uris: BTreeMap<(String, String), BTreeSet<String>>,
+    /// Legacy session → who it counts against, and its (backend, URI)s.
+    sessions: HashMap<String, (Option<Caller>, BTreeSet<Route>)>,
     /// Listen streams by a local key.
     listens: HashMap<u64, Listen>,
+    /// (backend, URI) → listen streams subscribed to the URI through that backend.
+    listening: BTreeMap<(String, String), BTreeSet<u64>>,
+    /// The listen streams that asked for each kind of list change (tools, prompts, resources).
+    kinds: [BTreeSet<u64>; 3],
+    /// Backend → the URIs clients want from it, and how many subscriptions want each.
+    by_backend: HashMap<String, BTreeMap<String, usize>>,
+    /// What each caller holds (an entry only while it holds something).
+    callers: HashMap<Caller, Held>,
+}
+
+impl State {
+    fn want(&mut self, backend: &str, uri: &str) {
+        *self
+            .by_backend
+            .entry(backend.to_owned())
+            .or_default()
+            .entry(uri.to_owned())
+            .or_insert(0) += 1;
+    }
+
+    fn unwant(&mut self, backend: &str, uri: &str) {
+        let Some(uris) = self.by_backend.get_mut(backend) else {
+            return;
+        };
+        if let Some(n) = uris.get_mut(uri) {
+            *n -= 1;
+            if *n == 0 {
+                uris.remove(uri);
+            }
+        }
+        if uris.is_empty() {
+            self.by_backend.remove(backend);
+        }
+    }
+
+    fn held(&mut self, caller: Option<Caller>, change: impl FnOnce(&mut Held)) {
+        let Some(caller) = caller else { return };
+        let held = self.callers.entry(caller).or_default();
+        change(held);
+        if held.streams == 0 && held.uris == 0 {
+            self.callers.remove(&caller);
+        }
+    }
+
+    fn holds(&self, caller: Option<Caller>) -> Held {
+        caller
+            .and_then(|c| self.callers.get(&c).copied())
+            .unwrap_or_default()
+    }
+
+    /// Removes one (backend, URI) of a legacy session from the tables.
+    fn remove_subscriber(&mut self, key: &(String, String), session: &str, caller: Option<Caller>) {
+        let Some(sessions) = self.uris.get_mut(key) else {
+            return;
+        };
+        let removed = sessions.remove(session);
+        if sessions.is_empty() {
+            self.uris.remove(key);
+        }
+        if removed {
+            self.unwant(&key.0, &key.1);
+            self.held(caller, |h| h.uris = h.uris.saturating_sub(1));
+        }
+    }
 }
 
 /// Every subscription the gateway holds. Locks are held only for map updates, never across an `.await`.
@@ -90,16 +206,38 @@ pub struct Recipients {
     pub listens: Vec<(mpsc::Sender<Vec<u8>>, Vec<u8>)>,
 }
 
-/// Removes a listen stream when its request ends.
+/// A listen stream's place in the pool ([`MAX_LISTENS`]) and in its caller's bounds, held for the stream's
+/// lifetime: dropping it removes the stream and everything it subscribed to.
 #[derive(Debug)]
-pub struct ListenGuard<'a> {
-    subs: &'a Subscriptions,
+pub struct ListenGuard {
+    subs: std::sync::Arc<Subscriptions>,
     key: u64,
 }
 
-impl Drop for ListenGuard<'_> {
+impl Drop for ListenGuard {
     fn drop(&mut self) {
-        self.subs.lock().listens.remove(&self.key);
+        let mut state = self.subs.lock();
+        let Some(listen) = state.listens.remove(&self.key) else {
+            return;
+        };
+        for kind in &mut state.kinds {
+            kind.remove(&self.key);
+        }
+        for (uri, backend) in &listen.filter.uris {
+            let key = (backend.clone(), uri.clone());
+            if let Some(keys) = state.listening.get_mut(&key) {
+                keys.remove(&self.key);
+                if keys.is_empty() {
+                    state.listening.remove(&key);
+                }
+            }
+            state.unwant(backend, uri);
+        }
+        let uris = listen.filter.uris.len();
+        state.held(listen.caller, |h| {
+            h.streams = h.streams.saturating_sub(1);
+            h.uris = h.uris.saturating_sub(uris);
+        });
     }
 }
 
@@ -110,33 +248,72 @@ impl Subscriptions {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A legacy session subscribes to `uri`, served by `backend`.
+    /// A legacy session subscribes to `uri`, served by `backend` (one accepted elsewhere: another replica
+    /// took it within its bounds).
     pub fn subscribe(&self, session: &str, uri: &str, backend: &str) -> Result<(), SubscribeError> {
+        self.subscribe_as(None, session, uri, backend)
+    }
+
+    /// A legacy session of `caller` subscribes to `uri`, served by `backend`: within the session's bound
+    /// and the caller's.
+    pub fn subscribe_as(
+        &self,
+        caller: Option<Caller>,
+        session: &str,
+        uri: &str,
+        backend: &str,
+    ) -> Result<(), SubscribeError> {
         let mut state = self.lock();
-        let mine = state.sessions.entry(session.to_owned()).or_default();
-        if !mine.contains(uri) && mine.len() >= MAX_PER_SESSION {
+        let key = (backend.to_owned(), uri.to_owned());
+        let (owner, mine) = state
+            .sessions
+            .get(session)
+            .map(|(c, m)| (*c, m.contains(&key)))
+            .unwrap_or((caller, false));
+        if mine {
+            return Ok(());
+        }
+        let count = state.sessions.get(session).map_or(0, |(_, m)| m.len());
+        if count >= MAX_PER_SESSION {
             return Err(SubscribeError::TooMany);
         }
-        mine.insert(uri.to_owned());
-        let entry = state
+        if owner.is_some() && state.holds(owner).uris >= MAX_PER_CALLER {
+            return Err(SubscribeError::TooManyForCaller);
+        }
+        state
+            .sessions
+            .entry(session.to_owned())
+            .or_insert_with(|| (owner, BTreeSet::new()))
+            .1
+            .insert(key.clone());
+        state
             .uris
-            .entry(uri.to_owned())
-            .or_insert_with(|| (backend.to_owned(), BTreeSet::new()));
-        entry.1.insert(session.to_owned());
+            .entry(key)
+            .or_default()
+            .insert(session.to_owned());
+        state.want(backend, uri);
+        state.held(owner, |h| h.uris += 1);
         Ok(())
     }
 
-    /// A legacy session unsubscribes from `uri`.
+    /// A legacy session unsubscribes from `uri` (through whichever backend it subscribed).
     pub fn unsubscribe(&self, session: &str, uri: &str) {
         let mut state = self.lock();
-        if let Some(mine) = state.sessions.get_mut(session) {
-            mine.remove(uri);
-            if mine.is_empty() {
-                // A session with no subscription left holds none (it may rest again).
-                state.sessions.remove(session);
-            }
+        let Some((caller, mine)) = state.sessions.get_mut(session) else {
+            return;
+        };
+        let caller = *caller;
+        let keys: Vec<(String, String)> = mine.iter().filter(|(_, u)| u == uri).cloned().collect();
+        for key in &keys {
+            mine.remove(key);
         }
-        remove_subscriber(&mut state, uri, session);
+        if mine.is_empty() {
+            // A session with no subscription left holds none (it may rest again).
+            state.sessions.remove(session);
+        }
+        for key in &keys {
+            state.remove_subscriber(key, session, caller);
+        }
     }
 
     /// A legacy session ended: all its subscriptions go (and [`Subscriptions::changed`] wakes when it had
@@ -144,11 +321,11 @@ impl Subscriptions {
     pub fn end_session(&self, session: &str) {
         let removed = {
             let mut state = self.lock();
-            let uris = state.sessions.remove(session).unwrap_or_default();
-            for uri in &uris {
-                remove_subscriber(&mut state, uri, session);
+            let (caller, keys) = state.sessions.remove(session).unwrap_or_default();
+            for key in &keys {
+                state.remove_subscriber(key, session, caller);
             }
-            !uris.is_empty()
+            !keys.is_empty()
         };
         if removed {
             self.changed.notify_one();
@@ -162,7 +339,10 @@ impl Subscriptions {
 
     /// How many URIs a legacy session subscribes to.
     pub fn count_of(&self, session: &str) -> usize {
-        self.lock().sessions.get(session).map_or(0, BTreeSet::len)
+        self.lock()
+            .sessions
+            .get(session)
+            .map_or(0, |(_, m)| m.len())
     }
 
     /// How many 2026-07-28 `subscriptions/listen` streams are open.
@@ -186,87 +366,97 @@ impl Subscriptions {
         self.changed.notify_one();
     }
 
-    /// A listen stream opens; it is removed when the guard drops.
+    /// A listen stream of `caller` opens, within the pool and the caller's bounds; it is removed when the
+    /// guard drops.
     pub fn listen(
-        &self,
+        self: &std::sync::Arc<Self>,
         id: RequestId,
         filter: Filter,
+        caller: Option<Caller>,
         tx: mpsc::Sender<Vec<u8>>,
-    ) -> Result<ListenGuard<'_>, SubscribeError> {
+    ) -> Result<ListenGuard, SubscribeError> {
         let mut state = self.lock();
+        let held = state.holds(caller);
+        if held.streams >= MAX_LISTENS_PER_CALLER {
+            return Err(SubscribeError::TooManyListensForCaller);
+        }
+        if held.uris + filter.uris.len() > MAX_PER_CALLER {
+            return Err(SubscribeError::TooManyForCaller);
+        }
         if state.listens.len() >= MAX_LISTENS {
             return Err(SubscribeError::TooManyListens);
         }
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        state.listens.insert(key, Listen { id, filter, tx });
-        Ok(ListenGuard { subs: self, key })
-    }
-
-    /// The URIs clients want from `backend` (what its own subscription must cover); `route` names the
-    /// backend serving a URI a listen stream asked for.
-    pub fn uris_of(
-        &self,
-        backend: &str,
-        route: impl Fn(&str) -> Option<String>,
-    ) -> BTreeSet<String> {
-        let state = self.lock();
-        let mut uris: BTreeSet<String> = state
-            .uris
-            .iter()
-            .filter(|(_, (b, _))| b == backend)
-            .map(|(uri, _)| uri.clone())
-            .collect();
-        uris.extend(
+        let wanted = [filter.tools, filter.prompts, filter.resources];
+        for (kind, wanted) in state.kinds.iter_mut().zip(wanted) {
+            if wanted {
+                kind.insert(key);
+            }
+        }
+        for (uri, backend) in &filter.uris {
             state
-                .listens
-                .values()
-                .flat_map(|l| l.filter.uris.iter())
-                .filter(|u| route(u).as_deref() == Some(backend))
-                .cloned(),
+                .listening
+                .entry((backend.clone(), uri.clone()))
+                .or_default()
+                .insert(key);
+            state.want(backend, uri);
+        }
+        let uris = filter.uris.len();
+        state.held(caller, |h| {
+            h.streams += 1;
+            h.uris += uris;
+        });
+        state.listens.insert(
+            key,
+            Listen {
+                id,
+                filter,
+                tx,
+                caller,
+            },
         );
-        uris
+        Ok(ListenGuard {
+            subs: std::sync::Arc::clone(self),
+            key,
+        })
     }
 
-    /// Who must hear a backend's notification.
-    pub fn recipients(&self, n: &Notification) -> Recipients {
+    /// The URIs clients want from `backend` (what its own subscription must cover).
+    pub fn uris_of(&self, backend: &str) -> BTreeSet<String> {
+        self.lock()
+            .by_backend
+            .get(backend)
+            .map(|uris| uris.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Who must hear `backend`'s notification: a resource's subscribers through that backend, or the
+    /// streams that asked for a kind of list change (`backend` is not needed for those).
+    pub fn recipients(&self, backend: Option<&str>, n: &Notification) -> Recipients {
         let state = self.lock();
         let method = n.known_method();
-        let uri = (method == Some(Method::NotificationsResourcesUpdated))
-            .then(|| {
-                n.params
-                    .as_deref()
-                    .and_then(RawObject::parse)
-                    .and_then(|p| {
-                        p.get("uri")
-                            .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
-                    })
-            })
-            .flatten();
         let mut out = Recipients::default();
-        match (method, &uri) {
-            (Some(Method::NotificationsResourcesUpdated), Some(uri)) => {
-                if let Some((_, sessions)) = state.uris.get(uri) {
-                    out.sessions.extend(sessions.iter().cloned());
-                }
-            }
-            (
-                Some(
-                    Method::NotificationsToolsListChanged
-                    | Method::NotificationsPromptsListChanged
-                    | Method::NotificationsResourcesListChanged,
-                ),
-                _,
-            ) => out.all_sessions = true,
-            _ => return out,
-        }
-        for listen in state.listens.values() {
-            let wanted = match method {
-                Some(Method::NotificationsToolsListChanged) => listen.filter.tools,
-                Some(Method::NotificationsPromptsListChanged) => listen.filter.prompts,
-                Some(Method::NotificationsResourcesListChanged) => listen.filter.resources,
-                _ => uri.as_ref().is_some_and(|u| listen.filter.uris.contains(u)),
+        let listens: Vec<u64> = if method == Some(Method::NotificationsResourcesUpdated) {
+            let (Some(uri), Some(backend)) = (updated_uri(n), backend) else {
+                return out;
             };
-            if wanted {
+            let key = (backend.to_owned(), uri);
+            if let Some(sessions) = state.uris.get(&key) {
+                out.sessions.extend(sessions.iter().cloned());
+            }
+            state
+                .listening
+                .get(&key)
+                .map(|keys| keys.iter().copied().collect())
+                .unwrap_or_default()
+        } else if let Some(kind) = kind_of(method) {
+            out.all_sessions = true;
+            state.kinds[kind].iter().copied().collect()
+        } else {
+            return out;
+        };
+        for key in listens {
+            if let Some(listen) = state.listens.get(&key) {
                 out.listens.push((listen.tx.clone(), tagged(n, &listen.id)));
             }
         }
@@ -274,13 +464,10 @@ impl Subscriptions {
     }
 }
 
-fn remove_subscriber(state: &mut State, uri: &str, session: &str) {
-    if let Some((_, sessions)) = state.uris.get_mut(uri) {
-        sessions.remove(session);
-        if sessions.is_empty() {
-            state.uris.remove(uri);
-        }
-    }
+/// The URI of a `notifications/resources/updated`.
+pub fn updated_uri(n: &Notification) -> Option<String> {
+    let params = RawObject::parse(n.params.as_deref()?)?;
+    serde_json::from_str(params.get("uri")?.get()).ok()
 }
 
 /// The notification as a listen stream carries it: `_meta` tagged with the subscription id.
@@ -304,6 +491,7 @@ pub fn tagged(n: &Notification, subscription: &RequestId) -> Vec<u8> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn updated(uri: &str) -> Notification {
         Notification::new(
@@ -312,49 +500,83 @@ mod tests {
         )
     }
 
+    fn uris(backend: &str, names: impl IntoIterator<Item = String>) -> BTreeMap<String, String> {
+        names.into_iter().map(|u| (u, backend.to_owned())).collect()
+    }
+
     #[test]
     fn updates_reach_subscribers_only() {
         let subs = Subscriptions::default();
         subs.subscribe("s1", "file:///a", "files").unwrap();
         subs.subscribe("s2", "file:///b", "files").unwrap();
-        assert_eq!(subs.recipients(&updated("file:///a")).sessions, vec!["s1"]);
-        assert!(subs.recipients(&updated("file:///c")).sessions.is_empty());
-        assert_eq!(subs.uris_of("files", |_| None).len(), 2);
+        let to = |uri| subs.recipients(Some("files"), &updated(uri)).sessions;
+        assert_eq!(to("file:///a"), vec!["s1"]);
+        assert!(to("file:///c").is_empty());
+        assert_eq!(subs.uris_of("files").len(), 2);
         subs.unsubscribe("s1", "file:///a");
-        assert!(subs.recipients(&updated("file:///a")).sessions.is_empty());
+        assert!(to("file:///a").is_empty());
         // s1 holds nothing now (its actor may rest); s2 still does.
         assert!(!subs.has_session("s1"));
         assert!(subs.has_session("s2") && subs.has_sessions());
         subs.end_session("s2");
-        assert!(subs.uris_of("files", |_| None).is_empty());
+        assert!(subs.uris_of("files").is_empty());
         assert!(!subs.has_sessions());
     }
 
     #[test]
+    fn a_resource_update_reaches_only_who_subscribed_through_the_backend_that_sent_it() {
+        let subs = Arc::new(Subscriptions::default());
+        subs.subscribe("s1", "mem://x", "a").unwrap();
+        let (tx, _rx) = mpsc::channel(4);
+        let filter = Filter {
+            uris: uris("a", ["mem://x".to_owned()]),
+            ..Filter::default()
+        };
+        let _guard = subs.listen(RequestId::number(1), filter, None, tx).unwrap();
+        // Backend b serves (to another view) the same URI: its update is not a's subscribers' business.
+        let from_b = subs.recipients(Some("b"), &updated("mem://x"));
+        assert!(from_b.sessions.is_empty() && from_b.listens.is_empty());
+        let from_a = subs.recipients(Some("a"), &updated("mem://x"));
+        assert_eq!((from_a.sessions.len(), from_a.listens.len()), (1, 1));
+        assert!(subs.uris_of("b").is_empty());
+    }
+
+    #[test]
     fn listen_streams_get_what_they_asked_for_tagged() {
-        let subs = Subscriptions::default();
+        let subs = Arc::new(Subscriptions::default());
         let (tx, _rx) = mpsc::channel(4);
         let filter = Filter {
             tools: true,
-            uris: ["file:///a".to_owned()].into(),
+            uris: uris("files", ["file:///a".to_owned()]),
             ..Filter::default()
         };
-        let guard = subs.listen(RequestId::number(9), filter, tx).unwrap();
-        let r = subs.recipients(&Notification::new("notifications/tools/list_changed", None));
+        let guard = subs.listen(RequestId::number(9), filter, None, tx).unwrap();
+        let changed = |method: &str| subs.recipients(None, &Notification::new(method, None));
+        let r = changed("notifications/tools/list_changed");
         assert_eq!(r.listens.len(), 1);
+        assert!(r.all_sessions);
         let msg: serde_json::Value = serde_json::from_slice(&r.listens[0].1).unwrap();
         assert_eq!(msg["params"]["_meta"][SUBSCRIPTION_ID], 9);
         assert!(
-            subs.recipients(&Notification::new(
-                "notifications/prompts/list_changed",
-                None
-            ))
-            .listens
-            .is_empty()
+            changed("notifications/prompts/list_changed")
+                .listens
+                .is_empty()
         );
-        assert_eq!(subs.recipients(&updated("file:///a")).listens.len(), 1);
+        let to_a = || subs.recipients(Some("files"), &updated("file:///a"));
+        assert_eq!(to_a().listens.len(), 1);
+        assert_eq!(subs.uris_of("files").len(), 1);
         drop(guard);
-        assert!(subs.recipients(&updated("file:///a")).listens.is_empty());
+        assert!(to_a().listens.is_empty());
+        assert!(
+            changed("notifications/tools/list_changed")
+                .listens
+                .is_empty()
+        );
+        assert!(
+            subs.uris_of("files").is_empty(),
+            "the stream's URIs go with it"
+        );
+        assert_eq!(subs.lock().callers.len(), 0);
     }
 
     #[test]
@@ -368,5 +590,105 @@ mod tests {
             Err(SubscribeError::TooMany)
         );
         subs.subscribe("s", "u0", "b").unwrap();
+    }
+
+    #[test]
+    fn a_caller_with_many_sessions_and_streams_is_bounded_across_them() {
+        let subs = Arc::new(Subscriptions::default());
+        let caller = Some(Caller::new("principal", b"alice"));
+        let other = Some(Caller::new("principal", b"bob"));
+        // Four sessions of one principal fill its bound; a fifth session's first URI is refused.
+        for s in 0..MAX_PER_CALLER / MAX_PER_SESSION {
+            for i in 0..MAX_PER_SESSION {
+                subs.subscribe_as(caller, &format!("s{s}"), &format!("u{i}"), "b")
+                    .unwrap();
+            }
+        }
+        assert_eq!(
+            subs.subscribe_as(caller, "s-more", "u0", "b"),
+            Err(SubscribeError::TooManyForCaller)
+        );
+        let (tx, _rx) = mpsc::channel(1);
+        let one = Filter {
+            uris: uris("b", ["x".to_owned()]),
+            ..Filter::default()
+        };
+        assert_eq!(
+            subs.listen(RequestId::number(1), one.clone(), caller, tx.clone())
+                .err(),
+            Some(SubscribeError::TooManyForCaller)
+        );
+        // Another principal is not affected.
+        subs.subscribe_as(other, "t", "u0", "b").unwrap();
+        let guard = subs.listen(RequestId::number(2), one, other, tx.clone());
+        assert!(guard.is_ok());
+        // Its sessions gone, the caller may subscribe again.
+        subs.end_session("s0");
+        subs.subscribe_as(caller, "s-more", "u0", "b").unwrap();
+    }
+
+    #[test]
+    fn a_caller_holds_at_most_its_streams() {
+        let subs = Arc::new(Subscriptions::default());
+        let caller = Some(Caller::new("address", &[127, 0, 0, 1]));
+        let (tx, _rx) = mpsc::channel(1);
+        let mut held = Vec::new();
+        for i in 0..MAX_LISTENS_PER_CALLER {
+            let id = RequestId::number(i as i64);
+            held.push(
+                subs.listen(id, Filter::default(), caller, tx.clone())
+                    .unwrap(),
+            );
+        }
+        let refused = subs
+            .listen(RequestId::number(-1), Filter::default(), caller, tx.clone())
+            .err();
+        assert_eq!(refused, Some(SubscribeError::TooManyListensForCaller));
+        assert!(refused.is_some_and(|e| e.is_callers()));
+        held.pop();
+        assert!(
+            subs.listen(RequestId::number(-2), Filter::default(), caller, tx)
+                .is_ok()
+        );
+    }
+
+    /// Regression: a listen stream with a few thousand URIs re-scanned every subscribed URI once per URI it
+    /// named (under the lock, on the worker's thread). Now each backend's URIs are its own index: what one
+    /// backend's sync reads is what that backend serves, whatever else is subscribed.
+    #[test]
+    fn subscribing_many_uris_costs_work_in_proportion_to_them_not_to_everything_subscribed() {
+        let subs = Arc::new(Subscriptions::default());
+        let (tx, _rx) = mpsc::channel(1);
+        let mut guards = Vec::new();
+        // 40 streams of 1,000 URIs each through backend "big"; one URI through "small".
+        for s in 0..40 {
+            let filter = Filter {
+                uris: uris("big", (0..1000).map(|i| format!("mem://{s}/{i}"))),
+                ..Filter::default()
+            };
+            guards.push(
+                subs.listen(RequestId::number(s), filter, None, tx.clone())
+                    .unwrap(),
+            );
+        }
+        let filter = Filter {
+            uris: uris("small", ["mem://one".to_owned()]),
+            ..Filter::default()
+        };
+        guards.push(
+            subs.listen(RequestId::number(99), filter, None, tx.clone())
+                .unwrap(),
+        );
+        let state = subs.lock();
+        // What "small"'s sync reads: its own index entry, one URI.
+        assert_eq!(state.by_backend.get("small").map(BTreeMap::len), Some(1));
+        assert_eq!(state.by_backend.get("big").map(BTreeMap::len), Some(40_000));
+        // An update of one URI reaches its one stream through the index, not by visiting the 41 streams.
+        let key = ("big".to_owned(), "mem://7/7".to_owned());
+        assert_eq!(state.listening.get(&key).map(BTreeSet::len), Some(1));
+        drop(state);
+        assert_eq!(subs.uris_of("small").len(), 1);
+        let r = subs.recipients(Some("big"), &updated("mem://7/7"));
+        assert_eq!(r.listens.len(), 1);
     }
 }

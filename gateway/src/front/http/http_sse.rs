@@ -16,7 +16,8 @@ use super::body::{BodyLimits, read_body};
 use super::connections::Connection;
 use super::stream::{KEEP_ALIVE, Watch, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, rejection_response};
-use crate::pipeline::answer::{Answering, pump};
+use crate::pipeline::answer::pump;
+use crate::pipeline::context::Accepted;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Session, Transport, sse_event};
@@ -123,12 +124,8 @@ pub(super) async fn post(
             headers.insert(HeaderName::from_static("mcp-session-id"), v);
         }
     }
-    let answering = Answering {
-        gw,
-        response: &worker.response,
-        chain: worker.routing.chain(),
-        session: session.as_ref(),
-        can_stream: true,
+    let accepted = Accepted {
+        session: session.clone(),
         auth,
         principal,
         client: super::client_ip(&req, gw),
@@ -143,7 +140,7 @@ pub(super) async fn post(
         bound_to,
     };
     let origin = Origin::Http(HttpMethod::Post, headers);
-    answering
+    accepted
         .deliver(&worker.routing, origin, body, &mut out)
         .await
 }

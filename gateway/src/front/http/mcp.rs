@@ -17,7 +17,7 @@ use super::connections::Connection;
 use super::stream::{KEEP_ALIVE, Watch, messages_body, sse_body, watched, write_timeout};
 use super::{Worker, event_stream, message_response, rejection_response};
 use crate::endpoint::{Endpoint, Refused};
-use crate::pipeline::answer::Answering;
+use crate::pipeline::context::Accepted;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::routing::Origin;
 use crate::session::{Session, StoreFull, Transport};
@@ -145,19 +145,15 @@ async fn handle(
     let principal = super::gate::principal_of(req);
     let authorization = req.headers().get(AUTHORIZATION).map(|v| v.as_bytes());
     let auth = worker.gw.auth_context(principal.as_deref(), authorization);
-    let mut answering = Answering {
-        gw: &worker.gw,
-        response: &worker.response,
-        chain: worker.routing.chain(),
+    let mut accepted = Accepted {
         session: None,
-        can_stream: false,
         auth,
         principal,
         client: super::client_ip(req, &worker.gw),
         transport: Transport::StreamableHttp,
         endpoint,
     };
-    let session = match session_of(req, worker, answering.binding()).await {
+    let session = match session_of(req, worker, accepted.binding(&worker.gw)).await {
         Ok(session) => session,
         Err(full) => {
             let refused = Rejection::overloaded(&full.to_string(), None);
@@ -170,9 +166,9 @@ async fn handle(
             return rejection_response(&refused);
         }
     };
-    answering.session = session.as_ref();
+    accepted.session = session;
     let origin = Origin::Http(method, req.headers().clone());
-    let response = answering
+    let response = accepted
         .deliver(
             &worker.routing,
             origin,

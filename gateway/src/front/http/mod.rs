@@ -25,7 +25,6 @@ use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 
 use crate::pipeline::Chain;
-use crate::pipeline::response::ResponseHandle;
 pub use crate::pipeline::routing::HeaderSource;
 use crate::pipeline::routing::RoutingHandle;
 use crate::session::sse_event;
@@ -38,8 +37,6 @@ pub struct Worker {
     pub gw: Arc<Gateway>,
     /// This worker's routing actor.
     pub routing: RoutingHandle,
-    /// This worker's response actor.
-    pub response: ResponseHandle,
     /// Host and Origin checks.
     pub origin: OriginPolicy,
     /// CORS for browser pages.
@@ -61,13 +58,11 @@ impl Worker {
     }
 
     fn with_routing(gw: Arc<Gateway>, routing: RoutingHandle) -> Worker {
-        let response = ResponseHandle::start();
         let origin = OriginPolicy::from_config(&gw.config.server);
         let cors = CorsPolicy::from_config(&gw.config.server);
         Worker {
             gw,
             routing,
-            response,
             origin,
             cors,
         }

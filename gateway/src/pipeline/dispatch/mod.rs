@@ -19,6 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
+use crate::pipeline::context::RequestContext;
 pub mod replay;
 mod search;
 
@@ -41,12 +42,12 @@ struct FromState {
 /// `{"missing": [names], "stale": [names]}` (see [`CatalogSnapshot::degraded`]).
 pub const DEGRADED: &str = "io.mcpgw/degraded";
 
-/// Everything dispatch needs besides the call.
+/// Everything dispatch needs besides the call: the gateway, and what it borrows of the request's context.
 #[derive(Debug)]
 pub struct Dispatch<'a> {
     /// The gateway.
     pub gw: &'a Arc<Gateway>,
-    /// The snapshot the call was validated against.
+    /// The catalog as the request may see it (its context's view: the call was validated against it).
     pub snapshot: &'a CatalogSnapshot,
     /// The generation the client speaks.
     pub generation: Generation,
@@ -56,7 +57,7 @@ pub struct Dispatch<'a> {
     pub related: Option<RelatedSink>,
     /// Who is asking: sealed states are bound to it, private cache entries keyed by it.
     pub auth: AuthContext,
-    /// Who the call counts against for a backend's per-caller share: the session, else the client's address.
+    /// Who the call counts against for a backend's per-caller share (the context's caller).
     pub caller: Option<Caller>,
     /// The backend the call was routed to, once dispatch knows it (for the access log).
     pub backend: std::cell::OnceCell<String>,
@@ -66,56 +67,48 @@ pub struct Dispatch<'a> {
     /// "token_exchange"`).
     pub subject: Option<crate::auth::SubjectToken>,
     /// The endpoint the request arrived at (its instructions in `server/discover`).
-    pub endpoint: Arc<crate::endpoint::Endpoint>,
-}
-
-/// A client's address as a caller of backends: a request without a session counts against it for a
-/// backend's per-caller share (`max_in_flight_per_session`).
-fn address_caller(ip: std::net::IpAddr) -> Caller {
-    match ip {
-        std::net::IpAddr::V4(v4) => Caller::new("address", &v4.octets()),
-        std::net::IpAddr::V6(v6) => Caller::new("address", &v6.octets()),
-    }
+    pub endpoint: &'a Arc<crate::endpoint::Endpoint>,
 }
 
 impl<'a> Dispatch<'a> {
-    /// The dispatch of one request in the context it was validated in (no sink for its own
-    /// notifications: see `request_stream` for a request answered as a stream).
-    pub fn new(
+    /// The dispatch of one request in its context, for `principal` (the one the middleware chain ended
+    /// with); no sink for its own notifications (see [`Dispatch::with_sink`]).
+    pub(crate) fn new(
         gw: &'a Arc<Gateway>,
-        snapshot: &'a CatalogSnapshot,
-        generation: Generation,
-        session: Option<&'a Session>,
-        auth: AuthContext,
-        client: Option<std::net::IpAddr>,
+        request: &'a RequestContext,
+        principal: Option<&crate::auth::Principal>,
     ) -> Dispatch<'a> {
         Dispatch {
             gw,
-            snapshot,
-            generation,
-            session,
+            snapshot: request.view(),
+            generation: request.generation(),
+            session: request.session().map(|s| &**s),
             related: None,
-            auth,
-            caller: session
-                .map(Session::caller)
-                .or_else(|| client.map(address_caller)),
+            auth: request.auth(),
+            caller: request.caller(),
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
-            subject: None,
-            endpoint: gw.endpoints.default_endpoint().clone(),
+            subject: principal.and_then(|p| p.token.clone()),
+            endpoint: request.endpoint(),
         }
     }
 
-    /// The same dispatch, for a request that arrived at `endpoint`.
-    pub fn at(mut self, endpoint: Arc<crate::endpoint::Endpoint>) -> Dispatch<'a> {
-        self.endpoint = endpoint;
-        self
-    }
-
-    /// The same dispatch, for a request of a principal that presented this token.
-    pub fn with_subject(mut self, principal: Option<&crate::auth::Principal>) -> Dispatch<'a> {
-        self.subject = principal.and_then(|p| p.token.clone());
-        self
+    /// Another dispatch in the same context whose request's own messages go to `sink` (a streamed answer
+    /// dispatches once per round).
+    pub(crate) fn with_sink(&self, sink: RelatedSink) -> Dispatch<'a> {
+        Dispatch {
+            gw: self.gw,
+            snapshot: self.snapshot,
+            generation: self.generation,
+            session: self.session,
+            related: Some(sink),
+            auth: self.auth,
+            caller: self.caller,
+            backend: std::cell::OnceCell::new(),
+            backend_time: std::cell::Cell::new(Duration::ZERO),
+            subject: self.subject.clone(),
+            endpoint: self.endpoint,
+        }
     }
 }
 
@@ -317,7 +310,11 @@ impl Dispatch<'_> {
         let backend = route.backend.to_owned();
         self.routed_to(&backend);
         if on {
-            if let Err(e) = self.gw.subscriptions.subscribe(&session.id, uri, &backend) {
+            let subscribed =
+                self.gw
+                    .subscriptions
+                    .subscribe_as(self.caller, &session.id, uri, &backend);
+            if let Err(e) = subscribed {
                 return Outcome::Error(Error::new(
                     ErrorCode::InvalidParams,
                     format!("invalid params: {e}"),

@@ -9,6 +9,7 @@ use protocol::{Error, ErrorCode, Method, RequestId};
 use serde_json::value::RawValue;
 
 use super::*;
+use crate::pipeline::context::RequestContext;
 
 /// A catalog with one tool, `t`.
 struct OneTool;
@@ -48,7 +49,7 @@ fn ctx(method: Method) -> MwContext {
     let ValidKind::Call(call) = valid.into_kind() else {
         panic!("a call")
     };
-    MwContext::new(call, generation, Transport::StreamableHttp)
+    MwContext::new(call, &Rc::new(RequestContext::for_tests(generation)))
 }
 
 fn ok() -> Response {
