@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::catalog::CatalogSnapshot;
 use crate::notify::changes::sync_backend;
+use crate::session::Reader;
 use crate::session::subscriptions::{Filter, tagged};
 use crate::state::Gateway;
 
@@ -22,11 +23,13 @@ const BUFFER: usize = 256;
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
 /// Opens a listen stream; its messages arrive on the returned channel until the client goes away. The
-/// resource URIs honoured are those some backend serves in `snapshot`, the catalog as the client may see it.
+/// resource URIs honoured are those some backend serves in `snapshot`, the catalog as the client may see it;
+/// what reaches the stream later is judged by `reader`'s view then (`notify::fanout`).
 pub fn open(
     gw: &Arc<Gateway>,
     snapshot: &CatalogSnapshot,
     call: &Call,
+    reader: Reader,
 ) -> Result<mpsc::Receiver<Vec<u8>>, Error> {
     let params: SubscriptionsListenRequestParams = call.request().params_as()?;
     let asked = params.notifications;
@@ -69,7 +72,10 @@ pub fn open(
         .collect();
     let gw = gw.clone();
     actix_rt::spawn(async move {
-        let guard = match gw.subscriptions.listen(id, filter, tx.clone()) {
+        let guard = match gw
+            .subscriptions
+            .listen(id, filter, tx.clone(), Arc::new(reader))
+        {
             Ok(g) => g,
             Err(e) => {
                 tracing::warn!(error = %e, "subscription stream refused");

@@ -196,7 +196,7 @@ impl Answering<'_> {
                     self.count(listen, Some(generation), counted, accepted);
                     return Answer::Message(refused);
                 }
-                match streams::open(self.gw, snapshot, &call) {
+                match streams::open(self.gw, snapshot, &call, self.reader()) {
                     Ok(rx) => {
                         self.count(listen, Some(generation), Counted::Ok, accepted);
                         Answer::Stream(rx)

@@ -135,6 +135,10 @@ impl Answering<'_> {
 
     /// Answers a routed request and writes the answer through `out`.
     pub(crate) async fn settle<O: Output>(&self, routed: Routed, out: &mut O) -> O::Reply {
+        if let Some(session) = self.session {
+            // What the gateway sends it outside its requests is judged by this reader's view.
+            session.read_by(self.endpoint.index, self.principal.as_deref());
+        }
         let accepts = routed.valid.accepts();
         let accepted = routed.accepted;
         match self.answer(routed).await {
@@ -164,6 +168,7 @@ impl Answering<'_> {
                     self.binding(),
                 ) {
                     Ok(session) => {
+                        session.read_by(self.endpoint.index, self.principal.as_deref());
                         self.count(initialize, Some(generation), Outcome::Ok, accepted);
                         out.started(session, shaped, accepts).await
                     }
@@ -185,5 +190,10 @@ impl Answering<'_> {
                 None => out.refused(no_session()).await,
             },
         }
+    }
+
+    /// Who reads what is sent outside this request (a listen stream's notifications).
+    pub(crate) fn reader(&self) -> crate::session::Reader {
+        crate::session::Reader::new(self.endpoint.index, self.principal.as_deref())
     }
 }

@@ -9,14 +9,16 @@
 //! gateway at most [`MAX_LISTENS`] listen streams, and every delivery is a `try_send`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use protocol::meta::SUBSCRIPTION_ID;
 use protocol::raw::RawObject;
 use protocol::{Method, Notification, RequestId};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
+
+use super::Reader;
 
 /// URIs one legacy session may subscribe to.
 pub const MAX_PER_SESSION: usize = 1024;
@@ -51,6 +53,8 @@ struct Listen {
     id: RequestId,
     filter: Filter,
     tx: mpsc::Sender<Vec<u8>>,
+    /// Whose view judges what reaches it (`notify`).
+    reader: Arc<Reader>,
 }
 
 #[derive(Default)]
@@ -86,9 +90,14 @@ pub struct Recipients {
     pub all_sessions: bool,
     /// Legacy sessions to push the plain notification to.
     pub sessions: Vec<String>,
-    /// Listen streams with the message tagged with their subscription id.
-    pub listens: Vec<(mpsc::Sender<Vec<u8>>, Vec<u8>)>,
+    /// Listen streams with the message tagged with their subscription id, and their reader (whose view
+    /// `notify` judges the message by).
+    pub listens: Vec<ListenRecipient>,
 }
+
+/// A listen stream that must hear a notification: its sender, the message tagged with its subscription id,
+/// and its reader.
+pub type ListenRecipient = (mpsc::Sender<Vec<u8>>, Vec<u8>, Arc<Reader>);
 
 /// Removes a listen stream when its request ends.
 #[derive(Debug)]
@@ -192,13 +201,22 @@ impl Subscriptions {
         id: RequestId,
         filter: Filter,
         tx: mpsc::Sender<Vec<u8>>,
+        reader: Arc<Reader>,
     ) -> Result<ListenGuard<'_>, SubscribeError> {
         let mut state = self.lock();
         if state.listens.len() >= MAX_LISTENS {
             return Err(SubscribeError::TooManyListens);
         }
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        state.listens.insert(key, Listen { id, filter, tx });
+        state.listens.insert(
+            key,
+            Listen {
+                id,
+                filter,
+                tx,
+                reader,
+            },
+        );
         Ok(ListenGuard { subs: self, key })
     }
 
@@ -267,7 +285,11 @@ impl Subscriptions {
                 _ => uri.as_ref().is_some_and(|u| listen.filter.uris.contains(u)),
             };
             if wanted {
-                out.listens.push((listen.tx.clone(), tagged(n, &listen.id)));
+                out.listens.push((
+                    listen.tx.clone(),
+                    tagged(n, &listen.id),
+                    listen.reader.clone(),
+                ));
             }
         }
         out
@@ -339,7 +361,10 @@ mod tests {
             uris: ["file:///a".to_owned()].into(),
             ..Filter::default()
         };
-        let guard = subs.listen(RequestId::number(9), filter, tx).unwrap();
+        let reader = Arc::new(Reader::new(0, None));
+        let guard = subs
+            .listen(RequestId::number(9), filter, tx, reader)
+            .unwrap();
         let r = subs.recipients(&Notification::new("notifications/tools/list_changed", None));
         assert_eq!(r.listens.len(), 1);
         let msg: serde_json::Value = serde_json::from_slice(&r.listens[0].1).unwrap();
