@@ -1,7 +1,8 @@
 //! What backends announce on their own, handled in one place: (re)connections and list changes rebuild the
 //! catalog (merged when they come in bursts) and re-establish each backend's subscription; list changes and
 //! resource updates then fan out to the clients that asked (see `subscriptions`), and log messages sent
-//! outside a request to the legacy sessions that asked for logging.
+//! outside a request to the legacy sessions that asked for logging — each only to readers whose view shows
+//! the backend, or whose view changed ([`fanout`](super::fanout)).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,13 +10,13 @@ use std::time::Duration;
 use handlers::{BackendEvent, ListenFilter};
 use protocol::payload::LoggingLevel;
 use protocol::raw::RawObject;
-use protocol::{Message, Method, Notification};
+use protocol::{Method, Notification};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::notify::fanout::{self, Seen};
 use crate::notify::listing::{Scope, refresh};
-use crate::session::sse_event;
-use crate::session::subscriptions::updated_uri;
+use crate::notify::readers::ReaderViews;
 use crate::state::Gateway;
 
 /// Catalog refreshes triggered close together are merged into one.
@@ -54,7 +55,8 @@ impl Pending {
 /// each backend the ledger has due (a failed listing's retry, the end of a down backend's grace period).
 pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
     let mut pending = Pending::default();
-    let mut list_changes: Vec<Notification> = Vec::new();
+    // The readers' views of the current catalog (log messages and updates are judged by them).
+    let mut views = ReaderViews::new(gw.live().policy.clone());
     let mut listed_all_at = Instant::now();
     let mut stale_at = stale_refresh_at(&gw, listed_all_at);
     loop {
@@ -89,9 +91,8 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                         if scope == Scope::All {
                             listed_all_at = now;
                         }
-                        refresh(&gw, &scope).await;
-                        for n in list_changes.drain(..) {
-                            deliver(&gw, None, &n);
+                        if let Some((before, after)) = refresh(&gw, &scope).await {
+                            views = list_changes(&gw, views, &before, &after);
                         }
                     }
                     // Every new catalog says when its lists go stale (none while a backend is degraded).
@@ -132,17 +133,19 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                     {
                         gw.resource_cache.clear();
                     }
+                    // Who hears of it is decided once the catalog is refreshed: the readers whose view changed.
                     pending.add(Pending::one(&backend));
-                    if !list_changes.iter().any(|n| n.method == notification.method) {
-                        list_changes.push(notification);
-                    }
                 }
-                Some(Method::NotificationsMessage) => deliver_log(&gw, &backend, &notification),
+                Some(Method::NotificationsMessage) => {
+                    views.follow(gw.live().policy.as_ref());
+                    fanout::log(&gw, &mut views, &backend, &notification);
+                }
                 Some(Method::NotificationsResourcesUpdated) => {
                     if let Some(uri) = updated_uri(&notification) {
                         gw.resource_cache.invalidate(&uri);
+                        views.follow(gw.live().policy.as_ref());
+                        fanout::update(&gw, &mut views, &backend, &uri, &notification);
                     }
-                    deliver(&gw, Some(&backend), &notification);
                 }
                 _ => {
                     tracing::debug!(%backend, method = %notification.method, "backend notification not tied to a request: dropped")
@@ -158,50 +161,39 @@ fn stale_refresh_at(gw: &Gateway, earliest: Instant) -> Option<Instant> {
     Some(Instant::from_std(expires).max(earliest))
 }
 
-/// Sends a notification (`backend`'s, for a resource update) to every client that asked for it; a session
-/// gone meanwhile loses its subscriptions.
-pub fn deliver(gw: &Gateway, backend: Option<&str>, n: &Notification) {
-    let recipients = gw.subscriptions.recipients(backend, n);
-    if recipients.all_sessions {
-        let event = sse_event(&Message::Notification(n.clone()).to_bytes());
-        for session in gw.sessions.all() {
-            // A failure is counted and logged by the handle.
-            let _ = session.handle.push(event.clone());
-        }
-    }
-    if !recipients.sessions.is_empty() {
-        let event = sse_event(&Message::Notification(n.clone()).to_bytes());
-        for id in recipients.sessions {
-            match gw.sessions.peek(&id) {
-                Some(session) => {
-                    let _ = session.handle.push(event.clone());
-                }
-                None => gw.subscriptions.end_session(&id),
-            }
-        }
-    }
-    for (tx, message) in recipients.listens {
-        if tx.try_send(message).is_err() {
-            crate::session::note_stream_dropped("a subscription stream is full");
-        }
-    }
+/// The URI of a `notifications/resources/updated`.
+fn updated_uri(n: &Notification) -> Option<String> {
+    let params = protocol::raw::RawObject::parse(n.params.as_deref()?)?;
+    serde_json::from_str(params.get("uri")?.get()).ok()
 }
 
-/// A log message a backend sent outside any request (process-wide): to every legacy session that asked for
-/// logging (`logging/setLevel`) at or below its level, on its GET stream. 2026-07-28 clients ask per request
-/// only, and log messages never go on their listen streams.
-fn deliver_log(gw: &Gateway, backend: &str, n: &Notification) {
-    let event = sse_event(&Message::Notification(n.clone()).to_bytes());
-    let mut sent = 0usize;
-    for session in gw.sessions.all() {
-        if !level_passes(n, session.log_level()) {
-            continue;
-        }
-        if session.handle.push(event.clone()).is_ok() {
-            sent += 1;
-        }
-    }
-    tracing::debug!(%backend, sent, "relayed a backend's log message sent outside a request");
+/// The catalog went from `before` to `after`: each reader hears of the lists its view changed in (judged
+/// under the policy in force now); the views of `after` are kept for what comes next.
+fn list_changes(
+    gw: &Gateway,
+    mut views: ReaderViews,
+    before: &Arc<crate::catalog::CatalogSnapshot>,
+    after: &Arc<crate::catalog::CatalogSnapshot>,
+) -> ReaderViews {
+    let policy = gw.live().policy.clone();
+    views.follow(policy.as_ref());
+    let mut next = ReaderViews::new(policy);
+    let heard = fanout::list_changes(
+        gw,
+        Seen {
+            full: before,
+            views: &mut views,
+        },
+        Seen {
+            full: after,
+            views: &mut next,
+        },
+    );
+    tracing::debug!(
+        ?heard,
+        "list changes sent to the readers whose view changed"
+    );
+    next
 }
 
 /// Brings every backend's own subscription in line (a session ended: what it wanted is no longer wanted).

@@ -175,9 +175,12 @@ async fn attempt(handle: &BackendHandle, naming: &Naming) -> Attempt {
     }
 }
 
-/// Lists the backends in `scope` again and swaps the new catalog in; on a collision the old catalog stays
-/// and the error is logged.
-pub async fn refresh(gw: &Arc<Gateway>, scope: &Scope) {
+/// Lists the backends in `scope` again and swaps the new catalog in: the catalog before and after. On a
+/// collision the old catalog stays and the error is logged (`None`).
+pub async fn refresh(
+    gw: &Arc<Gateway>,
+    scope: &Scope,
+) -> Option<(Arc<CatalogSnapshot>, Arc<CatalogSnapshot>)> {
     match build(gw, scope, false).await {
         Ok(snapshot) => {
             tracing::info!(
@@ -186,9 +189,15 @@ pub async fn refresh(gw: &Arc<Gateway>, scope: &Scope) {
                 stale = ?snapshot.backends_stale(),
                 "catalog refreshed"
             );
-            gw.catalog.replace(Arc::new(snapshot));
+            let before = gw.catalog.snapshot();
+            let after = Arc::new(snapshot);
+            gw.catalog.replace(after.clone());
+            Some((before, after))
         }
-        Err(e) => tracing::error!(error = %e, "catalog not refreshed; the previous one stays"),
+        Err(e) => {
+            tracing::error!(error = %e, "catalog not refreshed; the previous one stays");
+            None
+        }
     }
 }
 

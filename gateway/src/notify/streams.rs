@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::catalog::CatalogSnapshot;
 use crate::notify::changes::sync_backend;
+use crate::session::Reader;
 use crate::session::subscriptions::{Filter, MAX_PER_LISTEN, tagged};
 use crate::state::Gateway;
 
@@ -37,13 +38,15 @@ pub enum Refused {
 
 /// Opens a listen stream for `caller`; its messages arrive on the returned channel until the client goes
 /// away. The resource URIs honoured are those `view` (the catalog as the client may see it) routes to a
-/// backend; each is subscribed through that backend. The stream takes its place in the pool and in the
+/// backend; each is subscribed through that backend, and what reaches the stream later is judged by
+/// `reader`'s view then (`notify::fanout`). The stream takes its place in the pool and in the
 /// caller's bounds before anything is acknowledged, and holds it for its lifetime.
 pub fn open(
     gw: &Arc<Gateway>,
     view: &CatalogSnapshot,
     call: &Call,
     caller: Option<Caller>,
+    reader: Reader,
 ) -> Result<mpsc::Receiver<Vec<u8>>, Refused> {
     let params: SubscriptionsListenRequestParams =
         call.request().params_as().map_err(Refused::Invalid)?;
@@ -84,7 +87,7 @@ pub fn open(
     let id = call.request().id.clone();
     let guard = gw
         .subscriptions
-        .listen(id.clone(), filter, caller, tx.clone())
+        .listen(id.clone(), filter, caller, tx.clone(), Arc::new(reader))
         .map_err(|e| {
             if e.is_callers() {
                 Refused::Invalid(Error::new(

@@ -224,7 +224,8 @@ impl Answering<'_> {
                 let Some(call) = ctx.into_call() else {
                     return call::not_a_call();
                 };
-                let outcome = match streams::open(&gw, request.view(), &call, request.caller()) {
+                let (view, caller, reader) = (request.view(), request.caller(), request.reader());
+                let outcome = match streams::open(&gw, view, &call, caller, reader) {
                     Ok(rx) => {
                         stream.set(Some(rx));
                         Outcome::Result(raw_value(&json!({})))

@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::auth_context::AuthContext;
 use crate::catalog::CatalogSnapshot;
 use crate::endpoint::Endpoint;
-use crate::session::{Session, Transport};
+use crate::session::{Reader, Session, Transport};
 use crate::state::Gateway;
 use crate::telemetry::spans::Arrival;
 
@@ -164,6 +164,12 @@ impl RequestContext {
     /// Who it counts against (see [`Accepted::caller`]).
     pub fn caller(&self) -> Option<Caller> {
         self.caller
+    }
+
+    /// Who reads what is sent outside this request (a listen stream's notifications, a session's): whose
+    /// view `notify` judges it by.
+    pub fn reader(&self) -> Reader {
+        Reader::new(self.endpoint().index, self.principal().map(|p| &**p))
     }
 
     /// What the front accepted.

@@ -152,6 +152,10 @@ pub(crate) async fn settle<O: Output>(
         arrived,
         trace,
     ));
+    if let Some(session) = request.session() {
+        // What the gateway sends it outside its requests is judged by this reader's view.
+        read_by(session, &request);
+    }
     let answering = Answering {
         gw,
         chain: routing.chain(),
@@ -185,6 +189,7 @@ pub(crate) async fn settle<O: Output>(
                 accepted.binding(gw),
             ) {
                 Ok(session) => {
+                    read_by(&session, &request);
                     answering.count(initialize, Some(generation), Outcome::Ok, arrived);
                     out.started(session, shaped, accepts).await
                 }
@@ -206,4 +211,9 @@ pub(crate) async fn settle<O: Output>(
             None => out.refused(no_session()).await,
         },
     }
+}
+
+/// Records who reads what the gateway sends `session` outside its requests: this request's reader.
+fn read_by(session: &Session, request: &RequestContext) {
+    session.read_by(request.endpoint().index, request.principal().map(|p| &**p));
 }

@@ -6,8 +6,9 @@
 //! it started are stopped again).
 //!
 //! Sessions, streams and connections are untouched: a reload replaces what requests are routed *to*, never a
-//! client's state. Legacy sessions hear `notifications/*/list_changed` for each list that changed; 2026-07-28
-//! clients see the catalog's new version in their next list (and its `ttlMs`).
+//! client's state. Legacy sessions (and listen streams that asked) hear `notifications/*/list_changed` for
+//! each list of their own view that changed — the catalog's change, or their policy's; 2026-07-28 clients see
+//! the catalog's new version in their next list (and its `ttlMs`).
 //!
 //! A removed or changed backend is retired, never cut: new requests go to the new catalog and backends at
 //! once, while requests already in flight on the old handle finish there; it is shut down when none is left
@@ -23,10 +24,11 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use handlers::BackendHandle;
-use protocol::Notification;
 
 use crate::config::{Config, ConfigError};
+use crate::notify::fanout::Seen;
 use crate::notify::listing::Attempt;
+use crate::notify::readers::ReaderViews;
 use crate::state::{Gateway, Live};
 
 /// Where the config came from, to be read again.
@@ -71,7 +73,7 @@ pub struct Applied {
     pub rate_limits: bool,
     /// Whether the `[[middleware]]` tables changed.
     pub middlewares: bool,
-    /// The lists whose items changed (their `list_changed` went to legacy sessions).
+    /// The lists whose items changed in the catalog (each reader whose view changed in one heard of it).
     pub lists_changed: Vec<String>,
     /// Settings that changed but apply only at the next start.
     pub at_restart: Vec<String>,
@@ -228,8 +230,21 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     gw.resource_cache.clear();
     for method in snapshot.changed_lists(&previous) {
         applied.lists_changed.push(method.to_string());
-        crate::notify::changes::deliver(gw, None, &Notification::new(method.to_string(), None));
     }
+    // Each reader hears of the lists its own view changed in: the catalog's, or its policy's.
+    let mut before = ReaderViews::new(live.policy.clone());
+    let mut after = ReaderViews::new(gw.live().policy.clone());
+    crate::notify::fanout::list_changes(
+        gw,
+        Seen {
+            full: &previous,
+            views: &mut before,
+        },
+        Seen {
+            full: &snapshot,
+            views: &mut after,
+        },
+    );
     for name in &fresh {
         crate::notify::changes::sync_backend(gw, name);
     }

@@ -136,6 +136,16 @@ impl InProcessGateway {
         InProcessGateway::start_from(config, backends, events, None).await
     }
 
+    /// As [`InProcessGateway::start_with_backends`], with the sender of `events` too (for the backends a
+    /// reload starts, and for a test that reports what a backend announces).
+    pub async fn start_with_backends_and_events(
+        config: Config,
+        backends: std::collections::BTreeMap<String, BackendHandle>,
+        events: (mpsc::Sender<BackendEvent>, mpsc::Receiver<BackendEvent>),
+    ) -> Result<InProcessGateway, ServeError> {
+        InProcessGateway::start_from(config, backends, events.1, Some(events.0)).await
+    }
+
     async fn start_from(
         config: Config,
         backends: std::collections::BTreeMap<String, BackendHandle>,
@@ -253,6 +263,40 @@ impl InProcessGateway {
             .await
     }
 
+    /// As [`InProcessGateway::post_at`] for a request answered as a stream that does not end by itself (a
+    /// `subscriptions/listen`): its messages as they come, on the returned channel (empty ones are
+    /// keep-alives); dropping it is the client going away. Any other answer is `Err`.
+    pub async fn open_stream_at(
+        &self,
+        path: &str,
+        principal: Option<Arc<crate::auth::Principal>>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<mpsc::Receiver<Vec<u8>>, Exchange> {
+        let worker = &self.worker;
+        let endpoint = worker
+            .gw
+            .endpoints
+            .all()
+            .iter()
+            .find(|e| e.path == path)
+            .unwrap_or_else(|| worker.gw.endpoints.default_endpoint())
+            .clone();
+        let auth = AuthContext::of_headers(&headers);
+        let accepted = Accepted {
+            session: None,
+            auth,
+            principal,
+            client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
+            transport: Transport::StreamableHttp,
+            endpoint,
+        };
+        let origin = Origin::Http(HttpMethod::Post, headers);
+        accepted
+            .deliver(&worker.routing, origin, body, &mut StreamOutput)
+            .await
+    }
+
     /// Ends a legacy session, as a DELETE with its `Mcp-Session-Id` would.
     pub fn end_session(&self, id: &str) {
         self.gw.sessions.end(id, Ending::Deleted);
@@ -323,10 +367,47 @@ impl Output for ExchangeOutput {
     }
 }
 
+/// The harness's output for a stream that does not end by itself: the stream handed over as it is.
+struct StreamOutput;
+
+impl Output for StreamOutput {
+    type Reply = Result<mpsc::Receiver<Vec<u8>>, Exchange>;
+
+    fn can_stream(&self, accepts: Accepts) -> bool {
+        accepts.sse
+    }
+
+    async fn message(&mut self, shaped: Shaped, _: Accepts) -> Self::Reply {
+        Err(Exchange::shaped(shaped))
+    }
+
+    async fn stream(&mut self, rx: mpsc::Receiver<Vec<u8>>) -> Self::Reply {
+        Ok(rx)
+    }
+
+    async fn accepted(&mut self) -> Self::Reply {
+        Err(Exchange::status(202))
+    }
+
+    async fn started(&mut self, _: Arc<Session>, shaped: Shaped, _: Accepts) -> Self::Reply {
+        Err(Exchange::shaped(shaped))
+    }
+
+    async fn open_stream(&mut self, _: &Arc<Session>) -> Self::Reply {
+        Err(Exchange::status(405))
+    }
+
+    async fn ended(&mut self) -> Self::Reply {
+        Err(Exchange::status(405))
+    }
+}
+
 #[cfg(test)]
 mod endpoint_tests;
 #[cfg(test)]
 mod fixtures;
+#[cfg(test)]
+mod notify_tests;
 #[cfg(test)]
 mod openapi_tests;
 #[cfg(test)]

@@ -8,6 +8,7 @@ mod in_flight;
 mod input_requests;
 mod overview;
 mod pending;
+mod reader;
 mod rest;
 pub mod sealed;
 mod shared;
@@ -31,6 +32,7 @@ pub use overview::Recent;
 pub use pending::PendingStreams;
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;
+pub use reader::Reader;
 pub use sealed::SessionKey;
 pub use shared::touch_every;
 pub use sse::sse_event;
@@ -103,6 +105,8 @@ pub struct Session {
     /// The principal it is bound to (`AuthContext::binding`), with `[auth]` on: presented with another
     /// principal's credentials (or none) it is unknown.
     pub bound_to: Option<[u8; 16]>,
+    /// Who reads what is sent to it outside its requests (see [`Reader`]); none until a request said.
+    reader: reader::ReaderCell,
 }
 
 const NO_LEVEL: u8 = u8::MAX;
@@ -137,6 +141,7 @@ impl Session {
             published_use: AtomicU64::new(0),
             ring_version: AtomicU64::new(0),
             bound_to: None,
+            reader: reader::ReaderCell::default(),
         }
     }
 
@@ -193,6 +198,17 @@ impl Session {
     /// Records `logging/setLevel`.
     pub fn set_log_level(&self, level: LoggingLevel) {
         self.log_level.store(level as u8, Ordering::Relaxed);
+    }
+
+    /// Who reads what the gateway sends this session outside its requests: its endpoint and principal, as
+    /// its latest request presented them (`None` before any did, on this replica).
+    pub fn reader(&self) -> Option<Arc<Reader>> {
+        self.reader.get()
+    }
+
+    /// Records who this session's request came from (kept when it is the same reader).
+    pub fn read_by(&self, endpoint: usize, principal: Option<&crate::auth::Principal>) {
+        self.reader.set(endpoint, principal);
     }
 
     /// The requests this session's client has been asked and not answered yet.

@@ -24,15 +24,17 @@ use protocol::{Method, Notification, RequestId};
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
+use super::Reader;
+
 /// URIs one legacy session may subscribe to.
 pub const MAX_PER_SESSION: usize = 1024;
 /// URIs one `subscriptions/listen` request may name.
 pub const MAX_PER_LISTEN: usize = 1024;
 /// URIs one caller (a principal, else a legacy session, else a client address) may hold subscribed at once,
 /// over all its sessions and listen streams.
-pub const MAX_PER_CALLER: usize = 4096;
+pub const MAX_PER_CALLER: usize = 16_384;
 /// Listen streams one caller may hold open at once.
-pub const MAX_LISTENS_PER_CALLER: usize = 64;
+pub const MAX_LISTENS_PER_CALLER: usize = 1024;
 /// Listen streams held at once: the pool every stream takes its place from, for its lifetime.
 pub const MAX_LISTENS: usize = 100_000;
 
@@ -81,6 +83,8 @@ struct Listen {
     filter: Filter,
     tx: mpsc::Sender<Vec<u8>>,
     caller: Option<Caller>,
+    /// Whose view judges what reaches it (`notify`).
+    reader: std::sync::Arc<Reader>,
 }
 
 /// What one caller holds now.
@@ -202,9 +206,14 @@ pub struct Recipients {
     pub all_sessions: bool,
     /// Legacy sessions to push the plain notification to.
     pub sessions: Vec<String>,
-    /// Listen streams with the message tagged with their subscription id.
-    pub listens: Vec<(mpsc::Sender<Vec<u8>>, Vec<u8>)>,
+    /// Listen streams with the message tagged with their subscription id, and their reader (whose view
+    /// `notify` judges the message by).
+    pub listens: Vec<ListenRecipient>,
 }
+
+/// A listen stream that must hear a notification: its sender, the message tagged with its subscription id,
+/// and its reader.
+pub type ListenRecipient = (mpsc::Sender<Vec<u8>>, Vec<u8>, std::sync::Arc<Reader>);
 
 /// A listen stream's place in the pool ([`MAX_LISTENS`]) and in its caller's bounds, held for the stream's
 /// lifetime: dropping it removes the stream and everything it subscribed to.
@@ -374,6 +383,7 @@ impl Subscriptions {
         filter: Filter,
         caller: Option<Caller>,
         tx: mpsc::Sender<Vec<u8>>,
+        reader: std::sync::Arc<Reader>,
     ) -> Result<ListenGuard, SubscribeError> {
         let mut state = self.lock();
         let held = state.holds(caller);
@@ -413,6 +423,7 @@ impl Subscriptions {
                 filter,
                 tx,
                 caller,
+                reader,
             },
         );
         Ok(ListenGuard {
@@ -457,7 +468,11 @@ impl Subscriptions {
         };
         for key in listens {
             if let Some(listen) = state.listens.get(&key) {
-                out.listens.push((listen.tx.clone(), tagged(n, &listen.id)));
+                out.listens.push((
+                    listen.tx.clone(),
+                    tagged(n, &listen.id),
+                    std::sync::Arc::clone(&listen.reader),
+                ));
             }
         }
         out
@@ -500,6 +515,10 @@ mod tests {
         )
     }
 
+    fn reader() -> Arc<Reader> {
+        Arc::new(Reader::new(0, None))
+    }
+
     fn uris(backend: &str, names: impl IntoIterator<Item = String>) -> BTreeMap<String, String> {
         names.into_iter().map(|u| (u, backend.to_owned())).collect()
     }
@@ -532,7 +551,9 @@ mod tests {
             uris: uris("a", ["mem://x".to_owned()]),
             ..Filter::default()
         };
-        let _guard = subs.listen(RequestId::number(1), filter, None, tx).unwrap();
+        let _guard = subs
+            .listen(RequestId::number(1), filter, None, tx, reader())
+            .unwrap();
         // Backend b serves (to another view) the same URI: its update is not a's subscribers' business.
         let from_b = subs.recipients(Some("b"), &updated("mem://x"));
         assert!(from_b.sessions.is_empty() && from_b.listens.is_empty());
@@ -550,7 +571,9 @@ mod tests {
             uris: uris("files", ["file:///a".to_owned()]),
             ..Filter::default()
         };
-        let guard = subs.listen(RequestId::number(9), filter, None, tx).unwrap();
+        let guard = subs
+            .listen(RequestId::number(9), filter, None, tx, reader())
+            .unwrap();
         let changed = |method: &str| subs.recipients(None, &Notification::new(method, None));
         let r = changed("notifications/tools/list_changed");
         assert_eq!(r.listens.len(), 1);
@@ -614,13 +637,19 @@ mod tests {
             ..Filter::default()
         };
         assert_eq!(
-            subs.listen(RequestId::number(1), one.clone(), caller, tx.clone())
-                .err(),
+            subs.listen(
+                RequestId::number(1),
+                one.clone(),
+                caller,
+                tx.clone(),
+                reader()
+            )
+            .err(),
             Some(SubscribeError::TooManyForCaller)
         );
         // Another principal is not affected.
         subs.subscribe_as(other, "t", "u0", "b").unwrap();
-        let guard = subs.listen(RequestId::number(2), one, other, tx.clone());
+        let guard = subs.listen(RequestId::number(2), one, other, tx.clone(), reader());
         assert!(guard.is_ok());
         // Its sessions gone, the caller may subscribe again.
         subs.end_session("s0");
@@ -636,19 +665,31 @@ mod tests {
         for i in 0..MAX_LISTENS_PER_CALLER {
             let id = RequestId::number(i as i64);
             held.push(
-                subs.listen(id, Filter::default(), caller, tx.clone())
+                subs.listen(id, Filter::default(), caller, tx.clone(), reader())
                     .unwrap(),
             );
         }
         let refused = subs
-            .listen(RequestId::number(-1), Filter::default(), caller, tx.clone())
+            .listen(
+                RequestId::number(-1),
+                Filter::default(),
+                caller,
+                tx.clone(),
+                reader(),
+            )
             .err();
         assert_eq!(refused, Some(SubscribeError::TooManyListensForCaller));
         assert!(refused.is_some_and(|e| e.is_callers()));
         held.pop();
         assert!(
-            subs.listen(RequestId::number(-2), Filter::default(), caller, tx)
-                .is_ok()
+            subs.listen(
+                RequestId::number(-2),
+                Filter::default(),
+                caller,
+                tx,
+                reader()
+            )
+            .is_ok()
         );
     }
 
@@ -667,7 +708,7 @@ mod tests {
                 ..Filter::default()
             };
             guards.push(
-                subs.listen(RequestId::number(s), filter, None, tx.clone())
+                subs.listen(RequestId::number(s), filter, None, tx.clone(), reader())
                     .unwrap(),
             );
         }
@@ -676,7 +717,7 @@ mod tests {
             ..Filter::default()
         };
         guards.push(
-            subs.listen(RequestId::number(99), filter, None, tx.clone())
+            subs.listen(RequestId::number(99), filter, None, tx.clone(), reader())
                 .unwrap(),
         );
         let state = subs.lock();

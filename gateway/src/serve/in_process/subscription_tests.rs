@@ -110,11 +110,12 @@ async fn a_principals_listen_streams_are_bounded_per_principal() {
     let caller = Some(handlers::Caller::new("principal", b"alice"));
     let (tx, _rx) = mpsc::channel(1);
     let subscriptions = &gw.gateway().subscriptions;
+    let reader = Arc::new(crate::session::Reader::new(0, alice.as_deref()));
     let held: Vec<_> = (0..MAX_LISTENS_PER_CALLER)
         .map(|i| {
             let id = protocol::RequestId::number(i as i64);
             subscriptions
-                .listen(id, Filter::default(), caller, tx.clone())
+                .listen(id, Filter::default(), caller, tx.clone(), reader.clone())
                 .unwrap()
         })
         .collect();
