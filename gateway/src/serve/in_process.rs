@@ -307,3 +307,5 @@ mod search_tests;
 mod shaping_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod view_cache_tests;
