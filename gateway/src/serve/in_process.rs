@@ -308,4 +308,6 @@ mod shaping_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod uri_policy_tests;
+#[cfg(test)]
 mod view_cache_tests;
