@@ -5,6 +5,13 @@
 //! never cached; an update or list change for the URI drops its entries. A hit answers with the time left as
 //! its `ttlMs`.
 //!
+//! An entry is the answer of one backend: it is keyed by the backend the request's view routed the URI to
+//! (as well as the URI), so a view that routes the URI elsewhere (or cannot see that backend) never reads
+//! it, and no backend fills the entry of a URI another backend serves. A read is kept only if nothing
+//! dropped entries while it ran ([`ResourceCache::ticket`]): a reload (which replaces backends under their
+//! names and clears the cache), a list change or an update makes a read begun before it not kept, so no entry
+//! of a replaced backend, or older than an update, outlives the clear.
+//!
 //! Bounded in entries ([`MAX_ENTRIES`]) and in bytes (`[server] cache_max_bytes`: the cached results' JSON
 //! text, counted exactly), both at all times: to make room, expired entries leave first, then the soonest to
 //! expire, from the front of an index by expiry kept beside the map (O(log n) each, no scan). A result larger
@@ -31,10 +38,15 @@ struct Entry {
     at: (Instant, u64),
 }
 
-/// An entry's key: the URI, and the authorization context for a private entry (`None`: public).
-type Key = (String, Option<AuthContext>);
+/// An entry's key: the backend that answered, the URI, and the authorization context for a private entry
+/// (`None`: public).
+type Key = (String, String, Option<AuthContext>);
 
-/// Cached `resources/read` results by URI (and, for private ones, authorization context).
+/// When a read began, as the cache counts: taken before the backend is asked, handed back with its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(u64);
+
+/// Cached `resources/read` results by backend and URI (and, for private ones, authorization context).
 #[derive(Debug)]
 pub struct ResourceCache {
     max_entries: usize,
@@ -50,6 +62,8 @@ struct Inner {
     /// The bytes of every entry's result, exactly.
     bytes: usize,
     next: u64,
+    /// One more each time entries are dropped for a reason other than room (clear, invalidation).
+    generation: u64,
 }
 
 impl Inner {
@@ -106,17 +120,22 @@ impl ResourceCache {
         }
     }
 
-    /// A fresh cached result for `uri` that `auth` may reuse (a public one, else its own private one), its
-    /// `ttlMs` set to the time left.
-    pub fn get(&self, uri: &str, auth: &AuthContext) -> Option<Box<RawValue>> {
+    /// What a read about to begin hands back to [`ResourceCache::offer`] with its result.
+    pub fn ticket(&self) -> Ticket {
+        Ticket(self.inner.lock().map_or(u64::MAX, |inner| inner.generation))
+    }
+
+    /// A fresh cached result of `backend` for `uri` that `auth` may reuse (a public one, else its own private
+    /// one), its `ttlMs` set to the time left.
+    pub fn get(&self, backend: &str, uri: &str, auth: &AuthContext) -> Option<Box<RawValue>> {
         let now = Instant::now();
         let (result, left) = {
             let mut inner = self.inner.lock().ok()?;
             // The public entry first, then the caller's private one (one key, its scope changed).
-            let mut key: Key = (uri.to_owned(), None);
+            let mut key: Key = (backend.to_owned(), uri.to_owned(), None);
             let mut found = None;
             for scope in [None, Some(*auth)] {
-                key.1 = scope;
+                key.2 = scope;
                 match inner.entries.get(&key) {
                     Some(entry) if entry.at.0 > now => {
                         found = Some((entry.result.clone(), entry.at.0 - now));
@@ -135,19 +154,34 @@ impl ResourceCache {
         Some(object.to_raw())
     }
 
-    /// Keeps a backend's result read by `auth` when it says it may be reused: `resultType` complete,
-    /// `ttlMs` above zero; shared when `cacheScope` is public, for `auth` only when private. It replaces the
-    /// entry it is a newer read of; one larger than the whole byte bound is not kept.
-    pub fn offer(&self, uri: &str, auth: &AuthContext, result: &RawValue) {
+    /// Keeps `backend`'s result for `uri`, read by `auth` with `ticket`, when it says it may be reused:
+    /// `resultType` complete, `ttlMs` above zero; shared when `cacheScope` is public, for `auth` only when
+    /// private. It replaces the entry it is a newer read of; one larger than the whole byte bound is not
+    /// kept, and neither is one whose read began before entries were cleared or invalidated.
+    pub fn offer(
+        &self,
+        ticket: Ticket,
+        backend: &str,
+        uri: &str,
+        auth: &AuthContext,
+        result: &RawValue,
+    ) {
         let Some((ttl, public)) = reusable(result) else {
             return;
         };
-        let key = (uri.to_owned(), (!public).then_some(*auth));
+        let key = (
+            backend.to_owned(),
+            uri.to_owned(),
+            (!public).then_some(*auth),
+        );
         let size = result.get().len();
         let kept = (size <= self.max_bytes).then(|| result.to_owned());
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
+        if inner.generation != ticket.0 {
+            return;
+        }
         inner.remove(&key);
         let Some(result) = kept else {
             return;
@@ -162,13 +196,15 @@ impl ResourceCache {
         }
     }
 
-    /// Drops the entries of `uri`, public and private (the backend said it changed).
+    /// Drops the entries of `uri`, public and private, of every backend (a backend said it changed); reads
+    /// in flight are not kept.
     pub fn invalidate(&self, uri: &str) {
         if let Ok(mut inner) = self.inner.lock() {
+            inner.generation += 1;
             let keys: Vec<Key> = inner
                 .entries
                 .keys()
-                .filter(|(u, _)| u == uri)
+                .filter(|(_, u, _)| u == uri)
                 .cloned()
                 .collect();
             for key in keys {
@@ -177,10 +213,15 @@ impl ResourceCache {
         }
     }
 
-    /// Drops everything (the resource list changed).
+    /// Drops everything (the resource list changed, or a reload replaced backends); reads in flight are not
+    /// kept.
     pub fn clear(&self) {
         if let Ok(mut inner) = self.inner.lock() {
-            *inner = Inner::default();
+            let generation = inner.generation + 1;
+            *inner = Inner {
+                generation,
+                ..Inner::default()
+            };
         }
     }
 }
@@ -215,7 +256,7 @@ mod tests {
             let bytes: usize = inner.entries.values().map(|e| e.result.get().len()).sum();
             assert_eq!(inner.bytes, bytes, "the byte count is exact");
             assert_eq!(inner.entries.len(), inner.by_expiry.len());
-            let mut uris: Vec<String> = inner.entries.keys().map(|(u, _)| u.clone()).collect();
+            let mut uris: Vec<String> = inner.entries.keys().map(|(_, u, _)| u.clone()).collect();
             uris.sort();
             (uris, bytes)
         }
@@ -258,13 +299,19 @@ mod tests {
             ("h", 800, 60_000, &["f", "g", "h"]),
         ];
         for (uri, bytes, ttl, want) in table {
-            cache.offer(uri, &AuthContext::ANONYMOUS, &sized(bytes, ttl));
+            cache.offer(
+                cache.ticket(),
+                "b",
+                uri,
+                &AuthContext::ANONYMOUS,
+                &sized(bytes, ttl),
+            );
             let (held, total) = cache.held();
             assert_eq!(held, want, "after {uri} ({bytes} bytes)");
             assert!(total <= 1000 && held.len() <= 3, "{total} bytes");
         }
-        assert!(cache.get("big", &AuthContext::ANONYMOUS).is_none());
-        assert!(cache.get("h", &AuthContext::ANONYMOUS).is_some());
+        assert!(cache.get("b", "big", &AuthContext::ANONYMOUS).is_none());
+        assert!(cache.get("b", "h", &AuthContext::ANONYMOUS).is_some());
         cache.invalidate("h");
         cache.clear();
         assert_eq!(cache.held(), (vec![], 0));
@@ -273,11 +320,29 @@ mod tests {
     #[test]
     fn expired_results_leave_as_new_ones_arrive() {
         let cache = ResourceCache::new(3, 1000);
-        cache.offer("x", &AuthContext::ANONYMOUS, &sized(100, 1));
-        cache.offer("y", &AuthContext::ANONYMOUS, &sized(400, 60_000));
+        cache.offer(
+            cache.ticket(),
+            "b",
+            "x",
+            &AuthContext::ANONYMOUS,
+            &sized(100, 1),
+        );
+        cache.offer(
+            cache.ticket(),
+            "b",
+            "y",
+            &AuthContext::ANONYMOUS,
+            &sized(400, 60_000),
+        );
         std::thread::sleep(Duration::from_millis(5));
         // z fits beside both, but x has expired: it leaves, y stays
-        cache.offer("z", &AuthContext::ANONYMOUS, &sized(100, 90_000));
+        cache.offer(
+            cache.ticket(),
+            "b",
+            "z",
+            &AuthContext::ANONYMOUS,
+            &sized(100, 90_000),
+        );
         assert_eq!(cache.held(), (vec!["y".into(), "z".into()], 500));
         cache.invalidate("y");
         assert_eq!(cache.held(), (vec!["z".into()], 100));
@@ -324,11 +389,11 @@ mod tests {
         ];
         for (i, (result, reader, other)) in table.iter().enumerate() {
             let uri = format!("u{i}");
-            cache.offer(&uri, &alice, &raw(result));
-            assert_eq!(cache.get(&uri, &alice).is_some(), *reader, "{result}");
-            assert_eq!(cache.get(&uri, &bob).is_some(), *other, "{result}");
+            cache.offer(cache.ticket(), "b", &uri, &alice, &raw(result));
+            assert_eq!(cache.get("b", &uri, &alice).is_some(), *reader, "{result}");
+            assert_eq!(cache.get("b", &uri, &bob).is_some(), *other, "{result}");
             assert_eq!(
-                cache.get(&uri, &AuthContext::ANONYMOUS).is_some(),
+                cache.get("b", &uri, &AuthContext::ANONYMOUS).is_some(),
                 *other,
                 "{result}"
             );
@@ -340,11 +405,15 @@ mod tests {
         let cache = ResourceCache::default();
         let alice = AuthContext::from_authorization(Some(b"Bearer alice"));
         cache.offer(
+            cache.ticket(),
+            "b",
             "u",
             &alice,
             &raw(r#"{"contents":[{"uri":"u","text":"t"}],"ttlMs":60000,"cacheScope":"public"}"#),
         );
         cache.offer(
+            cache.ticket(),
+            "b",
             "u",
             &alice,
             &raw(
@@ -352,17 +421,69 @@ mod tests {
             ),
         );
         let hit: serde_json::Value =
-            serde_json::from_str(cache.get("u", &alice).unwrap().get()).unwrap();
+            serde_json::from_str(cache.get("b", "u", &alice).unwrap().get()).unwrap();
         let left = hit["ttlMs"].as_u64().unwrap();
         assert!(left <= 60_000 && left > 50_000, "{left}");
         cache.invalidate("u");
-        assert!(cache.get("u", &alice).is_none());
+        assert!(cache.get("b", "u", &alice).is_none());
         cache.offer(
+            cache.ticket(),
+            "b",
             "v",
             &alice,
             &raw(r#"{"contents":[],"ttlMs":1,"cacheScope":"public"}"#),
         );
         std::thread::sleep(Duration::from_millis(5));
-        assert!(cache.get("v", &alice).is_none(), "expired");
+        assert!(cache.get("b", "v", &alice).is_none(), "expired");
+    }
+
+    #[test]
+    fn an_entry_is_the_answer_of_the_backend_it_was_routed_to() {
+        let cache = ResourceCache::new(3, 1000);
+        let from = |text: &str| {
+            raw(&format!(
+                r#"{{"contents":[{{"text":"{text}"}}],"ttlMs":60000,"cacheScope":"public"}}"#
+            ))
+        };
+        let text = |hit: Option<Box<RawValue>>| -> Option<String> {
+            let hit: serde_json::Value = serde_json::from_str(hit?.get()).unwrap();
+            hit["contents"][0]["text"].as_str().map(str::to_owned)
+        };
+        let anyone = AuthContext::ANONYMOUS;
+        cache.offer(cache.ticket(), "a", "u", &anyone, &from("a's"));
+        assert_eq!(text(cache.get("b", "u", &anyone)), None, "not b's");
+        cache.offer(cache.ticket(), "b", "u", &anyone, &from("b's"));
+        assert_eq!(text(cache.get("a", "u", &anyone)).as_deref(), Some("a's"));
+        assert_eq!(text(cache.get("b", "u", &anyone)).as_deref(), Some("b's"));
+        // Both count against the bound: two more entries make room by dropping the soonest to expire (a's).
+        cache.offer(cache.ticket(), "a", "v", &anyone, &from("v"));
+        cache.offer(cache.ticket(), "a", "w", &anyone, &from("w"));
+        assert_eq!(cache.held().0, ["u", "v", "w"]);
+        assert_eq!(text(cache.get("a", "u", &anyone)), None);
+        // An update of u drops it whoever served it.
+        cache.invalidate("u");
+        assert_eq!(cache.held().0, ["v", "w"]);
+    }
+
+    #[test]
+    fn a_read_begun_before_a_clear_or_an_invalidation_is_not_kept() {
+        let cache = ResourceCache::default();
+        let result = raw(r#"{"contents":[],"ttlMs":60000,"cacheScope":"public"}"#);
+        let anyone = AuthContext::ANONYMOUS;
+        type Meanwhile = fn(&ResourceCache);
+        // (what happens while the read runs, whether its result is kept)
+        let table: [(Meanwhile, bool); 4] = [
+            (|_| {}, true),
+            (ResourceCache::clear, false),
+            (|c| c.invalidate("some other uri"), false),
+            (|c| c.invalidate("u"), false),
+        ];
+        for (i, (meanwhile, kept)) in table.into_iter().enumerate() {
+            cache.clear();
+            let ticket = cache.ticket();
+            meanwhile(&cache);
+            cache.offer(ticket, "b", "u", &anyone, &result);
+            assert_eq!(cache.get("b", "u", &anyone).is_some(), kept, "case {i}");
+        }
     }
 }

@@ -34,6 +34,8 @@ mod searching;
 pub mod shaping;
 mod snapshot;
 pub mod template;
+mod uri;
+pub(crate) use uri::normalize as normalized_uri;
 mod version;
 mod view;
 

@@ -4,8 +4,14 @@
 //! marked `cacheScope: "private"` (they differ by principal), and the restriction itself for what cannot be
 //! decided ahead of a request: a URI reached through a template is checked when it is looked up.
 //!
+//! A resource URI is kept only when the restriction keeps both its raw form and its normalized form
+//! ([`super::uri`]): the decision is the normalized form's, and a URI whose two forms the restriction judges
+//! differently (`mock://m/%73ecret` when `mock://m/secret` is denied) is not in the view — answered exactly as
+//! a URI nobody serves. A URI kept is routed and sent to its backend as the client wrote it.
+//!
 //! Pure like the rest of the catalog: the restriction decides, the view only keeps what it is told.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -13,6 +19,7 @@ use serde_json::Value;
 
 use super::freshness::ListFreshness;
 use super::snapshot::CatalogSnapshot;
+use super::uri::normalize;
 
 /// Something a restriction decides on.
 #[derive(Debug, Clone, Copy)]
@@ -122,10 +129,12 @@ impl CatalogSnapshot {
             name: &p.exposed_name,
             backend: &p.backend,
         });
-        let resources = kept(&self.resources, &*to, |r| Item::Resource {
-            uri: &r.uri,
-            backend: &r.backend,
-        });
+        let resources: Vec<_> = self
+            .resources
+            .iter()
+            .filter(|r| keeps_resource(&*to, &r.uri, &r.backend))
+            .cloned()
+            .collect();
         let templates = kept(&self.templates, &*to, |t| Item::Template {
             uri_template: &t.uri_template,
             backend: &t.backend,
@@ -182,8 +191,20 @@ impl CatalogSnapshot {
     pub(super) fn keeps_uri(&self, uri: &str, backend: &str) -> bool {
         self.restriction
             .as_ref()
-            .is_none_or(|r| r.to.keeps(Item::Resource { uri, backend }))
+            .is_none_or(|r| keeps_resource(&*r.to, uri, backend))
     }
+}
+
+/// Whether `to` keeps the resource `uri` of `backend`: its raw form and its normalized form both.
+fn keeps_resource(to: &dyn Restriction, uri: &str, backend: &str) -> bool {
+    to.keeps(Item::Resource { uri, backend })
+        && match normalize(uri) {
+            Cow::Borrowed(_) => true,
+            Cow::Owned(normal) => to.keeps(Item::Resource {
+                uri: &normal,
+                backend,
+            }),
+        }
 }
 
 /// The entries of one list that `to` keeps, in their order.

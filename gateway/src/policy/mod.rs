@@ -1,6 +1,8 @@
 //! What each principal may use (`[[policy]]`): per principal or group, `allow` and `deny` globs on exposed
 //! tool, prompt and resource names, on backends (`backend:NAME`) and on tool annotations. A deny of any rule
 //! that applies wins; with any rule configured, what no rule allows is denied.
+//! A resource URI is judged in its raw and its normalized form (the view keeps it only when both are
+//! allowed: `catalog::view`).
 //!
 //! The principals that the same rules apply to are one audience and see one view of the catalog
 //! ([`views`]): built once per audience and catalog by [`CatalogSnapshot::restricted`], and validated

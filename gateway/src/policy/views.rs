@@ -176,7 +176,18 @@ impl Catalog for Seen<'_> {
             && let Some(r) = self.full.resource(uri)
         {
             let backend = r.backend;
-            self.denied(uri, Item::Resource { uri, backend });
+            // Refused though its raw form is allowed: its normalized form is what was denied.
+            let normal = crate::catalog::normalized_uri(uri);
+            let raw_allowed =
+                self.view.subject.decide(Item::Resource { uri, backend }) == Decision::Allowed;
+            let judged = if raw_allowed { &*normal } else { uri };
+            self.denied(
+                uri,
+                Item::Resource {
+                    uri: judged,
+                    backend,
+                },
+            );
         }
         route
     }

@@ -422,3 +422,7 @@ mod shaping_tests;
 mod subscription_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod uri_policy_tests;
+#[cfg(test)]
+mod view_cache_tests;

@@ -121,12 +121,16 @@ impl Dispatch<'_> {
         self.run_uncached(call).await
     }
 
-    /// `resources/read` through the gateway's cache: a fresh public result, or one private to this client's
-    /// authorization context, is answered from it; a result the backend says may be reused is kept (never
-    /// the result of an `input_required` retry).
+    /// `resources/read` through the gateway's cache, once the view has routed the URI: a fresh public result
+    /// of the backend the view routed it to, or one private to this client's authorization context, is
+    /// answered from it; a result the backend says may be reused is kept under that backend (never the
+    /// result of an `input_required` retry).
     async fn read_resource(&self, call: &Call) -> Outcome {
-        let uri = match call.target() {
-            Some(Target::Resource { uri, .. }) => uri.clone(),
+        let (uri, backend) = match call.target() {
+            Some(Target::Resource { uri, route }) => match self.snapshot.resource_at(*route) {
+                Some(route) => (uri.clone(), route.backend.to_owned()),
+                None => return Outcome::Error(stale_route()),
+            },
             _ => return self.run_uncached(call).await,
         };
         let retry = call
@@ -135,8 +139,9 @@ impl Dispatch<'_> {
             .as_deref()
             .and_then(RawObject::parse)
             .is_some_and(|p| p.get("inputResponses").is_some() || p.get("requestState").is_some());
+        let ticket = self.gw.resource_cache.ticket();
         if !retry {
-            let hit = self.gw.resource_cache.get(&uri, &self.auth);
+            let hit = self.gw.resource_cache.get(&backend, &uri, &self.auth);
             self.gw.metrics.cache(hit.is_some());
             if let Some(hit) = hit {
                 tracing::debug!(%uri, "answered from the resource cache");
@@ -145,7 +150,9 @@ impl Dispatch<'_> {
         }
         let outcome = self.run_uncached(call).await;
         if let (false, Outcome::Result(raw)) = (retry, &outcome) {
-            self.gw.resource_cache.offer(&uri, &self.auth, raw);
+            self.gw
+                .resource_cache
+                .offer(ticket, &backend, &uri, &self.auth, raw);
         }
         outcome
     }
