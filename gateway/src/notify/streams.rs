@@ -36,7 +36,7 @@ pub enum Refused {
     Full(String),
 }
 
-/// Opens a listen stream for `caller`; its messages arrive on the returned channel until the client goes
+/// Opens a listen stream for `caller` (a `principal`'s streams are counted too); its messages arrive on the returned channel until the client goes
 /// away. The resource URIs honoured are those `view` (the catalog as the client may see it) routes to a
 /// backend; each is subscribed through that backend, and what reaches the stream later is judged by
 /// `reader`'s view then (`notify::fanout`). The stream takes its place in the pool and in the
@@ -46,6 +46,7 @@ pub fn open(
     view: &CatalogSnapshot,
     call: &Call,
     caller: Option<Caller>,
+    principal: bool,
     reader: Reader,
 ) -> Result<mpsc::Receiver<Vec<u8>>, Refused> {
     let params: SubscriptionsListenRequestParams =
@@ -87,7 +88,14 @@ pub fn open(
     let id = call.request().id.clone();
     let guard = gw
         .subscriptions
-        .listen(id.clone(), filter, caller, tx.clone(), Arc::new(reader))
+        .listen(
+            id.clone(),
+            filter,
+            caller,
+            principal,
+            tx.clone(),
+            Arc::new(reader),
+        )
         .map_err(|e| {
             if e.is_callers() {
                 Refused::Invalid(Error::new(

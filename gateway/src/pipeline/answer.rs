@@ -225,7 +225,8 @@ impl Answering<'_> {
                     return call::not_a_call();
                 };
                 let (view, caller, reader) = (request.view(), request.caller(), request.reader());
-                let outcome = match streams::open(&gw, view, &call, caller, reader) {
+                let principal = request.principal().is_some();
+                let outcome = match streams::open(&gw, view, &call, caller, principal, reader) {
                     Ok(rx) => {
                         stream.set(Some(rx));
                         Outcome::Result(raw_value(&json!({})))

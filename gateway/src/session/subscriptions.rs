@@ -33,7 +33,8 @@ pub const MAX_PER_LISTEN: usize = 1024;
 /// URIs one caller (a principal, else a legacy session, else a client address) may hold subscribed at once,
 /// over all its sessions and listen streams.
 pub const MAX_PER_CALLER: usize = 16_384;
-/// Listen streams one caller may hold open at once.
+/// Listen streams one principal may hold open at once (a caller known only by its address — perhaps many
+/// clients behind one NAT or proxy, or a load generator — is bounded by the pool and its URIs instead).
 pub const MAX_LISTENS_PER_CALLER: usize = 1024;
 /// Listen streams held at once: the pool every stream takes its place from, for its lifetime.
 pub const MAX_LISTENS: usize = 100_000;
@@ -375,19 +376,21 @@ impl Subscriptions {
         self.changed.notify_one();
     }
 
-    /// A listen stream of `caller` opens, within the pool and the caller's bounds; it is removed when the
-    /// guard drops.
+    /// A listen stream of `caller` opens, within the pool and the caller's bounds (its count of streams
+    /// only when `count_streams`: the caller is a principal); it is removed when the guard drops.
+    #[allow(clippy::too_many_arguments)]
     pub fn listen(
         self: &std::sync::Arc<Self>,
         id: RequestId,
         filter: Filter,
         caller: Option<Caller>,
+        count_streams: bool,
         tx: mpsc::Sender<Vec<u8>>,
         reader: std::sync::Arc<Reader>,
     ) -> Result<ListenGuard, SubscribeError> {
         let mut state = self.lock();
         let held = state.holds(caller);
-        if held.streams >= MAX_LISTENS_PER_CALLER {
+        if count_streams && held.streams >= MAX_LISTENS_PER_CALLER {
             return Err(SubscribeError::TooManyListensForCaller);
         }
         if held.uris + filter.uris.len() > MAX_PER_CALLER {
@@ -552,7 +555,7 @@ mod tests {
             ..Filter::default()
         };
         let _guard = subs
-            .listen(RequestId::number(1), filter, None, tx, reader())
+            .listen(RequestId::number(1), filter, None, true, tx, reader())
             .unwrap();
         // Backend b serves (to another view) the same URI: its update is not a's subscribers' business.
         let from_b = subs.recipients(Some("b"), &updated("mem://x"));
@@ -572,7 +575,7 @@ mod tests {
             ..Filter::default()
         };
         let guard = subs
-            .listen(RequestId::number(9), filter, None, tx, reader())
+            .listen(RequestId::number(9), filter, None, true, tx, reader())
             .unwrap();
         let changed = |method: &str| subs.recipients(None, &Notification::new(method, None));
         let r = changed("notifications/tools/list_changed");
@@ -641,6 +644,7 @@ mod tests {
                 RequestId::number(1),
                 one.clone(),
                 caller,
+                true,
                 tx.clone(),
                 reader()
             )
@@ -649,7 +653,7 @@ mod tests {
         );
         // Another principal is not affected.
         subs.subscribe_as(other, "t", "u0", "b").unwrap();
-        let guard = subs.listen(RequestId::number(2), one, other, tx.clone(), reader());
+        let guard = subs.listen(RequestId::number(2), one, other, true, tx.clone(), reader());
         assert!(guard.is_ok());
         // Its sessions gone, the caller may subscribe again.
         subs.end_session("s0");
@@ -665,7 +669,7 @@ mod tests {
         for i in 0..MAX_LISTENS_PER_CALLER {
             let id = RequestId::number(i as i64);
             held.push(
-                subs.listen(id, Filter::default(), caller, tx.clone(), reader())
+                subs.listen(id, Filter::default(), caller, true, tx.clone(), reader())
                     .unwrap(),
             );
         }
@@ -674,6 +678,7 @@ mod tests {
                 RequestId::number(-1),
                 Filter::default(),
                 caller,
+                true,
                 tx.clone(),
                 reader(),
             )
@@ -686,6 +691,7 @@ mod tests {
                 RequestId::number(-2),
                 Filter::default(),
                 caller,
+                true,
                 tx,
                 reader()
             )
@@ -708,8 +714,15 @@ mod tests {
                 ..Filter::default()
             };
             guards.push(
-                subs.listen(RequestId::number(s), filter, None, tx.clone(), reader())
-                    .unwrap(),
+                subs.listen(
+                    RequestId::number(s),
+                    filter,
+                    None,
+                    true,
+                    tx.clone(),
+                    reader(),
+                )
+                .unwrap(),
             );
         }
         let filter = Filter {
@@ -717,8 +730,15 @@ mod tests {
             ..Filter::default()
         };
         guards.push(
-            subs.listen(RequestId::number(99), filter, None, tx.clone(), reader())
-                .unwrap(),
+            subs.listen(
+                RequestId::number(99),
+                filter,
+                None,
+                true,
+                tx.clone(),
+                reader(),
+            )
+            .unwrap(),
         );
         let state = subs.lock();
         // What "small"'s sync reads: its own index entry, one URI.

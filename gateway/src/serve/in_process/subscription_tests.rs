@@ -115,7 +115,14 @@ async fn a_principals_listen_streams_are_bounded_per_principal() {
         .map(|i| {
             let id = protocol::RequestId::number(i as i64);
             subscriptions
-                .listen(id, Filter::default(), caller, tx.clone(), reader.clone())
+                .listen(
+                    id,
+                    Filter::default(),
+                    caller,
+                    true,
+                    tx.clone(),
+                    reader.clone(),
+                )
                 .unwrap()
         })
         .collect();
