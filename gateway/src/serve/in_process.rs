@@ -306,4 +306,6 @@ mod search_tests;
 #[cfg(test)]
 mod shaping_tests;
 #[cfg(test)]
+mod share_tests;
+#[cfg(test)]
 mod tests;

@@ -56,7 +56,8 @@ pub struct Dispatch<'a> {
     pub related: Option<RelatedSink>,
     /// Who is asking: sealed states are bound to it, private cache entries keyed by it.
     pub auth: AuthContext,
-    /// Who the call counts against for a backend's per-caller share: the session, else the client's address.
+    /// Who the call counts against for a backend's per-caller share: the principal (with `[auth]`), else
+    /// the legacy session, else the client's address.
     pub caller: Option<Caller>,
     /// The backend the call was routed to, once dispatch knows it (for the access log).
     pub backend: std::cell::OnceCell<String>,
@@ -69,8 +70,8 @@ pub struct Dispatch<'a> {
     pub endpoint: Arc<crate::endpoint::Endpoint>,
 }
 
-/// A client's address as a caller of backends: a request without a session counts against it for a
-/// backend's per-caller share (`max_in_flight_per_session`).
+/// A client's address as a caller of backends: a request of no principal and no session counts against it
+/// for a backend's per-caller share (`max_in_flight_per_caller`).
 fn address_caller(ip: std::net::IpAddr) -> Caller {
     match ip {
         std::net::IpAddr::V4(v4) => Caller::new("address", &v4.octets()),
@@ -112,9 +113,14 @@ impl<'a> Dispatch<'a> {
         self
     }
 
-    /// The same dispatch, for a request of a principal that presented this token.
+    /// The same dispatch, for a request of a principal: the token it presented (for a token exchange),
+    /// and the principal as the caller a backend's share counts it against, whatever session or address
+    /// it came from (one share per principal, not one per session).
     pub fn with_subject(mut self, principal: Option<&crate::auth::Principal>) -> Dispatch<'a> {
-        self.subject = principal.and_then(|p| p.token.clone());
+        if let Some(p) = principal {
+            self.subject = p.token.clone();
+            self.caller = Some(Caller::new("principal", p.name.as_bytes()));
+        }
         self
     }
 }
