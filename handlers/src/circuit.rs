@@ -4,6 +4,14 @@
 //! against a backend that is not answering. After `open_for` one request goes through as a probe
 //! (half-open): its success closes the circuit, its failure opens it again.
 //!
+//! It listens to its handler: when the backend becomes ready again — a stdio child restarted, an HTTP
+//! backend reconnected, a legacy session renewed ([`Circuit::reconnected`], called as the handle's state
+//! turns `Ready`) — an open circuit turns half-open at once, whatever is left of `open_for`: the next
+//! request probes the new connection. A recovered backend is served as soon as it is up; a crash-looping
+//! one gets one probe per restart (its restarts are spaced by the actor's backoff), whose failure opens
+//! the circuit again. A probe sent on the connection before the reconnect neither closes nor opens it (its
+//! outcome is of the old connection) and does not hold back the new connection's probe.
+//!
 //! What counts: only transport failures ([`counts_against`]). A result — `isError` or not — and the
 //! backend's own JSON-RPC errors are answers: they close nothing and open nothing. The gateway's own
 //! refusals (overloaded, over a caller's share, shutting down) are not the backend's doing and are not
@@ -86,6 +94,9 @@ struct Inner {
     until: Option<Instant>,
     /// Half-open: a probe is in flight.
     probing: bool,
+    /// How many times the backend became ready again: a pass remembers it, so an outcome of the
+    /// connection before the latest reconnect is told apart.
+    connection: u64,
 }
 
 /// One backend's circuit (see the module's text).
@@ -103,12 +114,16 @@ pub(crate) struct Circuit {
 pub(crate) struct Pass<'a> {
     circuit: &'a Circuit,
     probe: bool,
+    connection: u64,
 }
 
 impl Drop for Pass<'_> {
     fn drop(&mut self) {
         if self.probe {
-            self.circuit.lock().probing = false;
+            let mut inner = self.circuit.lock();
+            if inner.connection == self.connection {
+                inner.probing = false;
+            }
         }
     }
 }
@@ -126,6 +141,7 @@ impl Circuit {
                 seen: 0,
                 until: None,
                 probing: false,
+                connection: 0,
             }),
             state: AtomicU8::new(0),
         }
@@ -163,9 +179,11 @@ impl Circuit {
             return Ok(Pass {
                 circuit: self,
                 probe: false,
+                connection: 0,
             });
         }
         let mut inner = self.lock();
+        let connection = inner.connection;
         let refused = |until: Option<Instant>| Failure::CircuitOpen {
             backend: self.backend.clone(),
             retry_in_ms: until.map_or(0, |u| {
@@ -176,6 +194,7 @@ impl Circuit {
             CircuitState::Closed => Ok(Pass {
                 circuit: self,
                 probe: false,
+                connection,
             }),
             CircuitState::Open if inner.until.is_some_and(|u| now < u) => Err(refused(inner.until)),
             CircuitState::Open | CircuitState::HalfOpen => {
@@ -190,6 +209,7 @@ impl Circuit {
                 Ok(Pass {
                     circuit: self,
                     probe: true,
+                    connection,
                 })
             }
         }
@@ -198,11 +218,14 @@ impl Circuit {
     /// Records the outcome of a request let through: `failed` when it was a transport failure.
     pub(crate) fn record(&self, mut pass: Pass<'_>, failed: bool, now: Instant) {
         let probe = std::mem::replace(&mut pass.probe, false);
+        let connection = pass.connection;
         drop(pass);
         if self.config.failures == 0 {
             return;
         }
         let mut inner = self.lock();
+        // A probe of the connection before the latest reconnect judges nothing: the new one has its own.
+        let probe = probe && connection == inner.connection;
         if probe {
             inner.probing = false;
         }
@@ -241,6 +264,27 @@ impl Circuit {
         }
     }
 
+    /// The backend became ready again (restarted, reconnected, its session renewed): an open circuit turns
+    /// half-open at once, so the next request probes the new connection; a closed one stays closed. A
+    /// probe in flight on the old connection no longer holds the probe's turn.
+    pub(crate) fn reconnected(&self) {
+        if self.config.failures == 0 {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.connection += 1;
+        if inner.state == CircuitState::Closed {
+            return;
+        }
+        inner.probing = false;
+        inner.until = None;
+        if inner.state == CircuitState::Open {
+            self.set(&mut inner, CircuitState::HalfOpen);
+            tracing::info!(backend = %self.backend,
+                "circuit half-open: the backend reconnected, one request probes it");
+        }
+    }
+
     fn open(&self, inner: &mut Inner, now: Instant, why: &str) {
         self.set(inner, CircuitState::Open);
         inner.until = Some(now + self.config.open_for);
@@ -254,105 +298,4 @@ impl Circuit {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn circuit(failures: u32, window: u32) -> Circuit {
-        Circuit::new(
-            "m",
-            CircuitConfig {
-                failures,
-                ratio: 0.5,
-                window,
-                open_for: Duration::from_secs(10),
-            },
-        )
-    }
-
-    fn run(c: &Circuit, failed: bool, now: Instant) -> bool {
-        match c.pass(now) {
-            Ok(pass) => {
-                c.record(pass, failed, now);
-                true
-            }
-            Err(_) => false,
-        }
-    }
-
-    #[test]
-    fn consecutive_failures_open_it_and_a_probe_closes_it() {
-        let c = circuit(3, 64);
-        let t = Instant::now();
-        for _ in 0..2 {
-            assert!(run(&c, true, t));
-        }
-        assert!(run(&c, false, t), "a success resets the count");
-        for _ in 0..3 {
-            assert!(run(&c, true, t));
-        }
-        assert_eq!(c.state(), CircuitState::Open);
-        let refused = c.pass(t + Duration::from_secs(1)).unwrap_err();
-        assert_eq!(
-            refused,
-            Failure::CircuitOpen {
-                backend: "m".into(),
-                retry_in_ms: 9000
-            }
-        );
-        // After open_for: one probe, the others refused while it runs.
-        let later = t + Duration::from_secs(11);
-        let probe = c.pass(later).expect("the probe goes");
-        assert_eq!(c.state(), CircuitState::HalfOpen);
-        assert!(c.pass(later).is_err(), "only one probe at a time");
-        c.record(probe, false, later);
-        assert_eq!(c.state(), CircuitState::Closed);
-        assert!(run(&c, false, later));
-    }
-
-    #[test]
-    fn a_failed_probe_opens_it_again_and_an_abandoned_one_lets_the_next_probe() {
-        let c = circuit(1, 64);
-        let t = Instant::now();
-        assert!(run(&c, true, t));
-        let later = t + Duration::from_secs(11);
-        drop(c.pass(later).unwrap());
-        let probe = c.pass(later).expect("the abandoned probe's turn passed on");
-        c.record(probe, true, later);
-        assert_eq!(c.state(), CircuitState::Open);
-        assert!(c.pass(later + Duration::from_secs(1)).is_err());
-    }
-
-    #[test]
-    fn a_failure_ratio_opens_it_without_a_run_of_failures() {
-        let c = circuit(100, 10);
-        let t = Instant::now();
-        // Alternating: never two failures in a row, half of them failing.
-        for i in 0..10 {
-            run(&c, i % 2 == 0, t);
-        }
-        assert_eq!(c.state(), CircuitState::Open);
-    }
-
-    #[test]
-    fn answers_never_count_and_off_means_off() {
-        let answered: Result<(), Failure> = Err(Failure::Backend {
-            backend: "m".into(),
-            error: protocol::error::Error::new(protocol::error::ErrorCode::InvalidParams, "no"),
-        });
-        assert!(!counts_against(&answered));
-        assert!(!counts_against(&Ok::<(), Failure>(())));
-        assert!(!counts_against(&Err::<(), _>(Failure::Overloaded {
-            backend: "m".into()
-        })));
-        assert!(counts_against(&Err::<(), _>(Failure::Timeout {
-            backend: "m".into(),
-            after_ms: 1
-        })));
-        let off = circuit(0, 20);
-        let t = Instant::now();
-        for _ in 0..100 {
-            assert!(run(&off, true, t));
-        }
-        assert_eq!(off.state(), CircuitState::Closed);
-    }
-}
+mod tests;

@@ -20,9 +20,10 @@ pub struct BackendConfig {
     pub connect_timeout: Duration,
     /// How many requests may be in flight at once; one more is answered `Overloaded` at once.
     pub max_in_flight: usize,
-    /// How many of those one caller (a session, or a client address) may hold at once; `None`: a quarter of
-    /// `max_in_flight` (at least one). One more is answered `OverShare` at once.
-    pub max_in_flight_per_session: Option<usize>,
+    /// Each caller's share of those (a principal, a session, or a client address); `None`: a quarter of
+    /// `max_in_flight` (at least one). Beyond it a caller takes a free permit only while a share's worth
+    /// stays free, else it is answered `OverShare` at once (see `crate::share`).
+    pub max_in_flight_per_caller: Option<usize>,
     /// When the backend's circuit breaker opens, and for how long.
     pub circuit: crate::CircuitConfig,
     /// What the gateway calls itself towards backends (`clientInfo`).
@@ -92,7 +93,7 @@ impl BackendConfig {
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
-            max_in_flight_per_session: None,
+            max_in_flight_per_caller: None,
             circuit: crate::CircuitConfig::default(),
             client_info: Implementation {
                 name: "mcpgw".to_owned(),
@@ -110,7 +111,7 @@ impl BackendConfig {
     /// The share of `max_in_flight` one caller may hold: the configured one, else a quarter (at least one),
     /// never more than `max_in_flight` itself.
     pub fn share(&self) -> usize {
-        crate::share::share_of(self.max_in_flight, self.max_in_flight_per_session)
+        crate::share::share_of(self.max_in_flight, self.max_in_flight_per_caller)
     }
 }
 

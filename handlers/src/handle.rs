@@ -1,8 +1,9 @@
 //! [`BackendHandle`]: the only way into a backend actor. It bounds the requests in flight with a semaphore
 //! (`try_acquire`: a full backend answers `Overloaded` at once instead of queueing), answers `Unavailable`
-//! at once while the backend is down, and puts a deadline on every request. On the data path it also keeps
-//! each caller to its share of the permits (`crate::share`) and passes the request through the backend's
-//! circuit breaker (`crate::circuit`), recording its outcome.
+//! at once while the backend is down, and puts a deadline on every request. On the data path the permits
+//! are taken by the share rule (`crate::share`: a caller over its share takes one only while a share's
+//! worth stays free) and the request passes through the backend's circuit breaker (`crate::circuit`),
+//! recording its outcome.
 //!
 //! Two bulkheads, never shared: the data path (calls, reads, gets, completions) has the configured
 //! `max_in_flight` permits; control traffic (the lists, discovery, ping, subscriptions:
@@ -64,7 +65,7 @@ pub struct BackendRequest {
     /// This request's deadline instead of the backend's request timeout (a tool's own, from its backend's
     /// `tool_timeouts_ms`).
     pub timeout: Option<Duration>,
-    /// Who the request counts against for the backend's per-caller share (`max_in_flight_per_session`);
+    /// Who the request counts against for the backend's per-caller share (`max_in_flight_per_caller`);
     /// `None`: only the backend's own bound applies (the gateway's own requests).
     pub caller: Option<Caller>,
     /// This request's own credential (a token exchanged for its principal), sent instead of the backend's
@@ -186,6 +187,8 @@ impl Shared {
         match &state {
             State::Ready(_) => {
                 self.connects.fetch_add(1, Ordering::Relaxed);
+                // Before anyone sees it ready: its first request probes an open circuit at once.
+                self.circuit.reconnected();
             }
             State::Down(reason) => {
                 *self
@@ -274,9 +277,7 @@ pub struct BackendHandle {
     progress: Arc<ProgressRoutes>,
     callers: Arc<Callers>,
     shared: Arc<Shared>,
-    /// The data path's bulkhead.
-    permits: Arc<Semaphore>,
-    /// Each caller's share of `permits`.
+    /// The data path's bulkhead and each caller's share of it.
     shares: Arc<Shares>,
     /// Control traffic's own (see [`CONTROL_PERMITS`]).
     control: Arc<Semaphore>,
@@ -287,7 +288,7 @@ impl std::fmt::Debug for BackendHandle {
         f.debug_struct("BackendHandle")
             .field("name", &self.shared.name)
             .field("state", &*self.shared.state.borrow())
-            .field("free_permits", &self.permits.available_permits())
+            .field("free_permits", &self.shares.free())
             .field("free_control_permits", &self.control.available_permits())
             .finish()
     }
@@ -318,8 +319,7 @@ impl BackendHandle {
                 crate::config::Transport::InProcess(_) => TransportKind::InProcess,
             },
         });
-        let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
-        let shares = Arc::new(Shares::new(config.share()));
+        let shares = Arc::new(Shares::new(config.max_in_flight, config.share()));
         let notifier = Notifier::start(&config.name, Callers::new(&config.roots), events);
         let progress = Arc::clone(notifier.progress());
         let callers = Arc::clone(notifier.callers());
@@ -329,7 +329,6 @@ impl BackendHandle {
             progress,
             callers,
             shared,
-            permits,
             shares,
             control: Arc::new(Semaphore::new(CONTROL_PERMITS)),
         }
@@ -374,22 +373,20 @@ impl BackendHandle {
     /// either era), and on a multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only
     /// request in flight.
     pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {
-        let bulkhead = if request.method.is_control() {
-            &self.control
+        // The data path's permit, by the share rule (`crate::share`: a caller over its share takes one only
+        // while a share's worth stays free); control traffic's from its own bulkhead.
+        let (_control, _data) = if request.method.is_control() {
+            let Ok(permit) = self.control.try_acquire() else {
+                return Err(Failure::Overloaded {
+                    backend: self.shared.name.clone(),
+                });
+            };
+            (Some(permit), None)
         } else {
-            &self.permits
-        };
-        // A caller over its share is refused before it can take one of the permits others need.
-        let _share = match request.caller {
-            Some(caller) if !request.method.is_control() => {
-                Some(self.shares.take(caller, &self.shared.name)?)
-            }
-            _ => None,
-        };
-        let Ok(_permit) = bulkhead.try_acquire() else {
-            return Err(Failure::Overloaded {
-                backend: self.shared.name.clone(),
-            });
+            (
+                None,
+                Some(self.shares.take(request.caller, &self.shared.name)?),
+            )
         };
         if let Some(failure) = self.shared.refusal() {
             return Err(failure);
@@ -481,10 +478,7 @@ impl BackendHandle {
                 .as_ref()
                 .map_or(self.shared.configured, |d| d.transport),
             generation: description.as_ref().map(|d| d.generation),
-            in_flight: self
-                .shared
-                .max_in_flight
-                .saturating_sub(self.permits.available_permits()),
+            in_flight: self.shares.in_flight(),
             max_in_flight: self.shared.max_in_flight,
             control_in_flight: CONTROL_PERMITS.saturating_sub(self.control.available_permits()),
             restarts: connects.saturating_sub(1),

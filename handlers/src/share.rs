@@ -1,27 +1,50 @@
-//! Each caller's share of a backend's data-path permits (`max_in_flight_per_session`): no one caller — a
-//! legacy session, or for requests without one the client's address — may hold more than its share of a
-//! backend's `max_in_flight` at once, so that one client's burst (a batch, a runaway agent) cannot take
-//! every permit while other clients are refused. Over its share, a caller's next request is answered
-//! [`Failure::OverShare`] at once; other callers' requests go on as before.
+//! A backend's data-path permits (`max_in_flight`) and each caller's share of them
+//! (`max_in_flight_per_caller`, by default a quarter). A caller is a principal when `[auth]` is on, else a
+//! legacy session, else the client's address (the gateway decides: [`Caller`] is only a digest).
 //!
-//! The count lives in a [`DashMap`] keyed by [`Caller`] with an entry only while that caller has
-//! requests in flight (so it is bounded by the requests in flight, never by the callers ever seen), and
-//! is changed only in synchronous code: no shard guard is held across an `.await`.
+//! The rule, work-conserving and fair:
+//! - a caller holding fewer requests than its share takes any free permit;
+//! - a caller holding its share or more takes a free permit only if at least a share's worth of permits
+//!   (`share`) is still free once it has taken it; otherwise it is answered [`Failure::OverShare`] at once;
+//! - with no permit free every request is refused: `OverShare` for a caller at or over its share,
+//!   [`Failure::Overloaded`] for anyone else.
+//!
+//! Work-conserving: while more than `share` permits are free no request is refused, so a lone caller may
+//! hold up to `max_in_flight - share` (48 of 64 by default): one client's 40 concurrent calls to a backend
+//! with 64 permits and no other client all go through. Only when permits are scarce (`share` or fewer free)
+//! is a caller over its share refused, and it is refused first: the last `share` free permits go only to
+//! callers under their share.
+//!
+//! Fair: the permits held beyond shares (the sum over callers of what each holds above its share) never
+//! exceed `max_in_flight - share`. Proof: a permit taken over a share is taken only when, with it and every
+//! permit taken before the check, at most `max_in_flight - share` are held; so at any time the over-share
+//! permits still held (all taken before the latest such check) are at most that many, and what callers hold
+//! beyond their shares is at most the over-share permits they still hold (a count rises only after its
+//! permit is taken and falls before it is returned). Hence when every permit is taken, at least `share` of
+//! them are held within callers' shares (or by the gateway's own requests, which count against no one):
+//! a greedy caller can delay a newcomer only as much as the callers within their shares do.
+//!
+//! The free-permit count is a semaphore's atomic ([`Shares::free`]), read without an await; a caller's
+//! count lives in a [`DashMap`] keyed by [`Caller`] with an entry only while that caller has requests in
+//! flight (so it is bounded by the requests in flight, never by the callers ever seen), and is changed only
+//! in synchronous code: no shard guard is held across an `.await`.
 
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::{Arc, OnceLock};
 
 use dashmap::DashMap;
 use protocol::shape::Failure;
+use tokio::sync::Semaphore;
 
-/// Who a request counts against: a digest of the session id, or of the client's address. A 64-bit keyed
-/// hash (the key random per process), so a caller's identity is never kept in the map.
+/// Who a request counts against: a digest of the principal's name, the session id, or the client's
+/// address. A 64-bit keyed hash (the key random per process), so a caller's identity is never kept in the
+/// map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Caller(u64);
 
 impl Caller {
-    /// The caller named by `identity` (a session id, an address's bytes) in `space` (what kind of name it
-    /// is: a session and an address never share a count).
+    /// The caller named by `identity` (a principal's name, a session id, an address's bytes) in `space`
+    /// (what kind of name it is: a principal, a session and an address never share a count).
     pub fn new(space: &str, identity: &[u8]) -> Caller {
         static KEY: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
         let mut h = KEY.get_or_init(Default::default).build_hasher();
@@ -38,34 +61,72 @@ pub fn share_of(max_in_flight: usize, per_caller: Option<usize>) -> usize {
     per_caller.unwrap_or(max / 4).clamp(1, max)
 }
 
-/// The requests each caller has in flight at one backend, and the share it may hold.
+/// One backend's data-path permits and the requests each caller holds of them.
 #[derive(Debug)]
 pub(crate) struct Shares {
-    limit: usize,
+    permits: Semaphore,
+    max: usize,
+    share: usize,
     held: DashMap<Caller, usize>,
 }
 
 impl Shares {
-    /// A share of `limit` requests per caller (at least one).
-    pub(crate) fn new(limit: usize) -> Shares {
+    /// `max_in_flight` permits (at least one), of which a caller's share is `share` (1 to `max_in_flight`).
+    pub(crate) fn new(max_in_flight: usize, share: usize) -> Shares {
+        let max = max_in_flight.max(1);
         Shares {
-            limit: limit.max(1),
+            permits: Semaphore::new(max),
+            max,
+            share: share.clamp(1, max),
             held: DashMap::new(),
         }
     }
 
-    /// One more request of `caller` in flight until the returned guard drops; `OverShare` when it
-    /// already holds its share.
-    pub(crate) fn take(self: &Arc<Self>, caller: Caller, backend: &str) -> Result<Held, Failure> {
-        let mut entry = self.held.entry(caller).or_insert(0);
-        if *entry >= self.limit {
-            return Err(Failure::OverShare {
-                backend: backend.to_owned(),
-                share: self.limit,
+    /// The permits free now (an atomic read).
+    pub(crate) fn free(&self) -> usize {
+        self.permits.available_permits()
+    }
+
+    /// The permits taken now.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.max.saturating_sub(self.free())
+    }
+
+    /// A permit for one request of `caller` (`None`: the gateway's own, counted against no one) until the
+    /// returned guard drops, by the rule of the module's text.
+    pub(crate) fn take(
+        self: &Arc<Self>,
+        caller: Option<Caller>,
+        backend: &str,
+    ) -> Result<Held, Failure> {
+        let over_share = || Failure::OverShare {
+            backend: backend.to_owned(),
+            share: self.share,
+        };
+        let Ok(permit) = self.permits.try_acquire() else {
+            let at_share =
+                caller.is_some_and(|c| self.held.get(&c).is_some_and(|n| *n >= self.share));
+            return Err(if at_share {
+                over_share()
+            } else {
+                Failure::Overloaded {
+                    backend: backend.to_owned(),
+                }
             });
+        };
+        if let Some(caller) = caller {
+            let mut n = self.held.entry(caller).or_insert(0);
+            // The permit is already taken: `free` is what stays free with it.
+            if *n >= self.share && self.free() < self.share {
+                // `n >= share >= 1`: the entry existed, nothing is left behind. The permit goes back as it
+                // drops, after the shard guard.
+                drop(n);
+                return Err(over_share());
+            }
+            *n += 1;
         }
-        *entry += 1;
-        drop(entry);
+        // Returned by `Held`'s drop, after the caller's count falls.
+        permit.forget();
         Ok(Held {
             shares: Arc::clone(self),
             caller,
@@ -79,76 +140,26 @@ impl Shares {
     }
 }
 
-/// One request counted against its caller's share (see [`Shares::take`]).
+/// One permit, counted against its caller's share (see [`Shares::take`]).
 #[derive(Debug)]
 pub(crate) struct Held {
     shares: Arc<Shares>,
-    caller: Caller,
+    caller: Option<Caller>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
-        // The last request of a caller removes its entry: the map holds only callers with requests in flight.
-        self.shares.held.remove_if_mut(&self.caller, |_, n| {
-            *n -= 1;
-            *n == 0
-        });
+        // The count falls before the permit is returned (the module's proof needs it), and the last
+        // request of a caller removes its entry: the map holds only callers with requests in flight.
+        if let Some(caller) = self.caller {
+            self.shares.held.remove_if_mut(&caller, |_, n| {
+                *n -= 1;
+                *n == 0
+            });
+        }
+        self.shares.permits.add_permits(1);
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_caller_over_its_share_is_refused_while_another_goes_through() {
-        let shares = Arc::new(Shares::new(2));
-        let (a, b) = (Caller::new("session", b"a"), Caller::new("session", b"b"));
-        let held: Vec<Held> = (0..2).map(|_| shares.take(a, "m").unwrap()).collect();
-        assert_eq!(
-            shares.take(a, "m").unwrap_err(),
-            Failure::OverShare {
-                backend: "m".into(),
-                share: 2
-            }
-        );
-        let other = shares.take(b, "m").expect("another caller is not refused");
-        drop(held);
-        assert!(shares.take(a, "m").is_ok(), "its share is free again");
-        drop(other);
-        assert_eq!(shares.callers(), 0, "no entry is left behind");
-    }
-
-    #[test]
-    fn sessions_and_addresses_are_different_callers() {
-        assert_ne!(
-            Caller::new("session", b"127.0.0.1"),
-            Caller::new("address", b"127.0.0.1")
-        );
-        assert_eq!(
-            Caller::new("address", b"127.0.0.1"),
-            Caller::new("address", b"127.0.0.1")
-        );
-    }
-
-    #[test]
-    fn the_count_is_exact_under_concurrency() {
-        let shares = Arc::new(Shares::new(5));
-        let caller = Caller::new("session", b"busy");
-        let taken: usize = std::thread::scope(|s| {
-            let threads: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        (0..10)
-                            .filter_map(|_| shares.take(caller, "m").ok())
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            let held: Vec<Vec<Held>> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-            held.iter().map(Vec::len).sum()
-        });
-        assert_eq!(taken, 5, "never more than the share at once");
-        assert_eq!(shares.callers(), 0);
-    }
-}
+mod tests;

@@ -22,3 +22,9 @@ mod listen;
 
 #[path = "backends/asks.rs"]
 mod asks;
+
+#[path = "backends/shares.rs"]
+mod shares;
+
+#[path = "backends/circuit.rs"]
+mod circuit;

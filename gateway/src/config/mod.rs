@@ -301,8 +301,13 @@ pub struct BackendEntry {
     pub timeout_ms: Option<u64>,
     /// Requests in flight at once (default 64); more are answered "overloaded" at once.
     pub max_in_flight: Option<usize>,
-    /// Of those, how many one session (or, for 2026-07-28 requests, one client address) may hold at once
-    /// (default a quarter of `max_in_flight`); its next call is answered "overloaded", others' go through.
+    /// Each caller's share of those (a principal with `[auth]`, else a legacy session, else a client
+    /// address; default a quarter of `max_in_flight`): beyond it a caller takes a free permit only while a
+    /// share's worth stays free, else its call is answered "overloaded" (`handlers::share`'s rule).
+    pub max_in_flight_per_caller: Option<usize>,
+    /// The old name of `max_in_flight_per_caller`, still accepted (both at once are refused); read it
+    /// through [`BackendEntry::per_caller`].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_in_flight_per_session: Option<usize>,
     /// Its circuit breaker (`[backend.circuit]`).
     #[serde(default)]
@@ -382,6 +387,12 @@ pub enum BackendTransport {
 }
 
 impl BackendEntry {
+    /// Each caller's share (`max_in_flight_per_caller`, or its old name), if configured.
+    pub fn per_caller(&self) -> Option<usize> {
+        self.max_in_flight_per_caller
+            .or(self.max_in_flight_per_session)
+    }
+
     /// The effective prefix.
     pub fn prefix(&self) -> &str {
         self.prefix.as_deref().unwrap_or(&self.name)
@@ -706,13 +717,25 @@ impl Config {
             if b.max_in_flight == Some(0) {
                 return Err(invalid(field("max_in_flight"), "must be at least 1"));
             }
-            if let Some(share) = b.max_in_flight_per_session {
+            if b.max_in_flight_per_caller.is_some() && b.max_in_flight_per_session.is_some() {
+                return Err(invalid(
+                    field("max_in_flight_per_caller"),
+                    "max_in_flight_per_caller and max_in_flight_per_session (its old name) are both \
+                     given: keep max_in_flight_per_caller only",
+                ));
+            }
+            if let Some(share) = b.per_caller() {
                 let max = b
                     .max_in_flight
                     .unwrap_or(handlers::BackendConfig::DEFAULT_MAX_IN_FLIGHT);
+                let name = if b.max_in_flight_per_caller.is_some() {
+                    "max_in_flight_per_caller"
+                } else {
+                    "max_in_flight_per_session"
+                };
                 if share == 0 || share > max {
                     return Err(invalid(
-                        field("max_in_flight_per_session"),
+                        field(name),
                         format!("must be between 1 and max_in_flight ({max})"),
                     ));
                 }

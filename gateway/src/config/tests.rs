@@ -120,8 +120,12 @@ fn every_rule_names_its_field() {
             "backend[0].max_in_flight",
         ),
         (
-            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight = 8\nmax_in_flight_per_session = 9",
-            "backend[0].max_in_flight_per_session",
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight = 8\nmax_in_flight_per_caller = 9",
+            "backend[0].max_in_flight_per_caller",
+        ),
+        (
+            "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight_per_caller = 0",
+            "backend[0].max_in_flight_per_caller",
         ),
         (
             "[[backend]]\nname = \"a\"\nurl = \"http://x\"\nmax_in_flight_per_session = 0",
@@ -221,6 +225,25 @@ fn mcp_servers_json_loads() {
     let bad = from_mcp_json_str(r#"{"mcpServers": {"x": {}}}"#, Path::new("mcp.json")).unwrap_err();
     assert!(bad.to_string().contains("mcpServers.x.command"), "{bad}");
     assert!(from_mcp_json_str("{", Path::new("mcp.json")).is_err());
+}
+
+#[test]
+fn the_share_setting_keeps_its_old_name_but_not_both_names() {
+    let entry = |keys: &str| format!("[[backend]]\nname = \"a\"\nurl = \"http://x\"\n{keys}");
+    let old = parse(&entry("max_in_flight_per_session = 3")).unwrap();
+    assert_eq!(old.backends[0].per_caller(), Some(3));
+    let new = parse(&entry("max_in_flight_per_caller = 5")).unwrap();
+    assert_eq!(new.backends[0].per_caller(), Some(5));
+    assert_eq!(parse(&entry("")).unwrap().backends[0].per_caller(), None);
+    let both = parse(&entry(
+        "max_in_flight_per_caller = 5\nmax_in_flight_per_session = 3",
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        both.contains("max_in_flight_per_caller") && both.contains("max_in_flight_per_session"),
+        "{both}"
+    );
 }
 
 #[test]

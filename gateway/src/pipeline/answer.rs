@@ -31,7 +31,7 @@ use crate::state::Gateway;
 pub const BATCH_CONCURRENCY: usize = 8;
 
 /// A batch's entries in flight at once: [`BATCH_CONCURRENCY`], or fewer when a backend's per-caller share
-/// (`max_in_flight_per_session`) is smaller, so that a batch never trips its own session's share.
+/// (`max_in_flight_per_caller`) is smaller, so that a batch alone never takes more than its caller's share.
 fn batch_concurrency(config: &crate::config::Config) -> usize {
     config
         .backends
@@ -40,7 +40,7 @@ fn batch_concurrency(config: &crate::config::Config) -> usize {
             handlers::share_of(
                 b.max_in_flight
                     .unwrap_or(handlers::BackendConfig::DEFAULT_MAX_IN_FLIGHT),
-                b.max_in_flight_per_session,
+                b.per_caller(),
             )
         })
         .fold(BATCH_CONCURRENCY, usize::min)

@@ -419,6 +419,8 @@ mod search_tests;
 #[cfg(test)]
 mod shaping_tests;
 #[cfg(test)]
+mod share_tests;
+#[cfg(test)]
 mod subscription_tests;
 #[cfg(test)]
 mod tests;

@@ -151,7 +151,8 @@ impl Session {
         self
     }
 
-    /// The session as a caller of backends (its requests count against one per-caller share).
+    /// The session as a caller of backends, for requests of no principal (`[auth]` off): its requests
+    /// count against one per-caller share.
     pub fn caller(&self) -> handlers::Caller {
         handlers::Caller::new("session", self.id.as_bytes())
     }

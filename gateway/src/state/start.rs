@@ -45,7 +45,7 @@ pub fn start_backends(
             let mut bc = BackendConfig::new(entry.name.clone(), transport);
             bc.request_timeout = entry.timeout(&config.server);
             bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
-            bc.max_in_flight_per_session = entry.max_in_flight_per_session;
+            bc.max_in_flight_per_caller = entry.per_caller();
             bc.circuit = entry.circuit.to_config();
             bc.client_info = client_info.clone();
             bc.roots.clone_from(&entry.roots);

@@ -40,8 +40,9 @@ pub enum Failure {
         /// The backend's configured name.
         backend: String,
     },
-    /// One caller (a session, or a client address) already holds its share of the backend's permits
-    /// (`max_in_flight_per_session`); other callers' requests still go through.
+    /// One caller (a principal, a session, or a client address) already holds its share of the backend's
+    /// permits (`max_in_flight_per_caller`) and the backend has no more than a share's worth free: kept
+    /// for callers under their share.
     OverShare {
         /// The backend's configured name.
         backend: String,
@@ -133,8 +134,9 @@ impl fmt::Display for Failure {
             }
             Failure::OverShare { backend, share } => write!(
                 f,
-                "overloaded: this client already has {share} requests in flight at backend {backend}, \
-                 its share of the backend (max_in_flight_per_session); try again shortly"
+                "overloaded: backend {backend} is busy and this client already has {share} or more requests \
+                 in flight there, its share (max_in_flight_per_caller); the permits left are kept for other \
+                 clients; try again shortly"
             ),
             Failure::CircuitOpen {
                 backend,

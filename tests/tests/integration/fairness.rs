@@ -149,8 +149,11 @@ fn at_once(url: &str, callers: &[(&str, Option<&str>, usize)]) -> Vec<(usize, Ve
         .collect()
 }
 
+/// The share rule (`handlers::share`): beyond its share a caller takes a permit only while a share's worth
+/// stays free, so a busy caller gets more than its share while permits are free, is refused once they are
+/// scarce, and never keeps another caller from its share.
 #[test]
-fn one_session_over_its_share_is_refused_while_another_goes_through() {
+fn a_caller_over_its_share_is_refused_only_when_permits_are_scarce_while_another_goes_through() {
     let dir = TempDir::new("fair-share");
     // 8 permits, so a share of 2 per caller (the default quarter); each call holds its permit for 1.5 s.
     let gw = gateway(
@@ -163,35 +166,38 @@ fn one_session_over_its_share_is_refused_while_another_goes_through() {
         LegacyClient::connect(&gw.url, "2025-06-18"),
         LegacyClient::connect(&gw.url, "2025-06-18"),
     );
+    // 10 calls for 8 permits: the busy session may hold up to 6 (8 less a share), fewer when the other's
+    // calls come first; the other's 2 always go through.
+    let check = |outcome: &[(usize, Vec<String>)], who: &str| {
+        let (busy_ok, busy_refused) = &outcome[0];
+        assert!(
+            (4..=6).contains(busy_ok),
+            "{who}: beyond its share while permits were free, never into the last share: {busy_ok} \
+             served, refused {busy_refused:?}"
+        );
+        assert_eq!(busy_ok + busy_refused.len(), 8, "{who}: {busy_refused:?}");
+        for text in busy_refused {
+            assert!(
+                text.starts_with("overloaded") && text.contains("max_in_flight_per_caller"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            outcome[1],
+            (2, Vec::new()),
+            "{who}: the other caller was never refused"
+        );
+    };
     let outcome = at_once(
         &gw.url,
         &[
-            ("127.0.0.1", Some(&a.session), 5),
+            ("127.0.0.1", Some(&a.session), 8),
             ("127.0.0.1", Some(&b.session), 2),
         ],
     );
-    let (a_ok, a_refused) = &outcome[0];
-    assert_eq!(*a_ok, 2, "the busy session got its share: {a_refused:?}");
-    assert_eq!(a_refused.len(), 3, "and was refused beyond it");
-    for text in a_refused {
-        assert!(
-            text.starts_with("overloaded") && text.contains("max_in_flight_per_session"),
-            "{text}"
-        );
-    }
-    assert_eq!(
-        outcome[1],
-        (2, Vec::new()),
-        "the other session was never refused"
-    );
+    check(&outcome, "sessions");
 
-    // 2026-07-28 requests have no session: the share is per client address.
-    let outcome = at_once(&gw.url, &[("127.0.0.1", None, 4), ("127.0.0.2", None, 2)]);
-    assert_eq!(outcome[0].0, 2, "{:?}", outcome[0].1);
-    assert_eq!(outcome[0].1.len(), 2);
-    assert_eq!(
-        outcome[1],
-        (2, Vec::new()),
-        "another address was never refused"
-    );
+    // 2026-07-28 requests have no session (and no principal here): the share is per client address.
+    let outcome = at_once(&gw.url, &[("127.0.0.1", None, 8), ("127.0.0.2", None, 2)]);
+    check(&outcome, "addresses");
 }

@@ -187,6 +187,7 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         prefix: None,
         timeout_ms: None,
         max_in_flight: None,
+        max_in_flight_per_caller: None,
         max_in_flight_per_session: None,
         circuit: Default::default(),
         tool_timeouts_ms: BTreeMap::new(),

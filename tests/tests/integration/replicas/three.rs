@@ -53,7 +53,7 @@ fn base_config(redis: &Redis, keys: &std::path::Path) -> String {
          name = \"m\"\n\
          builtin = [\"mock-backend\"]\n\
          max_in_flight = 256\n\
-         max_in_flight_per_session = 256\n",
+         max_in_flight_per_caller = 256\n",
         redis.url(),
         keys.display().to_string(),
     )
