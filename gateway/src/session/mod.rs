@@ -8,6 +8,7 @@ mod in_flight;
 mod input_requests;
 mod overview;
 mod pending;
+mod replicas;
 mod rest;
 pub mod sealed;
 mod shared;
