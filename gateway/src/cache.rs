@@ -28,8 +28,6 @@ use crate::auth_context::AuthContext;
 
 /// Entries held at most.
 pub const MAX_ENTRIES: usize = 10_000;
-/// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
-pub const DEFAULT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Debug)]
 struct Entry {
@@ -106,7 +104,7 @@ impl Inner {
 
 impl Default for ResourceCache {
     fn default() -> ResourceCache {
-        ResourceCache::new(MAX_ENTRIES, DEFAULT_MAX_BYTES)
+        ResourceCache::new(MAX_ENTRIES, crate::config::DEFAULT_CACHE_MAX_BYTES)
     }
 }
 

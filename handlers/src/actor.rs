@@ -20,11 +20,11 @@ use crate::backoff::Backoff;
 use crate::config::{BackendConfig, Transport};
 use crate::description::ServerDescription;
 use crate::events::Notifier;
-use crate::handle::{Shared, State};
 use crate::link::{
     self, ConnectFailure, Connected, Link, LinkContext, Renew, Verdict, VerdictUpdate,
 };
 use crate::listen::{self, RenewFactory};
+use crate::shared::{Shared, State};
 
 /// Mailbox room beyond the permits (actix does not bound `send` by it; the permits do).
 const MAILBOX_SLACK: usize = 16;

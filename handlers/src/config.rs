@@ -2,7 +2,10 @@
 //! concurrency limit.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use protocol::payload::Implementation;
@@ -74,7 +77,7 @@ pub enum Transport {
         url: String,
     },
     /// A server inside the gateway process, called directly (2026-07-28 only).
-    InProcess(crate::in_process::InProcess),
+    InProcess(InProcess),
 }
 
 impl BackendConfig {
@@ -128,5 +131,31 @@ impl Transport {
     /// An HTTP transport to `url`.
     pub fn http(url: impl Into<String>) -> Transport {
         Transport::Http { url: url.into() }
+    }
+}
+
+/// The answer of an in-process server to one message.
+pub type InProcessAnswer = Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send>>;
+
+/// A backend served inside the gateway process.
+pub trait InProcessServer: Send + Sync + 'static {
+    /// Answers one 2026-07-28 JSON-RPC request (its bytes, `_meta` included) with the response's bytes; a
+    /// notification gets `None`.
+    fn handle(&self, message: Vec<u8>) -> InProcessAnswer;
+}
+
+/// An in-process server as a [`crate::Transport`]: compared by identity.
+#[derive(Clone)]
+pub struct InProcess(pub Arc<dyn InProcessServer>);
+
+impl std::fmt::Debug for InProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InProcess(..)")
+    }
+}
+
+impl PartialEq for InProcess {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
     }
 }

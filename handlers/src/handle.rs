@@ -9,13 +9,14 @@
 //! `max_in_flight` permits; control traffic (the lists, discovery, ping, subscriptions:
 //! [`Method::is_control`]) has [`CONTROL_PERMITS`] of its own, so a backend whose data path is saturated
 //! still lists, and stays in the catalog.
+//!
+//! [`Method::is_control`]: protocol::method::Method::is_control
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use actix::{Actor, Addr, MailboxError};
-use protocol::method::Method;
 use protocol::shape::Failure;
 use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc, watch};
@@ -28,73 +29,16 @@ use crate::circuit::{Circuit, CircuitState};
 use crate::config::BackendConfig;
 use crate::description::{ServerDescription, TransportKind};
 use crate::events::{BackendEvent, Notifier};
-use crate::link::Link;
 use crate::listen::ListenFilter;
-use crate::related::{ProgressRoutes, RelatedSink};
-use crate::share::{Caller, Shares};
+use crate::related::ProgressRoutes;
+use crate::request::BackendRequest;
+use crate::share::Shares;
+use crate::shared::{CONTROL_PERMITS, Shared, State};
 use crate::worker::{self, Call};
 
 /// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
 /// deadline answers first; this only guards against an actor that cannot run.
 const DELIVERY_SLACK: Duration = Duration::from_millis(250);
-
-/// Control requests (see [`Method::is_control`]) in flight at once per backend, beside the data path's
-/// permits. The gateway lists one backend one page at a time, so a few are plenty; beyond them a control
-/// request is `Overloaded` too.
-pub const CONTROL_PERMITS: usize = 4;
-
-/// One request for a backend, already rewritten for it by the gateway.
-#[derive(Debug, Clone)]
-pub struct BackendRequest {
-    /// The method.
-    pub method: Method,
-    /// The params, with names already de-prefixed for this backend; may carry a client `_meta`.
-    pub params: Option<Box<RawValue>>,
-    /// The capabilities to declare to a modern backend for this request; `None` declares `{}`.
-    pub client_capabilities: Option<serde_json::Value>,
-    /// The `Mcp-Name` value (already de-prefixed) for `tools/call`, `prompts/get`, `resources/read`.
-    pub name: Option<String>,
-    /// Ready-made `("Region", encoded value)` pairs, sent as `Mcp-Param-Region` headers.
-    pub param_headers: Vec<(String, String)>,
-    /// Where this request's own messages go: its progress, on HTTP the notifications the backend sends on
-    /// the request's response stream, and the requests the backend asks while serving it
-    /// ([`crate::Related::InputRequest`]: sampling, elicitation, roots), which must be answered through their
-    /// `reply`. `None`: notifications are not wanted (a client progress token is removed) and the backend's
-    /// requests are refused: -32021 naming a capability `client_capabilities` lacks, else -32601.
-    pub related: Option<RelatedSink>,
-    /// This request's deadline instead of the backend's request timeout (a tool's own, from its backend's
-    /// `tool_timeouts_ms`).
-    pub timeout: Option<Duration>,
-    /// Who the request counts against for the backend's per-caller share (`max_in_flight_per_caller`);
-    /// `None`: only the backend's own bound applies (the gateway's own requests).
-    pub caller: Option<Caller>,
-    /// This request's own credential (a token exchanged for its principal), sent instead of the backend's
-    /// in the backend credential's header. Only a 2026-07-28 backend takes one: a legacy backend's one
-    /// session must never carry several principals' identities, so such a request is refused there.
-    pub credential: Option<reqwest::header::HeaderValue>,
-    /// The gateway's own trace context for this request (its backend-call span), sent in `_meta` and, to
-    /// an HTTP backend, as `traceparent`/`tracestate` headers. `None` (tracing off): nothing is added and
-    /// the params' `_meta` passes as it came.
-    pub trace: Option<crate::TraceContext>,
-}
-
-impl BackendRequest {
-    /// A request with params and nothing else.
-    pub fn new(method: Method, params: Option<Box<RawValue>>) -> BackendRequest {
-        BackendRequest {
-            method,
-            params,
-            client_capabilities: None,
-            name: None,
-            param_headers: Vec::new(),
-            related: None,
-            timeout: None,
-            caller: None,
-            credential: None,
-            trace: None,
-        }
-    }
-}
 
 /// Where a backend stands, as [`BackendHandle::status`] reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,131 +87,6 @@ pub struct BackendStatus {
     pub last_error: Option<String>,
     /// Its circuit breaker.
     pub circuit: CircuitState,
-}
-
-/// A backend's state as every handle sees it.
-#[derive(Debug, Clone)]
-pub(crate) enum State {
-    Connecting,
-    Ready(Arc<ServerDescription>),
-    Down(String),
-    Stopped,
-}
-
-/// What the actor, its worker actors and its handles share.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// Unique in the process (keys each thread's worker actor for this backend).
-    pub(crate) id: u64,
-    pub(crate) name: String,
-    request_timeout: Duration,
-    pub(crate) max_in_flight: usize,
-    /// The current connection, published by the backend actor while it is up.
-    link: RwLock<Option<Link>>,
-    state: watch::Sender<State>,
-    /// Cancelled by [`BackendHandle::shutdown`]; the actor stops when it is.
-    pub(crate) stop: CancellationToken,
-    /// The filter the gateway wants ([`BackendHandle::listen`]); the latest one wins, nothing queues.
-    filter: watch::Sender<ListenFilter>,
-    /// What the backend honours of it ([`BackendHandle::listening`]), set by the actor's subscription.
-    honoured: watch::Sender<Option<ListenFilter>>,
-    /// The data path's circuit breaker.
-    circuit: Circuit,
-    /// How many times the backend became ready (its first connection, then every reconnect or restart).
-    connects: AtomicU64,
-    /// The last reason it went down, kept after it is up again (for operators; never a basis for decisions).
-    last_error: std::sync::Mutex<Option<String>>,
-    /// The transport as configured.
-    configured: TransportKind,
-}
-
-impl Shared {
-    /// Changes the state; a stopped backend stays stopped.
-    pub(crate) fn set(&self, state: State) {
-        match &state {
-            State::Ready(_) => {
-                self.connects.fetch_add(1, Ordering::Relaxed);
-                // Before anyone sees it ready: its first request probes an open circuit at once.
-                self.circuit.reconnected();
-            }
-            State::Down(reason) => {
-                *self
-                    .last_error
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(reason.clone());
-            }
-            State::Connecting | State::Stopped => {}
-        }
-        self.state.send_if_modified(|current| {
-            if matches!(current, State::Stopped) {
-                return false;
-            }
-            *current = state;
-            true
-        });
-    }
-
-    pub(crate) fn state(&self) -> State {
-        self.state.borrow().clone()
-    }
-
-    /// The current connection, if up (cloned out: the lock is released at once).
-    pub(crate) fn link(&self) -> Option<Link> {
-        self.link
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// Publishes (or withdraws) the connection requests use.
-    pub(crate) fn set_link(&self, link: Option<Link>) {
-        *self.link.write().unwrap_or_else(PoisonError::into_inner) = link;
-    }
-
-    /// Follows the filter the gateway wants.
-    pub(crate) fn desired_filter(&self) -> watch::Receiver<ListenFilter> {
-        self.filter.subscribe()
-    }
-
-    /// Records what the backend honours (`None`: no subscription in place).
-    pub(crate) fn set_listening(&self, honoured: Option<ListenFilter>) {
-        self.honoured.send_if_modified(|current| {
-            let changed = *current != honoured;
-            *current = honoured;
-            changed
-        });
-    }
-
-    /// What every actor of the backend does when it starts: bound its mailbox to the permits of both
-    /// bulkheads plus `slack` (actix does not bound `send`; the permits do) and stop when the backend is
-    /// shut down.
-    pub(crate) fn start_actor<A>(&self, ctx: &mut actix::Context<A>, slack: usize)
-    where
-        A: actix::Actor<Context = actix::Context<A>>,
-    {
-        use actix::{ActorContext, ActorFutureExt, AsyncContext};
-        ctx.set_mailbox_capacity(
-            self.max_in_flight
-                .saturating_add(CONTROL_PERMITS)
-                .saturating_add(slack),
-        );
-        let stopped = actix::fut::wrap_future::<_, A>(self.stop.clone().cancelled_owned());
-        ctx.spawn(stopped.map(|(), _act, ctx: &mut actix::Context<A>| ctx.stop()));
-    }
-
-    /// Why a request cannot be sent now, if it cannot.
-    fn refusal(&self) -> Option<Failure> {
-        let reason = match &*self.state.borrow() {
-            State::Ready(_) => return None,
-            State::Connecting => "the backend is connecting".to_owned(),
-            State::Down(reason) => format!("the backend is down: {reason}"),
-            State::Stopped => "the backend was shut down".to_owned(),
-        };
-        Some(Failure::Unavailable {
-            backend: self.name.clone(),
-            reason,
-        })
-    }
 }
 
 /// A handle on one backend's actor. Cheap to clone; the actor's address never leaves this crate.
@@ -372,6 +191,8 @@ impl BackendHandle {
     /// `request.related` as [`crate::Related::InputRequest`]: those on its own response stream (Streamable HTTP,
     /// either era), and on a multiplexed connection (stdio, HTTP+SSE) those that arrive while it is the only
     /// request in flight.
+    ///
+    /// [`Method::is_control`]: protocol::method::Method::is_control
     pub async fn call(&self, mut request: BackendRequest) -> Result<Box<RawValue>, Failure> {
         // The data path's permit, by the share rule (`crate::share`: a caller over its share takes one only
         // while a share's worth stays free); control traffic's from its own bulkhead.

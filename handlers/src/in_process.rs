@@ -7,8 +7,6 @@
 //! back: an in-process server sends no notifications and asks the client nothing, and a request's future
 //! dropped before it answers is the cancellation.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -18,38 +16,15 @@ use protocol::{Message, RequestId};
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
+use crate::config::InProcessServer;
 use crate::description::{ServerDescription, TransportKind};
-use crate::handle::BackendRequest;
 use crate::handshake::{self, MODERN, Probe};
-use crate::link::{ConnectFailure, Connected, Lifeline, Link, LinkContext, Verdict, VerdictUpdate};
+use crate::link::context::{
+    ConnectFailure, Connected, Lifeline, LinkContext, Verdict, VerdictUpdate,
+};
 use crate::pending::Reply;
+use crate::request::BackendRequest;
 use crate::wire;
-
-/// The answer of an in-process server to one message.
-pub type InProcessAnswer = Pin<Box<dyn Future<Output = Option<Vec<u8>>> + Send>>;
-
-/// A backend served inside the gateway process.
-pub trait InProcessServer: Send + Sync + 'static {
-    /// Answers one 2026-07-28 JSON-RPC request (its bytes, `_meta` included) with the response's bytes; a
-    /// notification gets `None`.
-    fn handle(&self, message: Vec<u8>) -> InProcessAnswer;
-}
-
-/// An in-process server as a [`crate::Transport`]: compared by identity.
-#[derive(Clone)]
-pub struct InProcess(pub Arc<dyn InProcessServer>);
-
-impl std::fmt::Debug for InProcess {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("InProcess(..)")
-    }
-}
-
-impl PartialEq for InProcess {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
 
 /// The link to an in-process server.
 #[derive(Clone)]
@@ -73,7 +48,7 @@ impl std::fmt::Debug for InProcessLink {
 pub(crate) async fn connect(
     ctx: Arc<LinkContext>,
     server: Arc<dyn InProcessServer>,
-) -> Result<Connected, ConnectFailure> {
+) -> Result<Connected<InProcessLink>, ConnectFailure> {
     let params = ctx.discover_params();
     let answer = tokio::time::timeout(
         ctx.config.connect_timeout,
@@ -97,7 +72,7 @@ pub(crate) async fn connect(
                 last_id: AtomicI64::new(0),
             }));
             Ok(Connected {
-                link: Link::InProcess(link),
+                link,
                 description,
                 verdict: Verdict::Modern,
                 lifeline: Lifeline::default(),

@@ -13,11 +13,11 @@ use tracing::{debug, warn};
 
 use crate::callers::{self, Asker, InFlight};
 use crate::events::Notifier;
-use crate::handle::BackendRequest;
 use crate::listen::ListenRoute;
 use crate::outbox::Outbox;
 use crate::pending::Pending;
 use crate::related::Related;
+use crate::request::BackendRequest;
 use crate::wire;
 
 /// How many bytes of an unreadable line are shown in a log.

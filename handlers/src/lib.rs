@@ -29,36 +29,45 @@ mod events;
 mod handle;
 mod handshake;
 mod http;
+#[cfg(test)]
+mod import_graph;
 mod in_process;
 mod inbound;
+#[cfg(test)]
+mod layering;
 mod link;
 mod listen;
 mod meta;
 mod outbox;
 mod pending;
 mod related;
+mod request;
 mod retry;
 mod share;
+mod shared;
 mod stdio;
 mod trace;
 mod wire;
 mod worker;
 
 pub use circuit::{CircuitConfig, CircuitState, counts_against};
-pub use config::{BackendConfig, TlsClient, Transport};
+pub use config::{
+    BackendConfig, InProcess, InProcessAnswer, InProcessServer, TlsClient, Transport,
+};
 pub use credential::Credential;
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
-pub use handle::{BackendHandle, BackendRequest, BackendState, BackendStatus, CONTROL_PERMITS};
+pub use handle::{BackendHandle, BackendState, BackendStatus};
 pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,
 };
 pub use http::{chain as error_chain, outbound_client, rest_client};
-pub use in_process::{InProcess, InProcessAnswer, InProcessServer};
 pub use listen::ListenFilter;
 pub use protocol::Generation;
 pub use related::{Related, RelatedSink, notifications_dropped};
+pub use request::BackendRequest;
 pub use share::{Caller, share_of};
+pub use shared::CONTROL_PERMITS;
 pub use stdio::{STOP_BOUND, processes_ended};
 pub use trace::{TRACEPARENT, TRACESTATE, TraceContext};

@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use crate::actor::{BackendActor, renewer};
-use crate::handle::{BackendRequest, Shared, State};
 use crate::link::Link;
+use crate::request::BackendRequest;
+use crate::shared::{Shared, State};
 
 /// Mailbox room beyond the permits (actix does not bound `send` by it; the permits do).
 const MAILBOX_SLACK: usize = 16;

@@ -8,7 +8,7 @@
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::Principal;
+use super::principal::Principal;
 use crate::config::{ApiKeyEntry, parse_digest};
 
 /// The shortest key `mcpgw auth hash-key` takes (in bytes): 128 bits of base64 or hex and then some.

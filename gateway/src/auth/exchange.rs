@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use reqwest::header::HeaderValue;
 use sha2::{Digest, Sha256};
 
-use super::SubjectToken;
 use super::backend::{TokenSource, token_request, token_source};
+use super::principal::SubjectToken;
 use crate::config::BackendAuth;
 
 /// Exchanged tokens kept at most, per backend.

@@ -11,7 +11,7 @@ use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::{Map, Value};
 
-use super::{Principal, Reason};
+use super::principal::{Principal, Reason};
 use crate::config::JwtConfig;
 
 /// A verification key and the one algorithm it verifies.

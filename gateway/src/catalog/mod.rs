@@ -29,6 +29,7 @@ mod freshness;
 pub mod ledger;
 mod lookup;
 pub mod names;
+mod restriction;
 pub mod search;
 mod searching;
 pub mod shaping;
@@ -45,10 +46,10 @@ mod tests;
 pub use builder::CatalogBuilder;
 pub use cursor::{CursorError, ListKind, Page};
 pub use freshness::{ListFreshness, ListsFreshness};
+pub use restriction::{Item, Restriction};
 pub use searching::{GatewayTool, reserved};
 pub use shaping::{Selection, Shaping};
 pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
-pub use view::{Item, Restriction};
 
 /// What one backend listed (all pages already fetched by the caller), as raw JSON objects.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -102,7 +102,7 @@ pub struct CatalogSnapshot {
     /// When the backends were asked (set by the caller that fetched the listings).
     pub(super) listed_at: Option<Instant>,
     /// Set on a restricted view (module `view`): what it keeps.
-    pub(super) restriction: Option<super::view::Restricted>,
+    pub(super) restriction: Option<super::restriction::Restricted>,
     /// Set on a searching view (module `searching`): the index over its tools.
     pub(super) search: Option<std::sync::Arc<super::search::ToolIndex>>,
 }

@@ -111,6 +111,9 @@ pub enum MiddlewareKind {
     AllowMethods,
 }
 
+/// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
+pub const DEFAULT_CACHE_MAX_BYTES: usize = 64 * 1024 * 1024;
+
 /// `[server]`: the front door.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -139,7 +142,7 @@ pub struct ServerConfig {
     /// -32600 naming the limit. At least 1.
     pub max_batch: usize,
     /// Bytes of cached `resources/read` results held at most (their JSON text, counted exactly); a result
-    /// larger than it is served and not cached. At least 1.
+    /// larger than it is served and not cached. At least 1; [`DEFAULT_CACHE_MAX_BYTES`] by default.
     pub cache_max_bytes: usize,
     /// Default per-backend request timeout, in milliseconds.
     pub request_timeout_ms: u64,
@@ -252,7 +255,7 @@ impl Default for ServerConfig {
             drain_timeout_secs: 30,
             max_sessions: 100_000,
             max_batch: 100,
-            cache_max_bytes: crate::cache::DEFAULT_MAX_BYTES,
+            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             request_timeout_ms: 30_000,
             list_timeout_ms: 5_000,
             down_grace_ms: 30_000,

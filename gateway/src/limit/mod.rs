@@ -24,9 +24,9 @@ use std::time::Instant;
 
 use protocol::Method;
 
-use crate::auth::scopes::glob_match;
 use crate::cluster::redis::RedisLink;
 use crate::config::{LimitPer, RateLimitConfig};
+use crate::glob::glob_match;
 
 use authority::{Authority, Rate};
 use lease::{Leases, Local, WORKER_KEYS};

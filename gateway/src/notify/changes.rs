@@ -8,8 +8,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use handlers::{BackendEvent, ListenFilter};
-use protocol::payload::LoggingLevel;
-use protocol::raw::RawObject;
 use protocol::{Method, Notification};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -216,52 +214,4 @@ pub fn sync_backend(gw: &Gateway, backend: &str) {
         resources_list_changed: true,
         resource_subscriptions: uris.into_iter().collect(),
     });
-}
-
-/// A log message passes when the client asked for logging and its level is at least the client's.
-pub fn level_passes(n: &Notification, wanted: Option<LoggingLevel>) -> bool {
-    let Some(wanted) = wanted else {
-        return false;
-    };
-    let level = n
-        .params
-        .as_deref()
-        .and_then(RawObject::parse)
-        .and_then(|p| {
-            p.get("level")
-                .and_then(|l| serde_json::from_str::<LoggingLevel>(l.get()).ok())
-        });
-    level.is_some_and(|l| l >= wanted)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn log_messages_pass_at_or_above_the_level() {
-        let msg = |level: &str| {
-            Notification::new(
-                "notifications/message",
-                Some(&json!({"level": level, "data": "x"})),
-            )
-        };
-        // (message level, wanted, passes)
-        let table = [
-            ("error", Some(LoggingLevel::Warning), true),
-            ("warning", Some(LoggingLevel::Warning), true),
-            ("info", Some(LoggingLevel::Warning), false),
-            ("debug", Some(LoggingLevel::Debug), true),
-            ("error", None, false),
-            ("loud", Some(LoggingLevel::Debug), false),
-        ];
-        for (level, wanted, passes) in table {
-            assert_eq!(
-                level_passes(&msg(level), wanted),
-                passes,
-                "{level} {wanted:?}"
-            );
-        }
-    }
 }

@@ -14,6 +14,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use protocol::payload::LoggingLevel;
+use protocol::raw::RawObject;
 use protocol::{Message, Method, Notification};
 
 use super::readers::ReaderViews;
@@ -29,7 +31,7 @@ pub fn log(gw: &Gateway, views: &mut ReaderViews, backend: &str, n: &Notificatio
     let event = sse_event(&Message::Notification(n.clone()).to_bytes());
     let (mut sent, mut withheld) = (0usize, 0usize);
     for session in gw.sessions.all() {
-        if !super::changes::level_passes(n, session.log_level()) {
+        if !level_passes(n, session.log_level()) {
             continue;
         }
         let shown = views
@@ -169,4 +171,52 @@ pub fn list_changes(gw: &Gateway, mut before: Seen<'_>, mut after: Seen<'_>) -> 
         }
     }
     heard
+}
+
+/// A log message passes when the client asked for logging and its level is at least the client's.
+pub fn level_passes(n: &Notification, wanted: Option<LoggingLevel>) -> bool {
+    let Some(wanted) = wanted else {
+        return false;
+    };
+    let level = n
+        .params
+        .as_deref()
+        .and_then(RawObject::parse)
+        .and_then(|p| {
+            p.get("level")
+                .and_then(|l| serde_json::from_str::<LoggingLevel>(l.get()).ok())
+        });
+    level.is_some_and(|l| l >= wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn log_messages_pass_at_or_above_the_level() {
+        let msg = |level: &str| {
+            Notification::new(
+                "notifications/message",
+                Some(&json!({"level": level, "data": "x"})),
+            )
+        };
+        // (message level, wanted, passes)
+        let table = [
+            ("error", Some(LoggingLevel::Warning), true),
+            ("warning", Some(LoggingLevel::Warning), true),
+            ("info", Some(LoggingLevel::Warning), false),
+            ("debug", Some(LoggingLevel::Debug), true),
+            ("error", None, false),
+            ("loud", Some(LoggingLevel::Debug), false),
+        ];
+        for (level, wanted, passes) in table {
+            assert_eq!(
+                level_passes(&msg(level), wanted),
+                passes,
+                "{level} {wanted:?}"
+            );
+        }
+    }
 }

@@ -23,7 +23,7 @@ use protocol::{Generation, Message, Notification};
 use tokio::sync::mpsc;
 
 use crate::bridge::input;
-use crate::notify::changes::level_passes;
+use crate::notify::fanout::level_passes;
 use crate::pipeline::dispatch::Dispatch;
 use crate::pipeline::response::Outcome;
 use crate::session::Session;

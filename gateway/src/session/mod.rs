@@ -9,6 +9,7 @@ mod input_requests;
 mod overview;
 mod pending;
 mod reader;
+mod replicas;
 mod rest;
 pub mod sealed;
 mod shared;

@@ -1,13 +1,15 @@
-//! The session store across replicas, through Redis (`cluster::redis`): a rebuild's one read, DELETEs and
-//! log levels published, other replicas' events applied, last uses published in batches. Without Redis none
+//! The session store across replicas, through Redis (`cluster::redis`): log levels and subscriptions
+//! published, other replicas' events applied, last uses published in batches (a rebuild's one read and a
+//! DELETE's publication, which the store itself makes, are `replicas`). Without Redis none
 //! of this runs, and a DELETE or idle expiry holds on the replica that saw it.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dormant::{Record, secs};
-use super::sealed::{SealedSession, SessionKey, unix_now};
-use super::store::{Ending, Opened, SessionStore};
+use super::replicas::key_text;
+use super::sealed::{SealedSession, unix_now};
+use super::store::{Ending, SessionStore};
 use super::{NO_LEVEL, Session, ShortId};
 use crate::cluster::redis::{ClusterEvent, RedisLink};
 
@@ -18,55 +20,6 @@ pub fn touch_every(idle: std::time::Duration) -> std::time::Duration {
         std::time::Duration::from_millis(100),
         std::time::Duration::from_secs(30),
     )
-}
-
-/// A session's name in Redis.
-pub fn key_text(key: SessionKey) -> String {
-    format!("{:032x}", key.0)
-}
-
-/// What Redis says of an opened session, before its actor is rebuilt here: revoked (a DELETE on another
-/// replica), idle too long everywhere (the later of its last use published and its last use here, or its
-/// `initialize`), its log level and subscriptions. Redis unreachable: fails open (the session is rebuilt
-/// from what this replica knows).
-pub(super) async fn checked(
-    link: &RedisLink,
-    mut opened: Opened,
-    idle: std::time::Duration,
-) -> Option<Opened> {
-    match link.session(&key_text(opened.key)).await {
-        Ok(record) => {
-            if record.revoked {
-                return None;
-            }
-            let last_use = record.last_use.unwrap_or(0).max(opened.last_use);
-            if unix_now().saturating_sub(last_use) >= idle.as_secs() {
-                return None;
-            }
-            if let Some(level) = record.level {
-                opened.level = level;
-            }
-            opened.subscriptions = record.subscriptions;
-            Some(opened)
-        }
-        Err(e) => {
-            tracing::debug!(error = %e, "a session rebuilt without asking redis");
-            Some(opened)
-        }
-    }
-}
-
-/// Publishes a DELETE (in the background: the DELETE is answered at once; kept while Redis is down).
-pub(super) fn publish_revocation(
-    link: &Arc<RedisLink>,
-    key: SessionKey,
-    id: &str,
-    expires_at: u64,
-) {
-    let (link, id) = (link.clone(), id.to_owned());
-    tokio::spawn(async move {
-        link.revoke(&key_text(key), &id, expires_at).await;
-    });
 }
 
 impl SessionStore {

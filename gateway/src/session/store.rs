@@ -16,6 +16,7 @@ use protocol::payload::InitializeRequestParams;
 use serde_json::Value;
 
 use super::dormant::{Dormant, Record, secs};
+use super::replicas::{self, Opened};
 use super::sealed::{SealedSession, TooLarge, unix_now};
 use super::slots::Slots;
 use super::subscriptions::Subscriptions;
@@ -60,19 +61,6 @@ impl StoreLimits {
             lifetime: Duration::from_secs(24 * 3600),
         }
     }
-}
-
-/// A sealed id that opened and passed this replica's records: what rebuilding its actor needs.
-#[derive(Debug)]
-pub(super) struct Opened {
-    pub(super) state: SealedSession,
-    pub(super) key: super::SessionKey,
-    /// The log level (its index; `NO_LEVEL` for none).
-    pub(super) level: u8,
-    /// Resource subscriptions made on other replicas, `(backend, uri)`.
-    pub(super) subscriptions: Vec<(String, String)>,
-    /// Its last use known here (Unix seconds; its `initialize` when none).
-    pub(super) last_use: u64,
 }
 
 /// Sessions a replica remembers per session actor it may hold (records are 38 to 75 bytes resident each, an
@@ -276,7 +264,7 @@ impl SessionStore {
             return Ok(None);
         }
         let opened = match &self.redis {
-            Some(link) => match super::shared::checked(link, opened, self.limits.idle).await {
+            Some(link) => match replicas::checked(link, opened, self.limits.idle).await {
                 Some(opened) => opened,
                 None => return Ok(None),
             },
@@ -331,7 +319,7 @@ impl SessionStore {
                 return None;
             }
             let idle = now.saturating_sub(u64::from(r.last_use)) >= self.limits.idle.as_secs();
-            // With Redis, the last use on any replica decides (`shared::checked`).
+            // With Redis, the last use on any replica decides (`replicas::checked`).
             if idle && !self.sessions.shared_idle {
                 self.sessions
                     .dormant
@@ -417,7 +405,7 @@ impl SessionStore {
         if let (true, Ending::Deleted, Some((key, expires_at)), Some(link)) =
             (ended, why, key, &self.redis)
         {
-            super::shared::publish_revocation(link, key, id, expires_at);
+            replicas::publish_revocation(link, key, id, expires_at);
         }
         ended
     }

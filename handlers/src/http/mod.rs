@@ -34,7 +34,7 @@ use tracing::{debug, warn};
 use crate::config::{BackendConfig, Transport};
 use crate::handshake::{self, Probe};
 use crate::inbound::Inbound;
-use crate::link::{ConnectFailure, Connected, LinkContext, Verdict, VerdictUpdate};
+use crate::link::context::{ConnectFailure, Connected, LinkContext, Verdict, VerdictUpdate};
 use crate::pending::Reply;
 use event_stream::{EventStream, StreamError};
 
@@ -149,18 +149,22 @@ pub(crate) fn thread_client(ctx: &LinkContext, fallback: &reqwest::Client) -> re
     })
 }
 
-/// Connects to an HTTP backend: the remembered era's handshake, or the probe and its fallbacks.
-pub(crate) async fn connect(
+/// Connects to an HTTP backend: the remembered era's handshake, or the probe and its fallbacks; `L` is the
+/// link the caller holds, whichever transport the era turns out to take.
+pub(crate) async fn connect<L>(
     ctx: Arc<LinkContext>,
     client: reqwest::Client,
     remembered: Option<Verdict>,
-) -> Result<Connected, ConnectFailure> {
+) -> Result<Connected<L>, ConnectFailure>
+where
+    L: From<ModernLink> + From<LegacyLink> + From<SseLink>,
+{
     let url = endpoint_url(&ctx.config).map_err(ConnectFailure::outage)?;
     let mut learned = VerdictUpdate::Keep;
     if matches!(remembered, None | Some(Verdict::Modern)) {
         match modern::probe(&ctx, &client, &url).await {
             modern::Probed::Judged(Probe::Modern(d)) => {
-                return Ok(modern::connected(ctx, client, url, d));
+                return Ok(modern::connected(ctx, client, url, d).map(L::from));
             }
             modern::Probed::Judged(Probe::ModernRefused(reason)) => {
                 return Err(ConnectFailure::new(
@@ -177,7 +181,7 @@ pub(crate) async fn connect(
     }
     if remembered != Some(Verdict::LegacySse) {
         match legacy::connect(&ctx, &client, &url).await {
-            Ok(c) => return Ok(c),
+            Ok(c) => return Ok(c.map(L::from)),
             Err(legacy::Refused::NotStreamable(why)) => {
                 debug!(backend = %ctx.name(), %why, "no streamable http: trying http+sse");
             }
@@ -195,7 +199,7 @@ pub(crate) async fn connect(
         }
     }
     match sse::connect(&ctx, &client, &url).await {
-        Ok(c) => Ok(c),
+        Ok(c) => Ok(c.map(L::from)),
         Err(sse::Refused::Outage(reason)) => Err(ConnectFailure::new(
             reason,
             VerdictUpdate::Learned(Verdict::LegacySse),

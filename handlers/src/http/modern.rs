@@ -24,11 +24,11 @@ use super::{
     Poster, is_outage, json_headers, read_reply, status_failure, thread_client, version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
-use crate::handle::BackendRequest;
 use crate::handshake::{self, MODERN, Probe};
 use crate::inbound::Inbound;
-use crate::link::{Connected, Lifeline, Link, LinkContext, Verdict};
+use crate::link::context::{Connected, Lifeline, LinkContext, Verdict};
 use crate::outbox::Outbox;
+use crate::request::BackendRequest;
 use crate::wire;
 
 /// A modern backend. Stateless: every request stands alone.
@@ -105,7 +105,7 @@ pub(super) fn connected(
     client: reqwest::Client,
     url: Url,
     discover: DiscoverResult,
-) -> Connected {
+) -> Connected<ModernLink> {
     let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
     let outbox: Arc<dyn Outbox> = Arc::new(EndpointPoster {
         poster: Poster::start(
@@ -126,7 +126,7 @@ pub(super) fn connected(
         lifeline: lifeline.clone(),
     }));
     Connected {
-        link: Link::Modern(link),
+        link,
         description: Arc::new(description),
         verdict: Verdict::Modern,
         // No connection between requests to lose; cut only when the era assumption fails.

@@ -17,12 +17,12 @@ use tracing::{debug, info};
 use super::event_stream::EventStream;
 use super::{MAX_MESSAGE_BYTES, Poster, error_body, is_outage, json_headers, thread_client};
 use crate::description::{ServerDescription, TransportKind};
-use crate::handle::BackendRequest;
 use crate::handshake;
 use crate::inbound::Inbound;
-use crate::link::{Connected, Lifeline, Link, LinkContext, Unanswered, Verdict, not_sent};
+use crate::link::context::{Connected, Lifeline, LinkContext, Unanswered, Verdict, not_sent};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::pending::{Lost, Pending, Reply};
+use crate::request::BackendRequest;
 use crate::wire;
 
 /// A session over HTTP+SSE.
@@ -62,7 +62,7 @@ pub(super) async fn connect(
     ctx: &Arc<LinkContext>,
     client: &reqwest::Client,
     url: &Url,
-) -> Result<Connected, Refused> {
+) -> Result<Connected<SseLink>, Refused> {
     let deadline = Instant::now() + ctx.config.connect_timeout;
     let opened = tokio::time::timeout_at(deadline, open(client, url, &ctx.config.credential)).await;
     let (events, endpoint) = match opened {
@@ -111,7 +111,7 @@ pub(super) async fn connect(
     // The endpoint's path only: its query holds the backend's session id, a credential.
     info!(backend = %ctx.name(), %generation, endpoint = %link.0.endpoint.path(), "http+sse session initialized");
     Ok(Connected {
-        link: Link::Sse(link),
+        link,
         description: Arc::new(ServerDescription::from_initialize(
             init,
             generation,

@@ -18,9 +18,10 @@ use super::stream::{End, Subscription};
 use super::{ListenFilter, ListenRoute};
 use crate::backoff::Backoff;
 use crate::description::ServerDescription;
-use crate::handle::{BackendRequest, Shared};
 use crate::inbound::Inbound;
 use crate::link::{Link, LinkContext, Renew};
+use crate::request::BackendRequest;
+use crate::shared::Shared;
 
 /// Makes the session renewer a legacy HTTP request needs (one per request).
 pub(crate) type RenewFactory = Box<dyn Fn() -> Renew>;

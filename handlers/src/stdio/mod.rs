@@ -25,12 +25,12 @@ use tracing::{debug, info};
 
 use crate::config::Transport;
 use crate::description::{ServerDescription, TransportKind};
-use crate::handle::BackendRequest;
 use crate::handshake::{self, Probe};
-use crate::link::{
-    ConnectFailure, Connected, Link, LinkContext, Unanswered, Verdict, VerdictUpdate,
+use crate::link::context::{
+    ConnectFailure, Connected, LinkContext, Unanswered, Verdict, VerdictUpdate,
 };
 use crate::listen::Tap;
+use crate::request::BackendRequest;
 use process::StdioProcess;
 
 /// A live stdio connection: the process and the generation its handshake settled.
@@ -93,7 +93,7 @@ impl StdioLink {
 pub(crate) async fn connect(
     ctx: Arc<LinkContext>,
     remembered: Option<Verdict>,
-) -> Result<Connected, ConnectFailure> {
+) -> Result<Connected<StdioLink>, ConnectFailure> {
     let Transport::Stdio { command, env, cwd } = &ctx.config.transport else {
         return Err(ConnectFailure::outage("not a stdio backend"));
     };
@@ -157,14 +157,18 @@ pub(crate) async fn connect(
     }
 }
 
-fn connected(process: StdioProcess, description: ServerDescription, verdict: Verdict) -> Connected {
+fn connected(
+    process: StdioProcess,
+    description: ServerDescription,
+    verdict: Verdict,
+) -> Connected<StdioLink> {
     let lifeline = process.lifeline().clone();
     let link = StdioLink {
         process: Arc::new(process),
         generation: description.generation,
     };
     Connected {
-        link: Link::Stdio(link),
+        link,
         description: Arc::new(description),
         verdict,
         lifeline,

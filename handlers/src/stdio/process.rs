@@ -22,7 +22,7 @@ use tracing::{debug, info, warn};
 
 use super::lines::{Line, next_line};
 use crate::inbound::Inbound;
-use crate::link::{Lifeline, LinkContext, Unanswered, not_sent};
+use crate::link::context::{Lifeline, LinkContext, Unanswered, not_sent};
 use crate::listen::{ListenRoute, SubscriptionRoutes};
 use crate::outbox::{CancelGuard, Outbox};
 use crate::pending::{Lost, Pending, Reply};

@@ -25,11 +25,11 @@ use super::{
     thread_client, version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
-use crate::handle::BackendRequest;
 use crate::handshake::{self, modern_refusal_in_body};
 use crate::inbound::Inbound;
-use crate::link::{Connected, Lifeline, Link, LinkContext, Renew, Verdict};
+use crate::link::context::{Connected, Lifeline, LinkContext, Renew, Verdict};
 use crate::outbox::{CancelGuard, Outbox};
+use crate::request::BackendRequest;
 use crate::wire;
 
 mod principals;
@@ -95,7 +95,7 @@ pub(super) async fn connect(
     ctx: &Arc<LinkContext>,
     client: &reqwest::Client,
     url: &Url,
-) -> Result<Connected, Refused> {
+) -> Result<Connected<LegacyLink>, Refused> {
     let last_id = AtomicI64::new(0);
     let (session, init) =
         initialize(ctx, client, url, &last_id, ctx.config.credential.clone()).await?;
@@ -133,7 +133,7 @@ pub(super) async fn connect(
         Arc::clone(&inner.renewed),
     ));
     Ok(Connected {
-        link: Link::Legacy(LegacyLink(inner)),
+        link: LegacyLink(inner),
         description,
         verdict: Verdict::Legacy,
         lifeline: Lifeline::default(),

@@ -1,6 +1,6 @@
-//! A connection to a backend as the actor holds it ([`Link`]), what every transport shares
-//! ([`LinkContext`]: name, configuration, events, the `_meta` stamp, how failures read), and how a
-//! connection is made ([`connect`]): the transport's handshake, which finds the backend's era.
+//! What every transport shares ([`LinkContext`]: name, configuration, events, the `_meta` stamp, how failures
+//! read), what a connect attempt ends in ([`Connected`], [`ConnectFailure`]) and the era it finds
+//! ([`Verdict`]). The transports build on it; the [`super::Link`] over them is above it.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -10,19 +10,15 @@ use protocol::method::Method;
 use protocol::shape::Failure;
 use protocol::{Error, ErrorCode, Generation};
 use serde_json::value::RawValue;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{BackendConfig, Transport};
 use crate::description::ServerDescription;
 use crate::events::Notifier;
-use crate::handle::BackendRequest;
 use crate::handshake::{self, MODERN};
-use crate::http::{LegacyLink, ModernLink, SseLink};
-use crate::in_process::InProcessLink;
 use crate::meta::{self, ModernMeta};
 use crate::pending::Lost;
-use crate::stdio::{self, StdioLink};
+use crate::request::BackendRequest;
 
 /// The longest a stdio `server/discover` probe may go unanswered before the backend counts as legacy.
 const STDIO_PROBE_LIMIT: Duration = Duration::from_secs(5);
@@ -261,14 +257,26 @@ impl ConnectFailure {
     }
 }
 
-/// A finished handshake.
+/// A finished handshake, with the transport's link `L`.
 #[derive(Debug)]
-pub(crate) struct Connected {
-    pub(crate) link: Link,
+pub(crate) struct Connected<L> {
+    pub(crate) link: L,
     pub(crate) description: Arc<ServerDescription>,
     pub(crate) verdict: Verdict,
     /// Cut when the connection is gone for good (stdio exit, event stream end).
     pub(crate) lifeline: Lifeline,
+}
+
+impl<L> Connected<L> {
+    /// The same handshake with its link made another (a transport's link into the [`super::Link`]).
+    pub(crate) fn map<M>(self, into: impl FnOnce(L) -> M) -> Connected<M> {
+        Connected {
+            link: into(self.link),
+            description: self.description,
+            verdict: self.verdict,
+            lifeline: self.lifeline,
+        }
+    }
 }
 
 /// Cut once when a connection dies, with why.
@@ -301,66 +309,3 @@ impl Lifeline {
 /// requests saw it expire, one `initialize` is sent.
 pub(crate) type Renew =
     Box<dyn FnOnce(Option<String>) -> LocalBoxFuture<'static, Result<(), Failure>>>;
-
-/// A live connection. Cheap to clone; requests run on clones outside the actor.
-#[derive(Debug, Clone)]
-pub(crate) enum Link {
-    Stdio(StdioLink),
-    Modern(ModernLink),
-    Legacy(LegacyLink),
-    Sse(SseLink),
-    InProcess(InProcessLink),
-}
-
-impl Link {
-    /// Sends one request and returns the backend's result or a failure, by `deadline` at the latest.
-    pub(crate) async fn call(
-        &self,
-        request: BackendRequest,
-        deadline: Instant,
-        renew: Option<Renew>,
-    ) -> Result<Box<RawValue>, Failure> {
-        match self {
-            Link::Stdio(l) => l.call(request, deadline).await,
-            Link::Modern(l) => l.call(request, deadline).await,
-            Link::Legacy(l) => l.call(request, deadline, renew).await,
-            Link::Sse(l) => l.call(request, deadline).await,
-            Link::InProcess(l) => l.call(request, deadline).await,
-        }
-    }
-
-    /// Closes the connection on purpose: in-flight requests are answered, the child process is stopped, the
-    /// legacy session deleted (best effort).
-    pub(crate) fn close(&self) {
-        match self {
-            Link::Stdio(l) => l.close(),
-            Link::Modern(_) | Link::InProcess(_) => {}
-            Link::Legacy(l) => l.close(),
-            Link::Sse(l) => l.close(),
-        }
-    }
-}
-
-/// Connects to the backend and finds its era (or uses the remembered one).
-pub(crate) async fn connect(
-    ctx: Arc<LinkContext>,
-    http: Option<reqwest::Client>,
-    remembered: Option<Verdict>,
-) -> Result<Connected, ConnectFailure> {
-    match (&ctx.config.transport, http) {
-        (Transport::Stdio { .. }, _) => stdio::connect(ctx, remembered).await,
-        (Transport::Http { .. }, Some(client)) => {
-            crate::http::connect(ctx, client, remembered).await
-        }
-        (Transport::Http { .. }, None) => {
-            Err(ConnectFailure::outage(match crate::http::client(&ctx) {
-                Err(why) => format!("the http client could not be built: {why}"),
-                Ok(_) => "the http client could not be built".to_owned(),
-            }))
-        }
-        (Transport::InProcess(server), _) => {
-            let server = Arc::clone(&server.0);
-            crate::in_process::connect(ctx, server).await
-        }
-    }
-}
