@@ -234,7 +234,7 @@ impl Report {
         let ask = &self.0["operations"]["ask"];
         format!(
             "{phase}: {} requests ({} asks, {} answered), {} errors (tools/call {}, ask {}), JSON-RPC codes {}, \
-             p50 {} ms, p99 {} ms, statuses {}, resent {}, redis commands {}",
+             p50 {} ms, p99 {} ms, statuses {}, resent {}, redis commands {}, failures {}",
             self.requests(),
             ask["requests"].as_u64().unwrap_or(0),
             ask["questions_answered"].as_u64().unwrap_or(0),
@@ -247,7 +247,38 @@ impl Report {
             self.0["outcomes"]["by_http_status"],
             self.resent(),
             self.0["redis_commands"],
+            self.failures(),
         )
+    }
+    /// The measured requests that did not succeed, by outcome and reason (what a failing assertion needs to
+    /// say which kind of failure it saw).
+    pub fn failures(&self) -> String {
+        let o = &self.0["outcomes"];
+        let mut out: Vec<String> = [
+            "tool_error",
+            "http_error",
+            "incomplete",
+            "invalid_response",
+            "timeout",
+        ]
+        .iter()
+        .filter_map(|k| {
+            o[*k]
+                .as_u64()
+                .filter(|n| *n > 0)
+                .map(|n| format!("{k} {n}"))
+        })
+        .collect();
+        for key in ["transport_reasons", "invalid_reasons"] {
+            if let Some(map) = o[key].as_object() {
+                out.extend(map.iter().map(|(k, v)| format!("{k}: {v}")));
+            }
+        }
+        if out.is_empty() {
+            "none".into()
+        } else {
+            out.join(", ")
+        }
     }
     /// Every error of the run, set-up and tear-down included, as a readable list.
     pub fn all_errors(&self) -> u64 {
