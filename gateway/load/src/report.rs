@@ -181,8 +181,8 @@ pub struct Report {
     pub stopped: String,
     /// Requests still in flight when the hard deadline ended the run (not counted).
     pub abandoned: u64,
-    /// Requests sent a second time, once, on a new connection, because their keep-alive connection was
-    /// closed before any answer came back (each is counted once, by the outcome of the second sending).
+    /// Sendings again, on a new connection, of requests whose connection was closed before any answer came
+    /// back (at most twice per request; each request is counted once, by the outcome of its last sending).
     pub resent: u64,
     /// When the load ran.
     #[serde(default)]

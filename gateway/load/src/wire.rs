@@ -39,7 +39,7 @@ pub(crate) struct Wire {
     next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     url: Url,
     timeout: Duration,
-    /// Requests sent a second time (see [`closed_before_any_answer`]).
+    /// Sendings again (see [`closed_before_any_answer`]).
     resent: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
@@ -199,20 +199,25 @@ impl Wire {
 
     async fn send(&self, req: reqwest::RequestBuilder) -> Result<Opened, Failure> {
         let req = req.build().map_err(|e| Failure::of(&e))?;
-        let again = req.try_clone();
+        let mut again = req.try_clone();
         let link = self.link();
-        let resp = match (link.pooled.execute(req).await, again) {
-            (Ok(resp), _) => resp,
-            (Err(e), Some(again)) if closed_before_any_answer(&e) => {
-                self.resent
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                link.fresh
-                    .execute(again)
-                    .await
-                    .map_err(|e| Failure::of(&e))?
+        let mut sent = link.pooled.execute(req).await;
+        // A connection closed before any answer is sent again on a new one, at most `MAX_RESENDS` times: a
+        // proxy reloading (nginx -s reload) may close the new connection too, when an old worker accepted it
+        // just before it stopped accepting.
+        for _ in 0..MAX_RESENDS {
+            let (Err(e), Some(req)) = (&sent, again.take()) else {
+                break;
+            };
+            if !closed_before_any_answer(e) {
+                break;
             }
-            (Err(e), _) => return Err(Failure::of(&e)),
-        };
+            again = req.try_clone();
+            self.resent
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            sent = link.fresh.execute(req).await;
+        }
+        let resp = sent.map_err(|e| Failure::of(&e))?;
         let status = resp.status().as_u16();
         let session_id = resp
             .headers()
@@ -233,6 +238,9 @@ impl Wire {
         })
     }
 }
+
+/// How many times one request is sent again after its connection closed before any answer.
+const MAX_RESENDS: usize = 2;
 
 /// `work`, or [`Failure::Timeout`] at `deadline`.
 async fn by<T>(

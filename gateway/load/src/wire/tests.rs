@@ -190,7 +190,7 @@ fn a_request_whose_keep_alive_connection_is_reset_before_any_answer_is_sent_once
 }
 
 #[test]
-fn a_request_reset_again_is_not_sent_a_third_time() {
+fn a_request_reset_on_every_new_connection_is_given_up_after_max_resends() {
     let (answers, resent) = exchange(&resetting_server(true), 1);
     assert!(
         matches!(
@@ -199,7 +199,43 @@ fn a_request_reset_again_is_not_sent_a_third_time() {
         ),
         "{answers:?}"
     );
-    assert_eq!(resent, 1);
+    assert_eq!(resent, super::MAX_RESENDS as u64);
+}
+
+/// Regression: a rolling restart behind nginx counted a transport error, the request's new connection having
+/// been accepted by a worker the reload was stopping, which closed it unread as well.
+#[test]
+fn a_request_whose_new_connection_is_closed_unread_too_is_sent_on_another() {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+        for (n, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { return };
+            let mut buf = [0u8; 4096];
+            // The first connection answers once, then is reset as its next request arrives; the second is
+            // reset as its first request arrives; later ones answer.
+            if n < 2 {
+                if n == 0 {
+                    let _ = conn.read(&mut buf);
+                    let _ = conn.write_all(ok.as_bytes());
+                }
+                let _ = conn.peek(&mut buf);
+                std::thread::sleep(Duration::from_millis(20));
+                drop(conn);
+                continue;
+            }
+            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                if conn.write_all(ok.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let (answers, resent) = exchange(&format!("http://{addr}/mcp"), 2);
+    assert_eq!(answers, vec![Ok(200), Ok(200)]);
+    assert_eq!(resent, 2);
 }
 
 /// A server on a free loopback port whose first `stale` connections answer one request each and are reset
