@@ -131,11 +131,10 @@ fn bare_answers_and_results() {
     );
 }
 
-/// A server on a free loopback port that answers the first request of its first connection (keep-alive),
-/// then resets that connection as the second request arrives (unread: the kernel sends RST), and answers
-/// every request of later connections, unless `reset_all`. What a load balancer's reload does to a client's
-/// idle keep-alive connection.
-fn resetting_server(reset_all: bool) -> String {
+/// A server on a free loopback port whose connection number `n` (from 0) answers `answered(n)` requests
+/// (keep-alive), or every request when that is `None`, and then is reset as its next request arrives (unread:
+/// the kernel sends RST). What a load balancer's reload does to a client's idle keep-alive connection.
+fn resetting_server(answered: fn(usize) -> Option<usize>) -> String {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -143,23 +142,19 @@ fn resetting_server(reset_all: bool) -> String {
         let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
         for (n, conn) in listener.incoming().enumerate() {
             let Ok(mut conn) = conn else { return };
-            let mut buf = [0u8; 4096];
-            if n == 0 || reset_all {
-                if !reset_all {
-                    let _ = conn.read(&mut buf);
-                    let _ = conn.write_all(ok.as_bytes());
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut left = answered(n);
+                while left != Some(0) && matches!(conn.read(&mut buf), Ok(n) if n > 0) {
+                    if conn.write_all(ok.as_bytes()).is_err() {
+                        return;
+                    }
+                    left = left.map(|l| l - 1);
                 }
                 // The next request arrives and is never read: dropping the socket resets it.
                 let _ = conn.peek(&mut buf);
                 std::thread::sleep(Duration::from_millis(20));
-                drop(conn);
-                continue;
-            }
-            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
-                if conn.write_all(ok.as_bytes()).is_err() {
-                    break;
-                }
-            }
+            });
         }
     });
     format!("http://{addr}/mcp")
@@ -184,14 +179,14 @@ fn exchange(url: &str, posts: usize) -> (Vec<Result<u16, Failure>>, u64) {
 
 #[test]
 fn a_request_whose_keep_alive_connection_is_reset_before_any_answer_is_sent_once_more() {
-    let (answers, resent) = exchange(&resetting_server(false), 3);
+    let (answers, resent) = exchange(&resetting_server(|n| (n == 0).then_some(1)), 3);
     assert_eq!(answers, vec![Ok(200), Ok(200), Ok(200)]);
     assert_eq!(resent, 1);
 }
 
 #[test]
 fn a_request_reset_on_every_new_connection_is_given_up_after_max_resends() {
-    let (answers, resent) = exchange(&resetting_server(true), 1);
+    let (answers, resent) = exchange(&resetting_server(|_| Some(0)), 1);
     assert!(
         matches!(
             answers[0],
@@ -206,67 +201,16 @@ fn a_request_reset_on_every_new_connection_is_given_up_after_max_resends() {
 /// been accepted by a worker the reload was stopping, which closed it unread as well.
 #[test]
 fn a_request_whose_new_connection_is_closed_unread_too_is_sent_on_another() {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
-        for (n, conn) in listener.incoming().enumerate() {
-            let Ok(mut conn) = conn else { return };
-            let mut buf = [0u8; 4096];
-            // The first connection answers once, then is reset as its next request arrives; the second is
-            // reset as its first request arrives; later ones answer.
-            if n < 2 {
-                if n == 0 {
-                    let _ = conn.read(&mut buf);
-                    let _ = conn.write_all(ok.as_bytes());
-                }
-                let _ = conn.peek(&mut buf);
-                std::thread::sleep(Duration::from_millis(20));
-                drop(conn);
-                continue;
-            }
-            while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
-                if conn.write_all(ok.as_bytes()).is_err() {
-                    break;
-                }
-            }
-        }
+    // The first connection answers once, then is reset as its next request arrives; the second is reset as
+    // its first request arrives; later ones answer.
+    let url = resetting_server(|n| match n {
+        0 => Some(1),
+        1 => Some(0),
+        _ => None,
     });
-    let (answers, resent) = exchange(&format!("http://{addr}/mcp"), 2);
+    let (answers, resent) = exchange(&url, 2);
     assert_eq!(answers, vec![Ok(200), Ok(200)]);
     assert_eq!(resent, 2);
-}
-
-/// A server on a free loopback port whose first `stale` connections answer one request each and are reset
-/// as their next request arrives (a load balancer's reload closing every idle keep-alive connection at
-/// once); later connections answer every request.
-fn reloading_server(stale: usize) -> String {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        let ok = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 36\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
-        for (n, conn) in listener.incoming().enumerate() {
-            let Ok(mut conn) = conn else { return };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                if n < stale {
-                    let _ = conn.read(&mut buf);
-                    let _ = conn.write_all(ok.as_bytes());
-                    let _ = conn.peek(&mut buf);
-                    std::thread::sleep(Duration::from_millis(20));
-                    return;
-                }
-                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {
-                    if conn.write_all(ok.as_bytes()).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    format!("http://{addr}/mcp")
 }
 
 /// Regression: a rolling restart behind nginx counted a transport error although the request had been sent
@@ -277,7 +221,9 @@ fn a_request_is_sent_again_on_a_new_connection_not_on_another_pooled_one_the_rel
         .enable_all()
         .build()
         .unwrap();
-    let url = reloading_server(2);
+    // The first two connections answer once each and are reset as their next request arrives (a reload
+    // closing every idle keep-alive connection at once); later ones answer every request.
+    let url = resetting_server(|n| (n < 2).then_some(1));
     let (first, then, resent) = rt.block_on(async {
         let target = crate::target::check(&url, false).unwrap();
         let wire = Wire::new(&target, 2, Duration::from_secs(5), &[]).unwrap();
