@@ -222,44 +222,13 @@ impl InProcessGateway {
         body: Bytes,
         mut out: ExchangeOutput,
     ) -> Exchange {
-        let worker = &self.worker;
-        let endpoints = worker.gw.endpoints.all();
-        let endpoint = endpoints
-            .iter()
-            .find(|e| e.path == path)
-            .unwrap_or_else(|| worker.gw.endpoints.default_endpoint())
-            .clone();
-        if let Err(refused) = endpoint.admits(principal.as_deref()) {
-            return Exchange {
-                status: 403,
-                headers: Vec::new(),
-                body: refused.to_string().into_bytes(),
-                streamed: Vec::new(),
-            };
-        }
-        let id = headers
-            .get("mcp-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let auth = AuthContext::of_headers(&headers);
-        let binding = endpoint.bind(worker.gw.binding(principal.as_deref(), auth));
-        let session = match id {
-            Some(id) => worker.gw.sessions.find(&id, binding).await.ok().flatten(),
-            None => None,
-        };
-        let accepted = Accepted {
-            session,
-            auth,
-            // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
-            principal,
-            // One client with no socket: every request without a session counts against one address.
-            client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
-            transport: Transport::StreamableHttp,
-            endpoint,
+        let accepted = match self.accept(path, principal, &headers).await {
+            Ok(accepted) => accepted,
+            Err(refused) => return refused,
         };
         let origin = Origin::Http(HttpMethod::Post, headers);
         accepted
-            .deliver(&worker.routing, origin, body, &mut out)
+            .deliver(&self.worker.routing, origin, body, &mut out)
             .await
     }
 
@@ -273,28 +242,57 @@ impl InProcessGateway {
         headers: HeaderMap,
         body: Bytes,
     ) -> Result<mpsc::Receiver<Vec<u8>>, Exchange> {
-        let worker = &self.worker;
-        let endpoint = worker
-            .gw
+        let accepted = self.accept(path, principal, &headers).await?;
+        let origin = Origin::Http(HttpMethod::Post, headers);
+        accepted
+            .deliver(&self.worker.routing, origin, body, &mut StreamOutput)
+            .await
+    }
+
+    /// What the HTTP front accepts of a POST to `path` (the default endpoint when none is served there) by
+    /// `principal`: its endpoint, which admits the principal or is answered 403, and its legacy session.
+    async fn accept(
+        &self,
+        path: &str,
+        principal: Option<Arc<crate::auth::Principal>>,
+        headers: &HeaderMap,
+    ) -> Result<Accepted, Exchange> {
+        let gw = &self.worker.gw;
+        let endpoint = gw
             .endpoints
             .all()
             .iter()
             .find(|e| e.path == path)
-            .unwrap_or_else(|| worker.gw.endpoints.default_endpoint())
+            .unwrap_or_else(|| gw.endpoints.default_endpoint())
             .clone();
-        let auth = AuthContext::of_headers(&headers);
-        let accepted = Accepted {
-            session: None,
+        if let Err(refused) = endpoint.admits(principal.as_deref()) {
+            return Err(Exchange {
+                status: 403,
+                headers: Vec::new(),
+                body: refused.to_string().into_bytes(),
+                streamed: Vec::new(),
+            });
+        }
+        let id = headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let auth = AuthContext::of_headers(headers);
+        let binding = endpoint.bind(gw.binding(principal.as_deref(), auth));
+        let session = match id {
+            Some(id) => gw.sessions.find(&id, binding).await.ok().flatten(),
+            None => None,
+        };
+        Ok(Accepted {
+            session,
             auth,
+            // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
             principal,
+            // One client with no socket: every request without a session counts against one address.
             client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             transport: Transport::StreamableHttp,
             endpoint,
-        };
-        let origin = Origin::Http(HttpMethod::Post, headers);
-        accepted
-            .deliver(&worker.routing, origin, body, &mut StreamOutput)
-            .await
+        })
     }
 
     /// Ends a legacy session, as a DELETE with its `Mcp-Session-Id` would.
