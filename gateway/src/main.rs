@@ -264,6 +264,9 @@ fn check(args: &CheckArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    for warning in gateway::check::warnings(&config) {
+        eprintln!("mcpgw check: warning: {warning}");
+    }
     let report = gateway::check::run(&config, source);
     print!("{}", report.render());
     let problems = report.problems();

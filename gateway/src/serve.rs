@@ -89,6 +89,11 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
             .validate_strict()
             .map_err(|e| ServeError::Auth(e.to_string()))?;
     }
+    if !stdio {
+        for warning in crate::check::warnings(&config) {
+            tracing::warn!(setting = warning.setting, "{}", warning.text);
+        }
+    }
     let auth = crate::auth::Authenticator::from_config(&config.auth).map_err(ServeError::Auth)?;
     announce_auth(&config, auth.as_ref(), stdio);
     // The front door first: an address in use (or TLS files that do not load) stops start-up before any

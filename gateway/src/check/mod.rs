@@ -7,8 +7,10 @@
 mod report;
 #[cfg(test)]
 mod tests;
+mod warnings;
 
 pub use report::{BackendReport, Outcome, Report, Server, collisions, one_line};
+pub use warnings::{Warning, warnings};
 
 use std::time::Duration;
 
