@@ -62,7 +62,7 @@ mod tests {
             ),
             (
                 format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nname = \"ci\"\ndigest = \"{key}\"\n"
+                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
                 ),
                 vec![],
             ),
