@@ -23,7 +23,10 @@ impl std::fmt::Display for Warning {
 type Rule = fn(&Config) -> Option<Warning>;
 
 /// Every rule, in the order their warnings are told.
-const RULES: &[Rule] = &[beyond_loopback_without_auth];
+const RULES: &[Rule] = &[
+    beyond_loopback_without_auth,
+    beyond_loopback_without_allowed_origins,
+];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
 pub fn warnings(config: &Config) -> Vec<Warning> {
@@ -37,6 +40,20 @@ fn beyond_loopback_without_auth(config: &Config) -> Option<Warning> {
         setting: "[server] listen",
         text: format!(
             "listening on {listen} (beyond loopback) with no [auth]: every client that reaches it may call every tool; configure [[auth.api_key]] or [auth.jwt], or set [server] strict = true to refuse this"
+        ),
+    })
+}
+
+/// Listening beyond loopback with no `allowed_origins` (a changed default): a request carrying an `Origin`
+/// used to pass there whatever it said; now it passes only when `cors_allowed_origins` lists it or it is
+/// same-origin under an `allowed_hosts` name.
+fn beyond_loopback_without_allowed_origins(config: &Config) -> Option<Warning> {
+    let server = &config.server;
+    let listen = server.listen;
+    (!listen.ip().is_loopback() && server.allowed_origins.is_none()).then(|| Warning {
+        setting: "[server] allowed_origins",
+        text: format!(
+            "listening on {listen} (beyond loopback) with no allowed_origins: a request carrying an Origin (a browser's) is refused with 403 unless cors_allowed_origins lists it or it is the gateway's own origin under an allowed_hosts name (before, any origin passed); list the web origins that may call the gateway, or [\"*\"] for the old behaviour"
         ),
     })
 }
@@ -58,12 +75,26 @@ mod tests {
             ("[server]\nlisten = \"[::1]:7800\"\n".into(), vec![]),
             (
                 "[server]\nlisten = \"0.0.0.0:7800\"\n".into(),
-                vec!["[server] listen"],
+                vec!["[server] listen", "[server] allowed_origins"],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"0.0.0.0:7800\"\nallowed_origins = [\"https://app.example\"]\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
+                ),
+                vec![],
             ),
             (
                 format!(
                     "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
                 ),
+                vec!["[server] allowed_origins"],
+            ),
+            (
+                "[server]\nlisten = \"[::]:7800\"\nallowed_origins = [\"*\"]\n".into(),
+                vec!["[server] listen"],
+            ),
+            (
+                "[server]\nlisten = \"127.0.0.1:7800\"\ncors_allowed_origins = [\"https://app.example\"]\n".into(),
                 vec![],
             ),
         ];

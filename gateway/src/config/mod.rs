@@ -41,6 +41,7 @@ pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use endpoint::{AccessEntry, EndpointEntry};
 pub use mcp_json::from_mcp_json;
+pub(crate) use policy::validate_reach;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
 pub use shaping::SelectionEntry;
@@ -168,8 +169,10 @@ pub struct ServerConfig {
     /// `Host` names accepted (any port; `"*"` for any). Default: loopback names when listening on loopback,
     /// anything otherwise. Other hosts get 403 (DNS-rebinding protection).
     pub allowed_hosts: Option<Vec<String>>,
-    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any). Default:
-    /// loopback origins when listening on loopback, anything otherwise.
+    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any), whatever
+    /// the listen address; others get 403. Default: loopback origins when listening on loopback, none
+    /// otherwise, and then a same-origin request passes too when `allowed_hosts` (or the loopback default)
+    /// names its `Host` (`front::http::origin`).
     pub allowed_origins: Option<Vec<String>>,
     /// Serve HTTPS with this certificate chain (PEM), with `tls_key_file`; reloaded on SIGHUP.
     pub tls_cert_file: Option<PathBuf>,
@@ -633,6 +636,7 @@ impl Config {
         for (i, rule) in self.policies.iter().enumerate() {
             rule.validate(i)?;
         }
+        policy::validate_reach(&self.policies, self.auth.enabled(), "without [auth]")?;
         rate_limit::validate(&self.rate_limits)?;
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {

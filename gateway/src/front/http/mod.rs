@@ -13,6 +13,8 @@ mod mcp;
 pub mod metrics;
 mod origin;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 pub use cors::CorsPolicy;
 pub use origin::OriginPolicy;

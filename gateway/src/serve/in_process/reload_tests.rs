@@ -21,7 +21,7 @@ const TWO: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[
 const ONLY_N: &str = "[[backend]]\nname = \"n\"\nbuiltin = [\"mock-backend\", \"--name\", \"n\"]\n";
 /// `m` and `n` both exposed without a prefix: every tool collides.
 const COLLIDING: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[backend]]\nname = \"n\"\nprefix = \"\"\nbuiltin = [\"mock-backend\"]\n\n[[backend]]\nname = \"o\"\nprefix = \"\"\nbuiltin = [\"mock-backend\"]\n";
-const GUARDED: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[policy]]\nprincipal = \"bob\"\nallow = [\"m__echo\"]\n\n[[rate_limit]]\nname = \"calls\"\nper = [\"principal\"]\nrate = 0.001\nburst = 2\nmethods = [\"tools/call\"]\n";
+const GUARDED: &str = "[[auth.api_key]]\nprincipal = \"tester\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[policy]]\nprincipal = \"bob\"\nallow = [\"m__echo\"]\n\n[[rate_limit]]\nname = \"calls\"\nper = [\"principal\"]\nrate = 0.001\nburst = 2\nmethods = [\"tools/call\"]\n";
 
 fn config(toml: &str) -> Config {
     Config::from_toml_str(toml, Path::new("reload.toml")).unwrap()
