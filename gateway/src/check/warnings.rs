@@ -23,7 +23,12 @@ impl std::fmt::Display for Warning {
 type Rule = fn(&Config) -> Option<Warning>;
 
 /// Every rule, in the order their warnings are told.
-const RULES: &[Rule] = &[beyond_loopback_without_auth];
+const RULES: &[Rule] = &[
+    beyond_loopback_without_auth,
+    metrics_without_admin_listener,
+    admin_beyond_loopback_in_clear,
+    h2_streams_bounded,
+];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
 pub fn warnings(config: &Config) -> Vec<Warning> {
@@ -41,6 +46,44 @@ fn beyond_loopback_without_auth(config: &Config) -> Option<Warning> {
     })
 }
 
+/// No `[admin] listen` on a gateway that is scraped or deployed: `/metrics` and `/readyz`'s detail were the
+/// front door's and are now served by the admin listener only (CHANGELOG, "Changed defaults").
+fn metrics_without_admin_listener(config: &Config) -> Option<Warning> {
+    let deployed = !config.server.listen.ip().is_loopback();
+    let scraped = config.telemetry.per_tool_metrics;
+    (config.admin.listen.is_none() && (deployed || scraped)).then(|| Warning {
+        setting: "[admin] listen",
+        text: "/metrics and the backends' detail of /readyz are served by the admin listener only, and there is none: set [admin] listen (e.g. \"127.0.0.1:7801\"; beyond loopback with [auth] and [admin] groups) and scrape it there; the front door's /readyz says ready or not, nothing more".to_owned(),
+    })
+}
+
+/// An admin listener beyond loopback with no TLS on the front door to lend it: the credentials of `[admin]
+/// groups`, the sessions and the config it shows cross the network in clear.
+fn admin_beyond_loopback_in_clear(config: &Config) -> Option<Warning> {
+    let listen = config.admin.listen?;
+    let tls = crate::config::server_files(&config.server).is_some();
+    (!listen.ip().is_loopback() && !tls).then(|| Warning {
+        setting: "[admin] listen",
+        text: format!(
+            "the admin view listens on {listen} (beyond loopback) in plain HTTP: its credentials and what it shows cross the network in clear; set [server] tls_cert_file and tls_key_file (the admin listener serves the front door's certificate beyond loopback), or keep it on loopback behind a TLS proxy or a mesh"
+        ),
+    })
+}
+
+/// TLS on the front door (HTTP/2 by ALPN) without `h2_max_concurrent_streams`: a connection's requests in
+/// progress at once are now bounded by the default (CHANGELOG, "Changed defaults").
+fn h2_streams_bounded(config: &Config) -> Option<Warning> {
+    let server = &config.server;
+    (crate::config::server_files(server).is_some() && server.h2_max_concurrent_streams.is_none())
+        .then(|| Warning {
+            setting: "[server] h2_max_concurrent_streams",
+            text: format!(
+                "an HTTP/2 client may now have at most {} requests in progress at once on one connection (it had no bound): one more is answered 503; set h2_max_concurrent_streams to choose",
+                crate::config::DEFAULT_H2_MAX_CONCURRENT_STREAMS
+            ),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,20 +96,54 @@ mod tests {
     fn each_rule_warns_exactly_on_the_configs_it_names() {
         // (config, the settings warned about)
         let key = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
-        let cases: Vec<(String, Vec<&str>)> = vec![
+        let mut cases: Vec<(String, Vec<&str>)> = vec![
             ("[server]\nlisten = \"127.0.0.1:7800\"\n".into(), vec![]),
             ("[server]\nlisten = \"[::1]:7800\"\n".into(), vec![]),
             (
                 "[server]\nlisten = \"0.0.0.0:7800\"\n".into(),
-                vec!["[server] listen"],
+                vec!["[server] listen", "[admin] listen"],
             ),
             (
                 format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nname = \"ci\"\ndigest = \"{key}\"\n"
+                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
                 ),
+                vec!["[admin] listen"],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"0.0.0.0:7800\"\n[admin]\nlisten = \"0.0.0.0:7801\"\ngroups = [\"ops\"]\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\ngroups = [\"ops\"]\n"
+                ),
+                vec!["[admin] listen"],
+            ),
+            // Scraped on loopback: the metrics moved too.
+            (
+                "[telemetry]\nper_tool_metrics = true\n".into(),
+                vec!["[admin] listen"],
+            ),
+            (
+                "[telemetry]\nper_tool_metrics = true\n[admin]\nlisten = \"127.0.0.1:7801\"\n"
+                    .into(),
                 vec![],
             ),
         ];
+        // Serving TLS: the admin listener beyond loopback gets it, and HTTP/2's streams are bounded.
+        let pki = crate::tls::test_pki::server("warnings", "mcp.example.com");
+        let tls = format!(
+            "[server]\nlisten = \"0.0.0.0:7800\"\ntls_cert_file = {:?}\ntls_key_file = {:?}\n",
+            pki.cert.display().to_string(),
+            pki.key.display().to_string()
+        );
+        let admin = format!(
+            "[admin]\nlisten = \"0.0.0.0:7801\"\ngroups = [\"ops\"]\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\ngroups = [\"ops\"]\n"
+        );
+        cases.push((
+            format!("{tls}{admin}"),
+            vec!["[server] h2_max_concurrent_streams"],
+        ));
+        cases.push((
+            format!("{tls}h2_max_concurrent_streams = 100\n{admin}"),
+            vec![],
+        ));
         for (toml, expected) in cases {
             let got: Vec<&str> = warnings(&config(&toml)).iter().map(|w| w.setting).collect();
             assert_eq!(got, expected, "config:\n{toml}");
