@@ -75,6 +75,7 @@ mod tests {
         let entry = |principal: &str, key: &str| ApiKeyEntry {
             principal: principal.to_owned(),
             digest: digest_text(key),
+            digest_file: None,
             groups: vec!["ops".to_owned()],
             scopes: vec![],
         };

@@ -26,6 +26,9 @@ type Rule = fn(&Config) -> Option<Warning>;
 const RULES: &[Rule] = &[
     beyond_loopback_without_auth,
     beyond_loopback_without_allowed_origins,
+    metrics_without_admin_listener,
+    admin_beyond_loopback_in_clear,
+    h2_streams_bounded,
 ];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
@@ -58,49 +61,120 @@ fn beyond_loopback_without_allowed_origins(config: &Config) -> Option<Warning> {
     })
 }
 
+/// No `[admin] listen` on a gateway that is scraped or deployed: `/metrics` and `/readyz`'s detail were the
+/// front door's and are now served by the admin listener only (CHANGELOG, "Changed defaults").
+fn metrics_without_admin_listener(config: &Config) -> Option<Warning> {
+    let deployed = !config.server.listen.ip().is_loopback();
+    let scraped = config.telemetry.per_tool_metrics;
+    (config.admin.listen.is_none() && (deployed || scraped)).then(|| Warning {
+        setting: "[admin] listen",
+        text: "/metrics and the backends' detail of /readyz are served by the admin listener only, and there is none: set [admin] listen (e.g. \"127.0.0.1:7801\"; beyond loopback with [auth] and [admin] groups) and scrape it there; the front door's /readyz says ready or not, nothing more".to_owned(),
+    })
+}
+
+/// An admin listener beyond loopback with no TLS on the front door to lend it: the credentials of `[admin]
+/// groups`, the sessions and the config it shows cross the network in clear.
+fn admin_beyond_loopback_in_clear(config: &Config) -> Option<Warning> {
+    let listen = config.admin.listen?;
+    let tls = crate::config::server_files(&config.server).is_some();
+    (!listen.ip().is_loopback() && !tls).then(|| Warning {
+        setting: "[admin] listen",
+        text: format!(
+            "the admin view listens on {listen} (beyond loopback) in plain HTTP: its credentials and what it shows cross the network in clear; set [server] tls_cert_file and tls_key_file (the admin listener serves the front door's certificate beyond loopback), or keep it on loopback behind a TLS proxy or a mesh"
+        ),
+    })
+}
+
+/// TLS on the front door (HTTP/2 by ALPN) without `h2_max_concurrent_streams`: a connection's requests in
+/// progress at once are now bounded by the default (CHANGELOG, "Changed defaults").
+fn h2_streams_bounded(config: &Config) -> Option<Warning> {
+    let server = &config.server;
+    (crate::config::server_files(server).is_some() && server.h2_max_concurrent_streams.is_none())
+        .then(|| Warning {
+            setting: "[server] h2_max_concurrent_streams",
+            text: format!(
+                "an HTTP/2 client may now have at most {} requests in progress at once on one connection (it had no bound): one more is answered 503; set h2_max_concurrent_streams to choose",
+                crate::config::DEFAULT_H2_MAX_CONCURRENT_STREAMS
+            ),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const KEY: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
     fn config(toml: &str) -> Config {
         Config::from_toml_str(toml, std::path::Path::new("test.toml")).expect("valid config")
     }
 
+    fn api_key(groups: &str) -> String {
+        format!("[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{KEY}\"\ngroups = [{groups}]\n")
+    }
+
+    /// Each rule on its own: (the rule, its setting, a config, whether it warns). A rule added to `RULES`
+    /// gets its rows here, a config it warns on and one it does not.
     #[test]
     fn each_rule_warns_exactly_on_the_configs_it_names() {
-        // (config, the settings warned about)
-        let key = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
-        let cases: Vec<(String, Vec<&str>)> = vec![
-            ("[server]\nlisten = \"127.0.0.1:7800\"\n".into(), vec![]),
-            ("[server]\nlisten = \"[::1]:7800\"\n".into(), vec![]),
-            (
-                "[server]\nlisten = \"0.0.0.0:7800\"\n".into(),
-                vec!["[server] listen", "[server] allowed_origins"],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\nallowed_origins = [\"https://app.example\"]\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
-                ),
-                vec![],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
-                ),
-                vec!["[server] allowed_origins"],
-            ),
-            (
-                "[server]\nlisten = \"[::]:7800\"\nallowed_origins = [\"*\"]\n".into(),
-                vec!["[server] listen"],
-            ),
-            (
-                "[server]\nlisten = \"127.0.0.1:7800\"\ncors_allowed_origins = [\"https://app.example\"]\n".into(),
-                vec![],
-            ),
+        let pki = crate::tls::test_pki::server("warnings", "mcp.example.com");
+        let tls = format!(
+            "[server]\nlisten = \"0.0.0.0:7800\"\ntls_cert_file = {:?}\ntls_key_file = {:?}\n",
+            pki.cert.display().to_string(),
+            pki.key.display().to_string()
+        );
+        let wide_admin = format!(
+            "[admin]\nlisten = \"0.0.0.0:7801\"\ngroups = [\"ops\"]\n{}",
+            api_key("\"ops\"")
+        );
+        let wide = "[server]\nlisten = \"0.0.0.0:7800\"\n";
+        let cases: Vec<(Rule, &str, String, bool)> = vec![
+            (beyond_loopback_without_auth, "[server] listen", "[server]\nlisten = \"127.0.0.1:7800\"\n".into(), false),
+            (beyond_loopback_without_auth, "[server] listen", "[server]\nlisten = \"[::1]:7800\"\n".into(), false),
+            (beyond_loopback_without_auth, "[server] listen", wide.into(), true),
+            (beyond_loopback_without_auth, "[server] listen", "[server]\nlisten = \"[::]:7800\"\nallowed_origins = [\"*\"]\n".into(), true),
+            (beyond_loopback_without_auth, "[server] listen", format!("{wide}{}", api_key("")), false),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", wide.into(), true),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", format!("{wide}{}", api_key("")), true),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", format!("{wide}allowed_origins = [\"https://app.example\"]\n"), false),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", "[server]\nlisten = \"127.0.0.1:7800\"\ncors_allowed_origins = [\"https://app.example\"]\n".into(), false),
+            (metrics_without_admin_listener, "[admin] listen", wide.into(), true),
+            (metrics_without_admin_listener, "[admin] listen", "[telemetry]\nper_tool_metrics = true\n".into(), true),
+            (metrics_without_admin_listener, "[admin] listen", "[telemetry]\nper_tool_metrics = true\n[admin]\nlisten = \"127.0.0.1:7801\"\n".into(), false),
+            (metrics_without_admin_listener, "[admin] listen", "[server]\nlisten = \"127.0.0.1:7800\"\n".into(), false),
+            (admin_beyond_loopback_in_clear, "[admin] listen", format!("{wide}{wide_admin}"), true),
+            (admin_beyond_loopback_in_clear, "[admin] listen", format!("{tls}{wide_admin}"), false),
+            (admin_beyond_loopback_in_clear, "[admin] listen", "[admin]\nlisten = \"127.0.0.1:7801\"\n".into(), false),
+            (h2_streams_bounded, "[server] h2_max_concurrent_streams", format!("{tls}{wide_admin}"), true),
+            (h2_streams_bounded, "[server] h2_max_concurrent_streams", format!("{tls}h2_max_concurrent_streams = 100\n{wide_admin}"), false),
+            (h2_streams_bounded, "[server] h2_max_concurrent_streams", wide.into(), false),
         ];
-        for (toml, expected) in cases {
-            let got: Vec<&str> = warnings(&config(&toml)).iter().map(|w| w.setting).collect();
-            assert_eq!(got, expected, "config:\n{toml}");
+        for (rule, setting, toml, warns) in cases {
+            let got = rule(&config(&toml));
+            assert_eq!(got.is_some(), warns, "{setting} on config:\n{toml}");
+            if let Some(w) = got {
+                assert_eq!(w.setting, setting);
+            }
         }
+    }
+
+    #[test]
+    fn a_config_that_chooses_everything_on_purpose_gets_no_warning_and_others_get_them_in_order() {
+        assert_eq!(
+            warnings(&config("[server]\nlisten = \"127.0.0.1:7800\"\n")),
+            vec![]
+        );
+        let got: Vec<&str> = warnings(&config("[server]\nlisten = \"0.0.0.0:7800\"\n"))
+            .iter()
+            .map(|w| w.setting)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "[server] listen",
+                "[server] allowed_origins",
+                "[admin] listen"
+            ]
+        );
     }
 }

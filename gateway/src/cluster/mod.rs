@@ -188,6 +188,7 @@ mod tests {
         let config = ClusterConfig {
             keys_file: Some(path.clone()),
             redis: None,
+            redis_password_file: None,
         };
         let keys = ClusterKeys::load(&config).unwrap();
         let first = keys.ring().ids()[0].to_owned();

@@ -17,6 +17,9 @@ pub struct ClusterConfig {
     /// after `initialize`, revocations, answers that cross replicas.
     #[serde(serialize_with = "super::redact::url")]
     pub redis: Option<String>,
+    /// A file holding Redis's password (a mounted secret), put in `redis`'s URL when the config is loaded:
+    /// the config itself then holds none.
+    pub redis_password_file: Option<PathBuf>,
 }
 
 impl ClusterConfig {

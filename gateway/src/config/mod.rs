@@ -17,6 +17,7 @@ mod openapi;
 mod policy;
 pub mod rate_limit;
 pub mod redact;
+mod secret_files;
 mod shaping;
 mod telemetry;
 mod tls;
@@ -115,6 +116,10 @@ pub enum MiddlewareKind {
 /// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
 pub const DEFAULT_CACHE_MAX_BYTES: usize = 64 * 1024 * 1024;
 
+/// The default of `[server] h2_max_concurrent_streams`: RFC 9113 §6.5.2's recommended minimum, nginx's and
+/// most servers' order of magnitude.
+pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: usize = 100;
+
 /// `[server]`: the front door.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -166,6 +171,9 @@ pub struct ServerConfig {
     pub max_in_flight_per_worker: usize,
     /// Connections open at once (all workers); one more is closed at once.
     pub max_connections: usize,
+    /// Requests in progress at once on one HTTP/2 connection (the TLS front door's streams); one more is
+    /// answered 503. `None`: [`DEFAULT_H2_MAX_CONCURRENT_STREAMS`].
+    pub h2_max_concurrent_streams: Option<usize>,
     /// `Host` names accepted (any port; `"*"` for any). Default: loopback names when listening on loopback,
     /// anything otherwise. Other hosts get 403 (DNS-rebinding protection).
     pub allowed_hosts: Option<Vec<String>>,
@@ -268,6 +276,7 @@ impl Default for ServerConfig {
             stream_write_timeout_ms: 10_000,
             max_in_flight_per_worker: 4096,
             max_connections: 25_000,
+            h2_max_concurrent_streams: None,
             allowed_hosts: None,
             allowed_origins: None,
             tls_cert_file: None,
@@ -530,10 +539,11 @@ impl Config {
 
     /// Parses and validates TOML text (`origin` names it in errors).
     pub fn from_toml_str(text: &str, origin: &Path) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
+        secret_files::read(&mut config)?;
         config.validate()?;
         Ok(config)
     }
@@ -612,6 +622,12 @@ impl Config {
         }
         if s.max_connections == 0 {
             return Err(invalid("server.max_connections", "must be at least 1"));
+        }
+        if s.h2_max_concurrent_streams == Some(0) {
+            return Err(invalid(
+                "server.h2_max_concurrent_streams",
+                "must be at least 1",
+            ));
         }
         if s.workers == Some(0) {
             return Err(invalid("server.workers", "must be at least 1"));

@@ -148,7 +148,7 @@ fn a_backend_down_at_start_is_named_on_a_start_up_line() {
 
 /// What broke: a backend that never answered delayed `listening` by 10 s (the era probe's connect timeout).
 /// Now the gateway listens at once, the first catalog holds the backends that answered within
-/// `list_timeout_ms`, and the silent one is down (named in `/readyz`) until it answers.
+/// `list_timeout_ms`, and the silent one is down (named in the admin listener's `/readyz`) until it answers.
 #[test]
 fn a_backend_that_never_answers_does_not_delay_listening() {
     let dir = TempDir::new("startup-silent");
@@ -156,13 +156,14 @@ fn a_backend_that_never_answers_does_not_delay_listening() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
     let config = format!(
-        "[server]\nlist_timeout_ms = 1000\n\n{}\n[[backend]]\nname = \"silent\"\nurl = \"{silent_url}\"\n",
+        "[server]\nlist_timeout_ms = 1000\n\n{}\n[[backend]]\nname = \"silent\"\nurl = \"{silent_url}\"\n{ADMIN}",
         one_stdio_mock(&[])
     );
     let started = std::time::Instant::now();
     let gw = gateway(&config, &dir);
     let listening_after = started.elapsed();
-    let base = gw.url.trim_end_matches("/mcp").to_owned();
+    // Each backend's standing is the admin listener's `/readyz`.
+    let base = admin_base(&gw);
     let ready = wait_ready(&base);
     let ready_after = started.elapsed();
     // Far below the probe's 10 s: the gateway did not wait for the silent backend to time out.

@@ -50,6 +50,7 @@ fn admin(gw: Arc<Gateway>) -> Admin {
         gw,
         reload: Reloader::new(None, parts),
         addr: HOST.parse().unwrap(),
+        tls: None,
     }
 }
 
@@ -480,3 +481,6 @@ async fn the_admin_listener_serves_the_metrics_behind_its_guard() {
     assert_eq!(test::call_service(&app, foreign).await.status(), 403);
     shutdown(&gw);
 }
+
+mod detail;
+mod tls;
