@@ -12,6 +12,7 @@ mod cluster;
 mod cors;
 mod demo;
 pub mod endpoint;
+mod http_url;
 mod mcp_json;
 mod openapi;
 mod policy;
@@ -780,7 +781,7 @@ impl Config {
             }
             tls::validate_backend(b, s.strict, &field)?;
             if let Some(auth) = &b.auth {
-                auth.validate(&field, b.url.is_some() || b.openapi.is_some())?;
+                auth.validate(&field, b.url.is_some() || b.openapi.is_some(), s.strict)?;
                 if auth.is_token_exchange() && b.openapi.is_some() {
                     return Err(invalid(
                         field("auth.grant"),
