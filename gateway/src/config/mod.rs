@@ -12,10 +12,12 @@ mod cluster;
 mod cors;
 mod demo;
 pub mod endpoint;
+mod forwarded;
 mod http_url;
 mod mcp_json;
 mod openapi;
 mod policy;
+pub mod qualified;
 pub mod rate_limit;
 pub mod redact;
 mod secret_files;
@@ -42,6 +44,7 @@ pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use endpoint::{AccessEntry, EndpointEntry};
+pub use forwarded::ForwardedHeader;
 pub use mcp_json::from_mcp_json;
 pub(crate) use policy::validate_reach;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
@@ -192,10 +195,14 @@ pub struct ServerConfig {
     /// Refuse settings that weaken security: listening beyond loopback without `[auth]`,
     /// `tls_insecure_skip_verify` on a backend, keys fetched over plain http beyond loopback.
     pub strict: bool,
-    /// Proxies (`"CIDR"` or an address) whose `Forwarded` / `X-Forwarded-For` is believed: only on a
-    /// connection from one of them is the client's address taken from those headers (the rightmost hop that
-    /// is not itself a trusted proxy). None by default: the headers are ignored.
+    /// Proxies (`"CIDR"` or an address) whose forwarding header (`forwarded_header`) is believed: only on a
+    /// connection from one of them is the client's address taken from it (the rightmost hop that is not
+    /// itself a trusted proxy). None by default: the headers are ignored.
     pub trusted_proxies: Vec<String>,
+    /// The one header the trusted proxies write the client's address in; every other forwarding header is
+    /// ignored (a client can send its own). Not set: `X-Forwarded-For` (and `mcpgw check` says so when
+    /// `trusted_proxies` is set).
+    pub forwarded_header: Option<ForwardedHeader>,
     /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
     /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
     pub cors_allowed_origins: Vec<String>,
@@ -285,6 +292,7 @@ impl Default for ServerConfig {
             tls_client_ca_file: None,
             strict: false,
             trusted_proxies: Vec::new(),
+            forwarded_header: None,
             cors_allowed_origins: Vec::new(),
             log_format: LogFormat::default(),
             log_level: None,

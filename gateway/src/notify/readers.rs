@@ -152,6 +152,7 @@ allow = ["backend:a"]
     fn reader(endpoint: usize, name: &str, groups: &[&str]) -> Reader {
         let p = Principal {
             name: name.to_owned(),
+            source: crate::auth::PrincipalSource::ApiKey,
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             scopes: Vec::new(),
             token: None,

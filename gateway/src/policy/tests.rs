@@ -26,6 +26,7 @@ fn rules(toml: &str) -> Arc<Policy> {
 fn principal(name: &str, groups: &[&str]) -> Principal {
     Principal {
         name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
         scopes: Vec::new(),
         token: None,

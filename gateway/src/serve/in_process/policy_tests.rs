@@ -43,6 +43,7 @@ async fn gateway() -> InProcessGateway {
 fn who(name: &str) -> Option<Arc<Principal>> {
     Some(Arc::new(Principal {
         name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: Vec::new(),
         scopes: Vec::new(),
         token: None,

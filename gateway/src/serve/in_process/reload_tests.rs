@@ -30,6 +30,7 @@ fn config(toml: &str) -> Config {
 fn bob() -> Option<Arc<Principal>> {
     Some(Arc::new(Principal {
         name: "bob".to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: Vec::new(),
         scopes: Vec::new(),
         token: None,
