@@ -58,7 +58,7 @@ fn beyond_loopback_without_allowed_origins(config: &Config) -> Option<Warning> {
     (!listen.ip().is_loopback() && server.allowed_origins.is_none()).then(|| Warning {
         setting: "[server] allowed_origins",
         text: format!(
-            "listening on {listen} (beyond loopback) with no allowed_origins: a request carrying an Origin (a browser's) is refused with 403 unless cors_allowed_origins lists it or it is the gateway's own origin under an allowed_hosts name (before, any origin passed); list the web origins that may call the gateway, or [\"*\"] for the old behaviour"
+            "listening on {listen} (beyond loopback) with no allowed_origins: a request carrying an Origin (a browser's) is refused with 403 unless cors_allowed_origins lists it or it is the gateway's own origin under an allowed_hosts name (before, any origin passed); list the web origins that may call the gateway ([] for none, which silences this), or [\"*\"] for the old behaviour"
         ),
     })
 }
