@@ -139,3 +139,66 @@ impl Reason {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principal(source: PrincipalSource, groups: &[&str]) -> Principal {
+        Principal {
+            name: "ops-bot".into(),
+            source,
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            scopes: Vec::new(),
+            token: None,
+        }
+    }
+
+    fn jwt(issuer: Option<&str>) -> PrincipalSource {
+        PrincipalSource::Jwt {
+            issuer: issuer.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_principals_id_names_its_source_and_issuer_and_config_names_pick_by_source() {
+        let key = principal(PrincipalSource::ApiKey, &["ops"]);
+        let token = principal(jwt(Some("https://idp.example/")), &["ops"]);
+        assert_eq!(key.id(), "api_key:ops-bot");
+        assert_eq!(principal(jwt(None), &[]).id(), "jwt:ops-bot");
+        assert_eq!(token.id(), "jwt:https://idp.example/#ops-bot");
+        // An issuer holding `#` cannot pose as another issuer's subject.
+        let (a, b) = (
+            Principal {
+                name: "b#c".into(),
+                ..principal(jwt(Some("a")), &[])
+            },
+            Principal {
+                name: "c".into(),
+                ..principal(jwt(Some("a#b")), &[])
+            },
+        );
+        assert_ne!(a.id(), b.id());
+        // (pattern, named by the key, named by the token)
+        for (pattern, by_key, by_token) in [
+            ("ops-bot", true, true),
+            ("ops-*", true, true),
+            ("api_key:ops-bot", true, false),
+            ("jwt:ops-bot", false, true),
+            ("jwt:*", false, true),
+            ("api_key:other", false, false),
+        ] {
+            assert_eq!(key.is_named(pattern), by_key, "{pattern}");
+            assert_eq!(token.is_named(pattern), by_token, "{pattern}");
+        }
+        for (pattern, by_key, by_token) in [
+            ("ops", true, true),
+            ("api_key:ops", true, false),
+            ("jwt:o*", false, true),
+            ("dev", false, false),
+        ] {
+            assert_eq!(key.in_group(pattern), by_key, "{pattern}");
+            assert_eq!(token.in_group(pattern), by_token, "{pattern}");
+        }
+    }
+}

@@ -100,5 +100,13 @@ mod tests {
         );
         cell.set(0, None);
         assert_eq!(*cell.get().unwrap(), Reader::new(0, None));
+        // A token's principal of the same name and groups is another reader.
+        let key = principal("alice", &["g"]);
+        let token = Principal {
+            source: crate::auth::PrincipalSource::Jwt { issuer: None },
+            ..key.clone()
+        };
+        assert!(!Reader::new(1, Some(&key)).is(1, Some(&token)));
+        assert!(Reader::new(1, Some(&token)).is(1, Some(&token)));
     }
 }

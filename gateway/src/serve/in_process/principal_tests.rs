@@ -105,6 +105,8 @@ async fn legacy(
 #[actix_rt::test]
 async fn an_api_key_and_a_jwt_with_the_same_name_are_two_principals() {
     let gw = gateway().await;
+    // What the token could use of the key's: each part checked, all of them told at the end.
+    let mut leaks: Vec<String> = Vec::new();
 
     // The key's legacy session: the token presenting its id is answered as for a session nobody has.
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -117,10 +119,9 @@ async fn an_api_key_and_a_jwt_with_the_same_name_are_two_principals() {
         .to_owned();
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     let theirs = legacy(&gw, token(), Some(&session), list.clone()).await;
-    assert_eq!(
-        theirs.status, 404,
-        "the token used the key's session: {theirs:?}"
-    );
+    if theirs.status != 404 {
+        leaks.push(format!("the token used the key's session: {theirs:?}"));
+    }
     let own = legacy(&gw, key(), Some(&session), list).await;
     assert_eq!(own.status, 200, "{own:?}");
 
@@ -144,18 +145,19 @@ async fn an_api_key_and_a_jwt_with_the_same_name_are_two_principals() {
     let retry = json!({"name": "m__asks", "arguments": {}, "inputResponses": answers,
                        "requestState": state});
     let by_token = json_of(&modern(&gw, token(), "tools/call", "m__asks", retry.clone()).await);
-    assert_eq!(
-        by_token["error"]["code"], -32602,
-        "the token used the key's state: {by_token}"
-    );
-    assert!(
-        by_token["error"]["message"]
+    let refused = by_token["error"]["code"] == -32602
+        && by_token["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("other credentials")),
-        "{by_token}"
-    );
+            .is_some_and(|m| m.contains("other credentials"));
+    if !refused {
+        leaks.push(format!("the token used the key's requestState: {by_token}"));
+    }
     let by_key = json_of(&modern(&gw, key(), "tools/call", "m__asks", retry).await);
-    assert_eq!(by_key["result"]["resultType"], "complete", "{by_key}");
+    if by_key["result"]["resultType"] != "complete" {
+        leaks.push(format!(
+            "the key's own requestState no longer opens: {by_key}"
+        ));
+    }
 
     // The key's private read is kept for the key alone.
     let read = json_of(&modern(&gw, key(), "resources/read", ITEM, json!({"uri": ITEM})).await);
@@ -166,8 +168,8 @@ async fn an_api_key_and_a_jwt_with_the_same_name_are_two_principals() {
         cache.get("m", ITEM, &context(key())).is_some(),
         "the key's read is kept"
     );
-    assert!(
-        cache.get("m", ITEM, &context(token())).is_none(),
-        "the token may reuse the key's private read"
-    );
+    if cache.get("m", ITEM, &context(token())).is_some() {
+        leaks.push("the token may reuse the key's private read".to_owned());
+    }
+    assert!(leaks.is_empty(), "{leaks:#?}");
 }

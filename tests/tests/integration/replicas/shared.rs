@@ -237,6 +237,44 @@ fn a_delete_published_while_a_replica_was_not_subscribed_reaches_it_when_it_subs
     );
 }
 
+/// Regression (issue 33): the `mcpgw:events` stream kept the full id of every session deleted or changed
+/// on any replica, and a live id is the session's credential. The events name the session by its key now,
+/// and still reach the other replica.
+#[test]
+fn the_events_stream_never_holds_a_live_session_id() {
+    needs_redis();
+    let dir = TempDir::new("replicas-no-ids");
+    let redis = Redis::start(&dir);
+    let (a, b) = replicas(&dir, &redis, MOCK);
+    let mut here = LegacyClient::connect(&format!("{}/mcp", a.base()), "2025-11-25");
+    let mut there = on(&here, &b);
+    assert_eq!(echo(&mut there, "held on b"), 200);
+    let level = here.request("logging/setLevel", json!({"level": "debug"}));
+    assert_eq!(level.status, 200, "{level:?}");
+    assert_eq!(delete(&here), 204);
+    assert!(
+        ended_within(&mut there, Duration::from_secs(5)).is_some(),
+        "the DELETE, named by key, did not reach the other replica"
+    );
+    // Both events are in the stream (published in the background: bounded wait).
+    let started = Instant::now();
+    let events = loop {
+        let events = redis.cli(&["XRANGE", "mcpgw:events", "-", "+"]);
+        if events.contains("revoke") && events.contains("level") {
+            break events;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the events were not published within 5 s: {events}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        !events.contains(here.session.as_str()),
+        "a live session id is kept in redis's events stream: {events}"
+    );
+}
+
 fn get_stream(replica: &Replica, session: &str) -> Receiver<Value> {
     crate::changes::get_stream(&format!("{}/mcp", replica.base()), session)
 }
