@@ -28,6 +28,7 @@ const RULES: &[Rule] = &[
     metrics_without_admin_listener,
     admin_beyond_loopback_in_clear,
     h2_streams_bounded,
+    admin_host_names_checked,
 ];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
@@ -82,6 +83,18 @@ fn h2_streams_bounded(config: &Config) -> Option<Warning> {
                 crate::config::DEFAULT_H2_MAX_CONCURRENT_STREAMS
             ),
         })
+}
+
+/// `[auth]`, an admin listener and `allowed_hosts`: the admin view now answers only the names listed (and
+/// addresses, loopback names) (CHANGELOG, "Changed defaults").
+fn admin_host_names_checked(config: &Config) -> Option<Warning> {
+    let hosts = config.server.allowed_hosts.as_ref()?;
+    (config.admin.listen.is_some() && config.auth.enabled() && !hosts.iter().any(|h| h == "*")).then(|| {
+        Warning {
+            setting: "[admin] listen",
+            text: "the admin view now refuses a Host name not in [server] allowed_hosts (IP addresses and loopback names pass): list the name operators and scrapers use for it there".to_owned(),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -142,6 +155,14 @@ mod tests {
         ));
         cases.push((
             format!("{tls}h2_max_concurrent_streams = 100\n{admin}"),
+            vec![],
+        ));
+        cases.push((
+            format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"mcp.example.com\"]\n{admin}"),
+            vec!["[admin] listen"],
+        ));
+        cases.push((
+            format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"*\"]\n{admin}"),
             vec![],
         ));
         for (toml, expected) in cases {
