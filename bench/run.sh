@@ -158,9 +158,12 @@ figure_h() {
 # session would be 2-3 million lines at 1,000,000 sessions); the driver uses one keep-alive connection per
 # process (and one for the pings): no ephemeral ports or descriptors are needed beyond that.
 d_config() { # FILE BACKEND_URL MAX_SESSIONS
-  printf '[server]\nlisten = "127.0.0.1:0"\nmax_sessions = %s\nsession_idle_secs = 7200\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n' \
+  printf '[server]\nlisten = "127.0.0.1:0"\nmax_sessions = %s\nsession_idle_secs = 7200\n[admin]\nlisten = "127.0.0.1:0"\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n' \
     "$3" "$2" >"$1"
 }
+# admin_url NAME: the admin listener's base URL that the gateway started as NAME printed (its /readyz counts
+# the sessions; the front door's says the status alone).
+admin_url() { sed -n 's#^mcpgw admin view on \(http[^ ]*\)/admin/$#\1#p' "$WORK/$1.log" | head -n 1; }
 d_gw() { # NAME CONFIG [VAR=VALUE]...: a (d) gateway with logs at warn and the variables given
   local name="$1" config="$2"; shift 2
   start "$name" "$GW_RE" env RUST_LOG=warn "$@" "$MCPGW" serve --config "$config"
@@ -175,7 +178,8 @@ figure_d() {
   if [ -n "$small" ]; then
     d_config "$WORK/gwd.toml" "$MOCKD_URL" "$D_ACTORS"
     d_gw gwd "$WORK/gwd.toml"; GWD_PID=$SRV_PID; GWD_URL=$SRV_URL
-    timeout 900 "$PY" "$BENCH_PY" sessions --url "$GWD_URL" --pid "$GWD_PID" --counts "$small" \
+    timeout 900 "$PY" "$BENCH_PY" sessions --url "$GWD_URL" --admin-url "$(admin_url gwd)" --pid "$GWD_PID" \
+      --counts "$small" \
       --max-sessions "$D_ACTORS" --out "$RESULTS" || printf '    (this run had errors: see above)\n'
     stop "$GWD_PID"
   fi
@@ -190,7 +194,8 @@ figure_d() {
       "$D_REST_MAX" "$GWDR_URL" "$GWDO_URL"
     timeout $(( D_OPEN_SECS + 300 )) "$PY" "$BENCH_PY" sessions --url "$GWDR_URL" --pid "$GWDR_PID" \
       --counts "$large" --also-at "$D_REST_MAX" --max-sessions "$D_REST_MAX" --sample 1000 \
-      --replica-url "$GWDO_URL" --max-seconds "$D_OPEN_SECS" --out "$RESULTS" \
+      --replica-url "$GWDO_URL" --replica-admin-url "$(admin_url gwd-replica)" --admin-url "$(admin_url gwd-rest)" \
+      --max-seconds "$D_OPEN_SECS" --out "$RESULTS" \
       || printf '    (this run had errors or failed checks: see above)\n'
     stop "$GWDO_PID"; stop "$GWDR_PID"
   fi

@@ -18,7 +18,8 @@
 #   body limit        nginx's client_max_body_size equals deploy/mcpgw.toml's [server] max_body_bytes
 #   configmap         deploy/kubernetes/configmap.yaml holds deploy/mcpgw.toml's text, byte for byte
 #   mcpgw check       the built binary accepts that config (`mcpgw check`: validates it, starts its backend
-#                     once, lists it), the image's /usr/local/bin/mcpgw being the built binary
+#                     once, lists it), the image's /usr/local/bin/mcpgw being the built binary and the secret
+#                     files it reads (API keys' digests, Redis's password) made for the check
 #
 # The tools come from PyPI, pinned in deploy/requirements.txt, in a venv at target/deploy-venv (made again
 # only when that file or the Python changes). nginx is Debian's (`apt-get install nginx`; .ci/run installs
@@ -278,13 +279,21 @@ PY
 
 check_mcpgw() {
   # The config names the image's binary (/usr/local/bin/mcpgw, its demo backend); here that is the built one.
-  local source status=0
+  local source secret status=0
   if [ ! -f "$tmp/configmap.toml" ]; then
     echo "the ConfigMap's config was not extracted (see the configmap check)" >&2
     return 1
   fi
+  # The secret files it reads (/run/secrets/mcpgw-auth: the Secret mcpgw-auth, compose's secrets), made here
+  # as deploy/README.md makes them: a digest per key, a Redis password.
+  mkdir -p "$tmp/secrets"
+  for secret in client-key-digest metrics-key-digest; do
+    echo "a key of deploy/check.sh for $secret" | "$mcpgw" auth hash-key >"$tmp/secrets/$secret" || return 1
+  done
+  echo "a-redis-password-of-deploy-check" >"$tmp/secrets/redis-password"
   for source in deploy/mcpgw.toml "$tmp/configmap.toml"; do
-    sed "s|/usr/local/bin/mcpgw|$mcpgw|g" "$source" >"$tmp/checked.toml" || return 1
+    sed -e "s|/usr/local/bin/mcpgw|$mcpgw|g" -e "s|/run/secrets/mcpgw-auth/|$tmp/secrets/|g" "$source" \
+      >"$tmp/checked.toml" || return 1
     echo "mcpgw check --config $source"
     "$mcpgw" check --config "$tmp/checked.toml" </dev/null || status=1
   done

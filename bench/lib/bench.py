@@ -7,8 +7,8 @@
                                           one `mcpgw load` run with the CPU time of the generator (wait4)
                                           and of each named process (/proc/PID/stat utime+stime; `+`: with
                                           its descendants) over the run; one JSON line appended to F
-    bench.py sessions --url URL --pid PID --counts 10000,100000 --out F [--also-at N] [--max-sessions N]
-                      [--sample N] [--replica-url URL] [--max-seconds S]
+    bench.py sessions --url URL --admin-url URL --pid PID --counts 10000,100000 --out F [--also-at N]
+                      [--max-sessions N] [--sample N] [--replica-url URL --replica-admin-url URL] [--max-seconds S]
                                           opens legacy sessions (initialize + initialized) and keeps them
                                           idle; RSS of PID before and after each count, then a sample pinged
                                           (rebuilt from their ids when they rested; --replica-url: another
@@ -513,7 +513,8 @@ def _open_many(pool, host, port, path, n, workers, deadline=None, depth=1):
 
 
 def readyz(url):
-    """The gateway's /readyz body (its session counters), or {} when it does not answer."""
+    """The /readyz body of the gateway's admin listener at `url` (its session counters: the front door's says the
+    status alone), or {} when it does not answer."""
     u = urllib.parse.urlsplit(url)
     try:
         conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
@@ -571,7 +572,7 @@ def cmd_sessions(args):
             time.sleep(args.settle)
             rss = rss_kib(args.pid)
             smaps = smaps_rollup(args.pid)
-            before = readyz(args.url)
+            before = readyz(args.admin_url)
             # The sample, by last use; pinged newest first.
             order = sorted(range(len(held)), key=used.__getitem__)
             picks = spread_over(len(order), args.sample)
@@ -584,7 +585,7 @@ def cmd_sessions(args):
             now = time.monotonic()
             for r in picks:
                 used[order[r]] = now
-            after = readyz(args.url)
+            after = readyz(args.admin_url)
             resumed = after.get("sessions_resumed", 0) - before.get("sessions_resumed", 0)
             rec = {
                 "case": "d", "label": f"{target}", "sessions_target": target, "goal": target in goal_counts,
@@ -612,9 +613,9 @@ def cmd_sessions(args):
                 ru = urllib.parse.urlsplit(args.replica_url)
                 pinged = set(picks)
                 other = [held[order[r]] for r in spread_over(len(order), args.sample, 0.5) if r not in pinged]
-                r0 = readyz(args.replica_url)
+                r0 = readyz(args.replica_admin_url)
                 r_alive, _ = _pings(ru.hostname, ru.port, ru.path, other)
-                r1 = readyz(args.replica_url)
+                r1 = readyz(args.replica_admin_url)
                 r_resumed = r1.get("sessions_resumed", 0) - r0.get("sessions_resumed", 0)
                 rec["replica"] = {"sample": len(other), "alive": r_alive, "resumed": r_resumed,
                                   "ok": r_alive == len(other) == r_resumed}
@@ -1462,6 +1463,8 @@ def main():
     s.add_argument("--tie", type=int, default=256,
                    help="sessions either side of the rested/actor boundary that may fall either way")
     s.add_argument("--replica-url", help="another mcpgw with the same key ring: a sample pinged there at the end")
+    s.add_argument("--admin-url", required=True, help="the gateway's admin listener (its /readyz counts sessions)")
+    s.add_argument("--replica-admin-url", help="the other replica's admin listener")
     s.add_argument("--max-seconds", type=float, help="stop opening sessions after this long")
     s = sub.add_parser("silent")
     s.add_argument("--mode", choices=["never", "list-hangs"], default="never")

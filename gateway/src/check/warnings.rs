@@ -31,6 +31,7 @@ const RULES: &[Rule] = &[
     h2_streams_bounded,
     trusted_proxies_without_forwarded_header,
     unqualified_names_an_api_key_and_a_token_share,
+    admin_host_names_checked,
 ];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
@@ -203,6 +204,18 @@ fn unqualified_names_an_api_key_and_a_token_share(config: &Config) -> Option<War
     })
 }
 
+/// `[auth]`, an admin listener and `allowed_hosts`: the admin view now answers only the names listed (and
+/// addresses, loopback names) (CHANGELOG, "Changed defaults").
+fn admin_host_names_checked(config: &Config) -> Option<Warning> {
+    let hosts = config.server.allowed_hosts.as_ref()?;
+    (config.admin.listen.is_some() && config.auth.enabled() && !hosts.iter().any(|h| h == "*")).then(|| {
+        Warning {
+            setting: "[admin] listen",
+            text: "the admin view now refuses a Host name not in [server] allowed_hosts (IP addresses and loopback names pass): list the name operators and scrapers use for it there".to_owned(),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,6 +269,9 @@ mod tests {
             (h2_streams_bounded, "[server] h2_max_concurrent_streams", format!("{tls}{wide_admin}"), true),
             (h2_streams_bounded, "[server] h2_max_concurrent_streams", format!("{tls}h2_max_concurrent_streams = 100\n{wide_admin}"), false),
             (h2_streams_bounded, "[server] h2_max_concurrent_streams", wide.into(), false),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"mcp.example.com\"]\n{wide_admin}"), true),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"*\"]\n{wide_admin}"), false),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}h2_max_concurrent_streams = 100\n{wide_admin}"), false),
             (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\n".into(), true),
             (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nforwarded_header = \"x-forwarded-for\"\n".into(), false),
             (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nforwarded_header = \"forwarded\"\n".into(), false),

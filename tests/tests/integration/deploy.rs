@@ -143,11 +143,16 @@ fn wait_status(url: &str, want: u16, within: Duration) -> u16 {
 }
 
 fn echo(base: &str, text: &str) -> Value {
+    echo_as(base, text, &[])
+}
+
+/// The demo's echo with these headers (a key): what it answered.
+fn echo_as(base: &str, text: &str, headers: &[(&str, &str)]) -> Value {
     let r = modern_request(
         &format!("{base}/mcp"),
         "tools/call",
         json!({"name": "demo__echo", "arguments": {"text": text}}),
-        &[],
+        headers,
     );
     r.json()["result"]["content"][0]["text"].clone()
 }
@@ -439,13 +444,23 @@ fn toml_secs(text: &str, key: &str) -> u64 {
 
 /// `text` with the one line `key = …` of the config given `value` instead (TOML text).
 fn set_toml(text: &str, key: &str, value: &str) -> String {
+    set_toml_in(text, None, key, value)
+}
+
+/// [`set_toml`], of the key in `[section]` only when one is given.
+fn set_toml_in(text: &str, section: Option<&str>, key: &str, value: &str) -> String {
     let mut found = 0;
+    let mut current = String::new();
     let out: Vec<String> = text
         .lines()
         .map(|line| {
             let t = line.trim_start();
+            if t.starts_with('[') {
+                current = t.trim_matches(['[', ']']).to_owned();
+            }
+            let in_section = section.is_none_or(|s| s == current);
             match t.split_once('=') {
-                Some((k, _)) if k.trim() == key && !t.starts_with('#') => {
+                Some((k, _)) if in_section && k.trim() == key && !t.starts_with('#') => {
                     found += 1;
                     format!("{key} = {value}")
                 }
@@ -455,6 +470,14 @@ fn set_toml(text: &str, key: &str, value: &str) -> String {
         .collect();
     assert_eq!(found, 1, "the config has one `{key} = …` line");
     out.join("\n") + "\n"
+}
+
+/// The document of a manifest file whose kind is `kind` and whose name is `name`.
+pub(crate) fn manifest_named(file: &str, kind: &str, name: &str) -> Value {
+    yaml::documents(file, &deploy_file(file))
+        .into_iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("deploy/{file} holds no {kind} {name}"))
 }
 
 /// The one document of a manifest file whose kind is `kind`.
@@ -509,7 +532,6 @@ fn the_kubernetes_deployment_runs_with_the_configmap_its_probes_answer_and_its_g
  {
     let deployment = manifest("kubernetes/deployment.yaml", "Deployment");
     let configmap = manifest("kubernetes/configmap.yaml", "ConfigMap");
-    let secret = manifest("kubernetes/secret.yaml", "Secret");
     let image = Image::read();
     let pod = &deployment["spec"]["template"]["spec"];
     let containers = pod["containers"].as_array().expect("containers");
@@ -546,7 +568,11 @@ fn the_kubernetes_deployment_runs_with_the_configmap_its_probes_answer_and_its_g
     // The key ring is the Secret's, mounted where the config's keys_file says.
     let keys_file = toml_value(&config, "cluster", "keys_file").expect("[cluster] keys_file");
     let (volume, key) = mounted(pod, c, &keys_file);
-    assert_eq!(volume["secret"]["secretName"], secret["metadata"]["name"]);
+    let secret = manifest_named(
+        "kubernetes/secret.yaml",
+        "Secret",
+        volume["secret"]["secretName"].as_str().expect("a Secret"),
+    );
     let placeholder = secret["stringData"][&key]
         .as_str()
         .unwrap_or_else(|| panic!("the Secret has no {key}"))
@@ -676,9 +702,25 @@ fn the_kubernetes_deployment_runs_with_the_configmap_its_probes_answer_and_its_g
         "the config's demo backend runs the image's binary"
     );
     let closed_redis = format!("\"redis://127.0.0.1:{}\"", free_port());
-    let local = set_toml(&binary, "listen", &format!("\"0.0.0.0:{port}\""));
+    let local = set_toml_in(
+        &binary,
+        Some("server"),
+        "listen",
+        &format!("\"0.0.0.0:{port}\""),
+    );
+    let admin_port = free_port();
+    let local = set_toml_in(
+        &local,
+        Some("admin"),
+        "listen",
+        &format!("\"0.0.0.0:{admin_port}\""),
+    );
     // The Redis link is lazy (nothing is sent before a session needs it): a closed port is enough to start.
     let local = set_toml(&local, "redis", &closed_redis);
+    // The Secret mcpgw-auth, as deploy/README.md makes it: keys' digests, Redis's password.
+    let auth = secure::AuthSecret::make(&dir, pod, c, &config);
+    let shipped_auth = local.clone();
+    let local = auth.here(&local);
 
     // The Secret as shipped holds no key: the gateway refuses it rather than serve with a placeholder.
     let ring = dir.file("placeholder-keys", &placeholder);
@@ -695,6 +737,18 @@ fn the_kubernetes_deployment_runs_with_the_configmap_its_probes_answer_and_its_g
     assert!(
         status.is_some_and(|s| !s.success()) && stderr.contains("holds no key"),
         "serving with the Secret's placeholder: {status:?} {stderr}"
+    );
+
+    // The Secret mcpgw-auth as shipped holds placeholders: refused too, naming the setting.
+    let placeholders = secure::AuthSecret::placeholders(&dir, pod, c, &config);
+    let path = dir.file("placeholder-auth.toml", &placeholders.here(&shipped_auth));
+    let (status, stderr) = run_bounded(
+        image_command(&here(&argv, &path), &env, &dir.0),
+        Duration::from_secs(20),
+    );
+    assert!(
+        status.is_some_and(|s| !s.success()) && stderr.contains("digest_file"),
+        "serving with mcpgw-auth's placeholders: {status:?} {stderr}"
     );
 
     // A key ring line from `mcpgw cluster new-key`, as deploy/README.md makes the Secret.
@@ -733,10 +787,16 @@ fn the_kubernetes_deployment_runs_with_the_configmap_its_probes_answer_and_its_g
         "liveness {}",
         path_of(&c["livenessProbe"])
     );
+    let bearer = format!("Bearer {}", auth.client_key);
     assert_eq!(
-        echo(&base, "through the Deployment"),
+        echo_as(
+            &base,
+            "through the Deployment",
+            &[("Authorization", bearer.as_str())]
+        ),
         "through the Deployment"
     );
+    secure::served_as_shipped(&base, admin_port, &auth, &readiness);
     for command in &execs {
         let (status, stderr) = run_bounded(
             image_command(
@@ -812,6 +872,8 @@ fn collect_execs(v: &Value, out: &mut Vec<Vec<String>>) {
         _ => {}
     }
 }
+
+mod secure;
 
 // ---- deploy/compose.yaml and nginx ---------------------------------------------------------------------------
 

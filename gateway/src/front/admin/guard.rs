@@ -2,7 +2,9 @@
 //!
 //! 1. `Host`: without `[auth]` (the listener is on loopback then), a loopback name with the admin port —
 //!    `127.0.0.1`, `[::1]`, `localhost` — else 403: a page whose DNS name was rebound to 127.0.0.1 must
-//!    not read what the gateway holds.
+//!    not read what the gateway holds. With `[auth]` and `[server] allowed_hosts`, a `Host` that is a name
+//!    must be a loopback name or one of them (any port), else 403; an IP address always passes (a scraper
+//!    names the pod's, and no page rebinds a name to an address to be sent an address).
 //! 2. Cross-site: a request with an `Origin` other than the listener's own (`http://`, or `https://` over
 //!    TLS, + its `Host`), or a `Sec-Fetch-Site` of `cross-site` or `same-site`, is 403; no response
 //!    carries a CORS header, so preflights fail and no other origin reads a JSON view.
@@ -33,6 +35,8 @@ use super::{ADMIN_HEADER, Admin};
 pub(super) enum Refusal {
     /// Not a loopback `Host` with the admin port (without `[auth]`).
     Host,
+    /// A `Host` name neither loopback nor in `[server] allowed_hosts` (with `[auth]`).
+    HostName,
     /// An `Origin` or `Sec-Fetch-Site` of another site.
     CrossSite,
     /// A `POST` without `X-Mcpgw-Admin`.
@@ -55,6 +59,9 @@ impl Refusal {
         match self {
             Refusal::Host => {
                 "the admin view answers loopback host names only (127.0.0.1, [::1], localhost) with its own port"
+            }
+            Refusal::HostName => {
+                "the admin view answers IP addresses, loopback names and [server] allowed_hosts only"
             }
             Refusal::CrossSite => "the admin view is not readable from another origin",
             Refusal::MissingHeader => {
@@ -120,6 +127,12 @@ pub(super) async fn check(
     if auth.is_none() && !loopback_host(host, admin.addr.port()) {
         return Err(Refusal::Host);
     }
+    if auth.is_some()
+        && let Some(allowed) = &admin.gw.config.server.allowed_hosts
+        && !host_allowed(host, allowed)
+    {
+        return Err(Refusal::HostName);
+    }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let own = format!("{}://{host}", admin.scheme());
         if !origin.as_bytes().eq_ignore_ascii_case(own.as_bytes()) {
@@ -172,6 +185,20 @@ fn page_file(method: &Method, path: &str) -> bool {
         )
 }
 
+/// With `[auth]`: an IP address, a loopback name, or a name of `allowed` (`"*"`: any), with any port.
+fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    bare.parse::<std::net::IpAddr>().is_ok()
+        || bare.eq_ignore_ascii_case("localhost")
+        || allowed
+            .iter()
+            .any(|a| a == "*" || a.eq_ignore_ascii_case(name))
+}
+
 /// `127.0.0.1:PORT`, `[::1]:PORT` or `localhost:PORT` (any case), with the admin listener's port.
 fn loopback_host(host: &str, port: u16) -> bool {
     let Some((name, given)) = host.rsplit_once(':') else {
@@ -190,6 +217,29 @@ fn loopback_host(host: &str, port: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_auth_a_host_name_must_be_allowed_and_an_address_passes() {
+        let allowed = vec!["mcp.example.com".to_owned()];
+        for ok in [
+            "10.1.2.3:7801",
+            "[fd00::7]:7801",
+            "127.0.0.1:7801",
+            "localhost:7801",
+            "MCP.example.com:7801",
+            "mcp.example.com",
+        ] {
+            assert!(host_allowed(ok, &allowed), "{ok}");
+        }
+        for bad in [
+            "attacker.example:7801",
+            "mcp.example.com.attacker.example",
+            "",
+        ] {
+            assert!(!host_allowed(bad, &allowed), "{bad}");
+        }
+        assert!(host_allowed("anything.example", &["*".to_owned()]));
+    }
 
     #[test]
     fn loopback_hosts_with_the_port_pass_and_others_do_not() {

@@ -45,3 +45,36 @@ async fn with_auth_the_readiness_detail_and_the_metrics_need_an_admin_principal(
         assert_eq!(res.status(), want, "{path}");
     }
 }
+
+#[actix_rt::test]
+async fn with_auth_a_rebound_host_name_is_refused_even_with_a_credential() {
+    let text = format!(
+        "[server]\nallowed_hosts = [\"mcp.example.com\"]\n[admin]\nlisten = \"{HOST}\"\ngroups = [\"ops\"]\n\
+         [[auth.api_key]]\nprincipal = \"olga\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n",
+        digest_text(OPS_KEY)
+    );
+    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    let auth = crate::auth::Authenticator::from_config(&config.auth).unwrap();
+    let keys = Arc::new(crate::cluster::ClusterKeys::random());
+    let gw = Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth));
+    let app = app!(admin(gw));
+    let bearer = ("Authorization", format!("Bearer {OPS_KEY}"));
+    let at = |host: &str| {
+        test::TestRequest::get()
+            .uri("/metrics")
+            .insert_header(("Host", host.to_owned()))
+            .insert_header(bearer.clone())
+            .to_request()
+    };
+    // A page whose name was pointed at the listener, with a credential the browser holds for it.
+    let res = test::call_service(&app, at("attacker.example:7801")).await;
+    assert_eq!(res.status(), 403);
+    // A scraper naming the pod's address, an operator on loopback or by the gateway's name.
+    for host in ["10.1.2.3:7801", "localhost:7801", "mcp.example.com:7801"] {
+        assert_eq!(
+            test::call_service(&app, at(host)).await.status(),
+            200,
+            "{host}"
+        );
+    }
+}
