@@ -35,7 +35,7 @@ pub(crate) fn judge_discover(reply: Reply) -> Probe {
                 "server/discover lists {:?}, not {MODERN}",
                 d.supported_versions
             )),
-            Err(e) => Probe::Legacy(format!("server/discover result is unrecognised: {e}")),
+            Err(e) => Probe::Legacy(unrecognised("server/discover result", &e)),
         },
         Err(error) => match modern_refusal(&error) {
             Some(why) => Probe::ModernRefused(why),
@@ -108,11 +108,27 @@ pub(crate) fn initialize_params(client_info: &RawValue) -> Box<RawValue> {
     RawValue::from_string(text).unwrap_or_else(|_| unreachable!("client info is valid JSON"))
 }
 
+/// Why a result did not deserialize, without serde's message, which quotes the backend's values (they
+/// would reach `/readyz`): where it failed, and the message at debug.
+fn unrecognised(what: &str, e: &serde_json::Error) -> String {
+    tracing::debug!(error = %e, "{what} is unrecognised");
+    let kind = match e.classify() {
+        serde_json::error::Category::Data => "not the shape expected",
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => "not JSON",
+        serde_json::error::Category::Io => "unreadable",
+    };
+    format!(
+        "{what} is unrecognised: {kind} at line {} column {}",
+        e.line(),
+        e.column()
+    )
+}
+
 /// Judges the answer to `initialize`: the negotiated legacy generation and the result, or why not.
 pub(crate) fn judge_initialize(reply: Reply) -> Result<(Generation, InitializeResult), String> {
     let result = reply.map_err(|e| format!("initialize failed: {e}"))?;
-    let init: InitializeResult = serde_json::from_str(result.get())
-        .map_err(|e| format!("initialize result is unrecognised: {e}"))?;
+    let init: InitializeResult =
+        serde_json::from_str(result.get()).map_err(|e| unrecognised("initialize result", &e))?;
     match Generation::parse(&init.protocol_version) {
         Ok(g) if !g.is_modern() => Ok((g, init)),
         _ => Err(format!(
@@ -200,6 +216,31 @@ mod tests {
             p["capabilities"],
             json!({"sampling": {}, "elicitation": {}, "roots": {}})
         );
+    }
+
+    #[test]
+    fn an_unrecognised_result_never_quotes_the_backends_values() {
+        // serde names the value it refused ("invalid type: string ..."): the reason (`/readyz`) must not.
+        let r = ok(
+            json!({"protocolVersion": 7, "capabilities": "INTERNAL-VALUE",
+            "serverInfo": {"name": "INTERNAL-NAME", "version": 1}}),
+        );
+        let why = judge_initialize(r).unwrap_err();
+        assert!(
+            why.starts_with("initialize result is unrecognised: not the shape expected at line 1"),
+            "{why}"
+        );
+        assert!(!why.contains("INTERNAL"), "{why}");
+        let probe = judge_discover(ok(json!({"supportedVersions": "INTERNAL-VALUE"})));
+        match probe {
+            Probe::Legacy(why) => {
+                assert!(
+                    why.contains("unrecognised") && !why.contains("INTERNAL"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -99,10 +99,13 @@ impl Inbound {
         }
     }
 
+    /// Said at warn without the text (a backend's output may hold what a client sent or was sent), the
+    /// text at debug.
     fn garbage(&self, bytes: &[u8], why: &str) {
         let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(SHOWN)]);
-        warn!(backend = %self.notifier.backend(), %why, line = %shown,
-            "skipping output that is not JSON-RPC");
+        let backend = self.notifier.backend();
+        warn!(%backend, %why, bytes = bytes.len(), "skipping output that is not JSON-RPC");
+        debug!(%backend, line = %shown, "the output that is not JSON-RPC");
     }
 
     /// One message.

@@ -28,3 +28,6 @@ mod shares;
 
 #[path = "backends/circuit.rs"]
 mod circuit;
+
+#[path = "backends/edge.rs"]
+mod edge;

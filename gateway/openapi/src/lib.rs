@@ -42,7 +42,7 @@ pub enum OpenApiError {
     )]
     YamlTooLarge(usize),
     #[error(
-        "the document's operations inline more than {MAX_DOCUMENT_VALUES} schema values in all once references are followed: refused"
+        "the document's operations inline more than {MAX_DOCUMENT_VALUES} schema values in all once references are followed: refused (select fewer operations with `operations`)"
     )]
     TooManyInlined,
     #[error("the document is not an object")]

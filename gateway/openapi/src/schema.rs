@@ -16,9 +16,10 @@ use serde_json::{Map, Value, json};
 pub(crate) const MAX_DEPTH: usize = 64;
 /// How many JSON values one operation's schemas (input and output) may hold once inlined.
 pub(crate) const MAX_VALUES: usize = 65_536;
-/// How many JSON values all of a document's operations may inline together (an operation refused for its
-/// own bound counts what it spent); a document over it is refused.
-pub const MAX_DOCUMENT_VALUES: usize = 4_000_000;
+/// How many JSON values all of a document's selected operations may inline together (an operation refused
+/// for its own bound counts what it spent); a document over it is refused. A value held in a tool costs a
+/// few hundred bytes: this bounds a document's tools to a few hundred megabytes at worst.
+pub const MAX_DOCUMENT_VALUES: usize = 1_000_000;
 
 /// What the operations of one document may still inline, all together; once spent, the document is refused
 /// (not just the operation that spent the last of it).

@@ -15,7 +15,7 @@ use serde::de::{
 use serde_json::{Map, Number, Value};
 
 /// How many values aliases may add to a YAML document beyond one per byte of its text.
-pub const MAX_ALIAS_NODES: usize = 1_000_000;
+pub const MAX_ALIAS_NODES: usize = 250_000;
 
 /// Why a YAML document could not be read.
 #[derive(Debug)]

@@ -217,8 +217,11 @@ pub(super) async fn token_request(
             handlers::shown_url_text(&source.url)
         ));
     }
-    let token: TokenResponse = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("the token response is not one: {e}"))?;
+    // serde's message can quote the answer's values, the token among them: at debug only.
+    let token: TokenResponse = serde_json::from_slice(&bytes).map_err(|e| {
+        tracing::debug!(error = %e, "the token response does not parse");
+        "the token response is not one (a json object with a string access_token)".to_owned()
+    })?;
     if token
         .token_type
         .as_deref()
@@ -280,6 +283,48 @@ fn form_encode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[actix_rt::test]
+    async fn a_token_endpoint_query_key_and_body_never_appear_in_errors() {
+        use std::io::{Read, Write};
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let refused = closed.local_addr().unwrap().port();
+        drop(closed);
+        // One request answered 401 with a body that names what the endpoint holds, then stops.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let failing = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let body = "TOKEN-BODY-SECRET";
+                let answer = format!(
+                    "HTTP/1.1 401 Unauthorized\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        for port in [refused, failing] {
+            let url = format!("http://idp:USERINFO-SECRET@127.0.0.1:{port}/token?key=QUERY-SECRET");
+            let client =
+                handlers::outbound_client(&handlers::TlsClient::default(), &url, TOKEN_TIMEOUT)
+                    .unwrap();
+            let source = TokenSource {
+                backend: "b".into(),
+                url,
+                client_id: "id".into(),
+                secret: "s".into(),
+                form: vec![("grant_type", "client_credentials".into())],
+                client,
+            };
+            let why = token_request(&source, &[]).await.unwrap_err();
+            for secret in ["QUERY-SECRET", "USERINFO-SECRET", "TOKEN-BODY-SECRET"] {
+                assert!(!why.contains(secret), "{why}");
+            }
+            assert!(why.contains(&format!("127.0.0.1:{port}/token")), "{why}");
+        }
+    }
 
     #[test]
     fn form_values_are_encoded_as_rfc_6749_asks() {

@@ -246,6 +246,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
+    use std::io::{Read, Write};
 
     /// A loopback JWK set server that holds each request until `release` is notified; `asked` counts
     /// requests and `got` says each one arrived. Serves at most four connections.
@@ -340,5 +341,44 @@ mod tests {
                 "unknown kids are rate limited"
             );
         });
+    }
+
+    /// A loopback server that answers one request with `status` and a body, then stops.
+    fn answering_once(status: &'static str, body: &'static str) -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut stream, _)) = listener.accept() {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            }
+        });
+        port
+    }
+
+    #[actix_rt::test]
+    async fn a_jwks_url_query_key_never_appears_in_fetch_errors() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let refused = closed.local_addr().unwrap().port();
+        drop(closed);
+        let failing = answering_once("500 Internal Server Error", "JWKS-BODY-SECRET");
+        for port in [refused, failing] {
+            let url =
+                format!("http://idp:USERINFO-SECRET@127.0.0.1:{port}/jwks?token=QUERY-SECRET");
+            let client =
+                handlers::outbound_client(&handlers::TlsClient::default(), &url, FETCH_TIMEOUT)
+                    .unwrap();
+            let set = KeySet::new(Source::Url(url, client), vec![Algorithm::ES256]).unwrap();
+            let why = set.fetch().await.unwrap_err();
+            for secret in ["QUERY-SECRET", "USERINFO-SECRET", "JWKS-BODY-SECRET"] {
+                assert!(!why.contains(secret), "{why}");
+            }
+            assert!(why.contains(&format!("127.0.0.1:{port}/jwks")), "{why}");
+        }
     }
 }

@@ -75,3 +75,36 @@ impl HttpClient for Collector {
         sent.await?
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_otlp_endpoint_query_key_never_appears_in_export_errors() {
+        // A port that was free a moment ago: nothing listens there now.
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let url = format!("http://127.0.0.1:{port}/v1/traces?api-key=OTLP-SECRET");
+        let collector = Collector::new(&url, Duration::from_secs(5)).unwrap();
+        let request = Request::builder()
+            .method("POST")
+            .uri(url.as_str())
+            .body(Bytes::from_static(b"spans"))
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let error = runtime
+            .block_on(collector.send_bytes(request))
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("OTLP-SECRET"), "{error}");
+        assert!(
+            error.contains(&format!("http://127.0.0.1:{port}/v1/traces")),
+            "{error}"
+        );
+    }
+}
