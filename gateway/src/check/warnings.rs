@@ -2,7 +2,7 @@
 //! or a choice an operator should make on purpose. `mcpgw check` prints them on standard error and still
 //! exits 0; `serve` logs each at `warn` when it starts. Pure: a config in, lines out.
 
-use crate::config::Config;
+use crate::config::{Config, SealCipher};
 
 /// One warning: the setting it is about (`[section] key`) and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,7 +23,7 @@ impl std::fmt::Display for Warning {
 type Rule = fn(&Config) -> Option<Warning>;
 
 /// Every rule, in the order their warnings are told.
-const RULES: &[Rule] = &[beyond_loopback_without_auth];
+const RULES: &[Rule] = &[beyond_loopback_without_auth, sealing_for_replicas];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
 pub fn warnings(config: &Config) -> Vec<Warning> {
@@ -38,6 +38,26 @@ fn beyond_loopback_without_auth(config: &Config) -> Option<Warning> {
         text: format!(
             "listening on {listen} (beyond loopback) with no [auth]: every client that reaches it may call every tool; configure [[auth.api_key]] or [auth.jwt], or set [server] strict = true to refuse this"
         ),
+    })
+}
+
+/// New ids are sealed with XChaCha20-Poly1305, which replicas of earlier versions cannot open: a config that
+/// shares its ring (a key file, Redis) and has not chosen, or one that still seals the earlier way.
+fn sealing_for_replicas(config: &Config) -> Option<Warning> {
+    let cluster = &config.cluster;
+    let shared = cluster.keys_file.is_some() || cluster.redis.is_some();
+    let text = match cluster.seal_cipher {
+        Some(SealCipher::ChaCha20Poly1305) => {
+            "new session ids and request states are sealed with chacha20-poly1305's random 96-bit nonces, meant for a rolling upgrade only: once every replica runs this version, remove the setting (xchacha20-poly1305 seals)"
+        }
+        None if shared => {
+            "new session ids and request states are sealed with xchacha20-poly1305, which replicas of earlier versions cannot open: during a rolling upgrade from one, set seal_cipher = \"chacha20-poly1305\" until every replica runs this version; set \"xchacha20-poly1305\" to choose it on purpose"
+        }
+        Some(SealCipher::XChaCha20Poly1305) | None => return None,
+    };
+    Some(Warning {
+        setting: "[cluster] seal_cipher",
+        text: text.to_owned(),
     })
 }
 
@@ -62,9 +82,25 @@ mod tests {
             ),
             (
                 format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nname = \"ci\"\ndigest = \"{key}\"\n"
+                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
                 ),
                 vec![],
+            ),
+            (
+                "[cluster]\nkeys_file = \"/keys\"\n".into(),
+                vec!["[cluster] seal_cipher"],
+            ),
+            (
+                "[cluster]\nredis = \"redis://127.0.0.1:6379\"\n".into(),
+                vec!["[cluster] seal_cipher"],
+            ),
+            (
+                "[cluster]\nkeys_file = \"/keys\"\nseal_cipher = \"xchacha20-poly1305\"\n".into(),
+                vec![],
+            ),
+            (
+                "[cluster]\nseal_cipher = \"chacha20-poly1305\"\n".into(),
+                vec!["[cluster] seal_cipher"],
             ),
         ];
         for (toml, expected) in cases {

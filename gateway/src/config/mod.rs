@@ -37,7 +37,7 @@ pub use auth::{
 };
 pub use backend_auth::{BackendAuth, Grant};
 pub use catalog::CatalogConfig;
-pub use cluster::ClusterConfig;
+pub use cluster::{ClusterConfig, SealCipher};
 pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use endpoint::{AccessEntry, EndpointEntry};
