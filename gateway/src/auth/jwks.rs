@@ -27,8 +27,8 @@ const MAX_BYTES: usize = 1024 * 1024;
 /// Where the keys come from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A URL, with its client.
-    Url(String, reqwest::Client),
+    /// A URL, with its client (under the egress rule).
+    Url(String, crate::egress::Client),
     /// A file.
     File(PathBuf),
     /// No key set: only the HS256 secret.
@@ -195,9 +195,9 @@ impl KeySet {
     }
 }
 
-async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+async fn fetch_url(client: &crate::egress::Client, url: &str) -> Result<Vec<u8>, String> {
     let mut response = client
-        .get(url)
+        .request(reqwest::Method::GET, url)?
         .header("accept", "application/json")
         .send()
         .await
@@ -292,7 +292,9 @@ mod tests {
             let release = Arc::new(tokio::sync::Notify::new());
             let url = held_jwks_server(asked.clone(), got_tx, release.clone()).await;
             // A deadline far beyond the test's: the held fetch never ends on its own.
-            let client = handlers::outbound_client(
+            let client = crate::egress::Client::new(
+                &Arc::new(crate::egress::Egress::default()),
+                crate::egress::Origin::Configured,
                 &handlers::TlsClient::default(),
                 &url,
                 Duration::from_secs(120),

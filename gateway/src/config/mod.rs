@@ -11,6 +11,7 @@ pub mod circuit;
 mod cluster;
 mod cors;
 mod demo;
+mod egress;
 pub mod endpoint;
 mod http_url;
 mod mcp_json;
@@ -40,6 +41,7 @@ pub use catalog::CatalogConfig;
 pub use cluster::{ClusterConfig, SealCipher};
 pub use cors::normalize_origin;
 pub use demo::demo_config;
+pub use egress::{EgressConfig, valid_host_pattern};
 pub use endpoint::{AccessEntry, EndpointEntry};
 pub use mcp_json::from_mcp_json;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
@@ -89,6 +91,9 @@ pub struct Config {
     /// `[[endpoint]]` tables: virtual servers beside `/mcp` (none by default).
     #[serde(default, rename = "endpoint")]
     pub endpoints: Vec<EndpointEntry>,
+    /// `[egress]`: what the gateway may fetch on its own.
+    #[serde(default)]
+    pub egress: EgressConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -576,6 +581,7 @@ impl Config {
             ));
         }
         self.cluster.validate()?;
+        self.egress.validate()?;
         if let Some(traces) = &self.traces {
             traces.validate()?;
         }

@@ -11,7 +11,7 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// The document's text, or why it cannot be had.
 pub(super) async fn document(
     source: &str,
-    client: Option<&reqwest::Client>,
+    client: Option<&crate::egress::Client>,
     timeout: Duration,
 ) -> Result<String, String> {
     let bytes = if source.starts_with("http://") || source.starts_with("https://") {
@@ -31,9 +31,10 @@ pub(super) async fn document(
     String::from_utf8(bytes).map_err(|_| format!("{source} is not UTF-8 text"))
 }
 
-async fn from_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+async fn from_url(client: &crate::egress::Client, url: &str) -> Result<Vec<u8>, String> {
     let response = client
-        .get(url)
+        .request(reqwest::Method::GET, url)
+        .map_err(|e| format!("fetching {url}: {e}"))?
         .header(
             reqwest::header::ACCEPT,
             "application/json, application/yaml, */*",

@@ -142,6 +142,7 @@ fn backend(document: String, base: &str) -> OpenApiServer {
         tls: TlsClient::default(),
         credential: Credential::fixed("Authorization", "Bearer gateway-own-token").unwrap(),
         connect_timeout: Duration::from_secs(5),
+        egress: Default::default(),
     })
 }
 
