@@ -174,7 +174,7 @@ pub fn internal(addr: IpAddr) -> bool {
 }
 
 /// An HTTP client for the gateway's own fetches under the egress rule: its resolver judges every address
-/// it connects to, [`Client::request`] the URL first. No redirect is followed.
+/// it connects to, [`Client::request`] the URL first, its redirect policy (if it follows any) each target.
 #[derive(Debug, Clone)]
 pub struct Client {
     http: reqwest::Client,
@@ -184,7 +184,7 @@ pub struct Client {
 
 impl Client {
     /// A client for URLs of `origin` like `url`, with these TLS settings and `timeout` for connecting and
-    /// for the whole request.
+    /// for the whole request; no redirect is followed.
     pub fn new(
         egress: &Arc<Egress>,
         origin: Origin,
@@ -192,9 +192,48 @@ impl Client {
         url: &str,
         timeout: Duration,
     ) -> Result<Client, String> {
+        Client::build(egress, origin, tls, url, timeout, None)
+    }
+
+    /// [`Client::new`], following at most `max` redirects, each only when `follow` accepts its target and
+    /// the rule lets it through (its address is judged again at connect): any other is returned as it is.
+    pub fn following(
+        egress: &Arc<Egress>,
+        origin: Origin,
+        tls: &handlers::TlsClient,
+        url: &str,
+        timeout: Duration,
+        follow: impl Fn(&reqwest::Url) -> bool + Send + Sync + 'static,
+        max: usize,
+    ) -> Result<Client, String> {
+        let rule = Arc::clone(egress);
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > max {
+                attempt.error("too many redirects")
+            } else if follow(attempt.url()) && rule.check_url(attempt.url(), origin).is_ok() {
+                attempt.follow()
+            } else {
+                attempt.stop()
+            }
+        });
+        Client::build(egress, origin, tls, url, timeout, Some(policy))
+    }
+
+    fn build(
+        egress: &Arc<Egress>,
+        origin: Origin,
+        tls: &handlers::TlsClient,
+        url: &str,
+        timeout: Duration,
+        redirect: Option<reqwest::redirect::Policy>,
+    ) -> Result<Client, String> {
         let resolver = resolver::Resolver::system(Arc::clone(egress), origin);
         let http = handlers::outbound_client_with(tls, url, timeout, |builder| {
             let builder = builder.dns_resolver(resolver);
+            let builder = match redirect {
+                Some(policy) => builder.redirect(policy),
+                None => builder,
+            };
             match origin {
                 Origin::Configured => builder,
                 Origin::Discovered => builder.no_proxy(),

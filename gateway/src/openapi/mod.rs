@@ -101,18 +101,23 @@ impl OpenApiServer {
             move |next: &reqwest::Url| origin.as_ref().is_some_and(|o| same_origin(o, next)),
             MAX_REDIRECTS,
         );
-        let document_client =
-            if config.document.starts_with("http://") || config.document.starts_with("https://") {
-                crate::egress::Client::new(
-                    &config.egress,
-                    crate::egress::Origin::Configured,
-                    &config.tls,
-                    &config.document,
-                    config.connect_timeout,
-                )
-            } else {
-                Err("the document is a file".to_owned())
-            };
+        let document_client = if config.document.starts_with("http://")
+            || config.document.starts_with("https://")
+        {
+            // As before the rule: redirects followed to the API's own origin only.
+            let origin = base_url.as_ref().ok().cloned();
+            crate::egress::Client::following(
+                &config.egress,
+                crate::egress::Origin::Configured,
+                &config.tls,
+                &config.document,
+                config.connect_timeout,
+                move |next: &reqwest::Url| origin.as_ref().is_some_and(|o| same_origin(o, next)),
+                MAX_REDIRECTS,
+            )
+        } else {
+            Err("the document is a file".to_owned())
+        };
         OpenApiServer(Arc::new(Inner {
             config,
             base_url,
