@@ -23,7 +23,7 @@ const LAYERS: &[&[&str]] = &[
     &["bridge", "policy", "endpoint", "limit", "openapi"],
     &["catalog", "session"],
     &["auth"],
-    &["cluster", "telemetry", "cache"],
+    &["cluster", "telemetry", "cache", "egress"],
     &["config"],
     &["tls"],
     &[

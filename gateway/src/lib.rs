@@ -18,6 +18,7 @@ pub mod check;
 pub mod cluster;
 pub mod config;
 pub mod drain;
+pub mod egress;
 pub mod endpoint;
 pub mod front;
 pub mod glob;

@@ -99,7 +99,11 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
             tracing::warn!(setting = warning.setting, "{}", warning.text);
         }
     }
-    let auth = crate::auth::Authenticator::from_config(&config.auth).map_err(ServeError::Auth)?;
+    let auth = crate::auth::Authenticator::from_config(
+        &config.auth,
+        &Arc::new(crate::egress::Egress::from_config(&config.egress)),
+    )
+    .map_err(ServeError::Auth)?;
     announce_auth(&config, auth.as_ref(), stdio);
     // The front door first: an address in use (or TLS files that do not load) stops start-up before any
     // backend is started.

@@ -63,7 +63,7 @@ pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,
 };
-pub use http::{chain as error_chain, outbound_client, rest_client};
+pub use http::{chain as error_chain, outbound_client, outbound_client_with, rest_client};
 pub use listen::ListenFilter;
 pub use protocol::Generation;
 pub use related::{Related, RelatedSink, notifications_dropped};

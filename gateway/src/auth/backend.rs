@@ -29,7 +29,7 @@ pub(super) struct TokenSource {
     client_id: String,
     secret: String,
     form: Vec<(&'static str, String)>,
-    client: reqwest::Client,
+    client: crate::egress::Client,
 }
 
 impl std::fmt::Debug for TokenSource {
@@ -77,6 +77,7 @@ fn read_secret(
 /// fetched once now (a failure is logged, the refresher keeps trying) and kept fresh on the current
 /// runtime. `Err` for a secret that cannot be read.
 pub async fn prepare(config: &Config) -> Result<BTreeMap<String, Credential>, String> {
+    let egress = std::sync::Arc::new(crate::egress::Egress::from_config(&config.egress));
     let mut out = BTreeMap::new();
     for entry in &config.backends {
         let Some(auth) = &entry.auth else { continue };
@@ -86,7 +87,7 @@ pub async fn prepare(config: &Config) -> Result<BTreeMap<String, Credential>, St
             Credential::rotating(auth.header_name())?
         } else if auth.is_client_credentials() {
             let credential = Credential::rotating(auth.header_name())?;
-            let source = token_source(&entry.name, auth, &field, "client_credentials")?;
+            let source = token_source(&entry.name, auth, &field, "client_credentials", &egress)?;
             match fetch(&source).await {
                 Ok((value, lifetime)) => {
                     credential.set(&with_scheme(auth, &value))?;
@@ -130,6 +131,7 @@ pub(super) fn token_source(
     auth: &BackendAuth,
     field: &str,
     grant_type: &str,
+    egress: &std::sync::Arc<crate::egress::Egress>,
 ) -> Result<TokenSource, String> {
     let url = auth.token_url.clone().unwrap_or_default();
     let secret = read_secret(
@@ -147,8 +149,14 @@ pub(super) fn token_source(
             form.push((k, v.clone()));
         }
     }
-    let client = handlers::outbound_client(&handlers::TlsClient::default(), &url, TOKEN_TIMEOUT)
-        .map_err(|e| format!("{field} token_url: {e}"))?;
+    let client = crate::egress::Client::new(
+        egress,
+        crate::egress::Origin::Configured,
+        &handlers::TlsClient::default(),
+        &url,
+        TOKEN_TIMEOUT,
+    )
+    .map_err(|e| format!("{field} token_url: {e}"))?;
     Ok(TokenSource {
         backend: backend.to_owned(),
         url,
@@ -189,7 +197,8 @@ pub(super) async fn token_request(
         .join("&");
     let response = source
         .client
-        .post(&source.url)
+        .request(reqwest::Method::POST, &source.url)
+        .map_err(|e| format!("the token endpoint {}: {e}", source.url))?
         .header("authorization", format!("Basic {basic}"))
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
@@ -307,9 +316,14 @@ mod tests {
         });
         for port in [refused, failing] {
             let url = format!("http://idp:USERINFO-SECRET@127.0.0.1:{port}/token?key=QUERY-SECRET");
-            let client =
-                handlers::outbound_client(&handlers::TlsClient::default(), &url, TOKEN_TIMEOUT)
-                    .unwrap();
+            let client = crate::egress::Client::new(
+                &std::sync::Arc::new(crate::egress::Egress::default()),
+                crate::egress::Origin::Configured,
+                &handlers::TlsClient::default(),
+                &url,
+                TOKEN_TIMEOUT,
+            )
+            .unwrap();
             let source = TokenSource {
                 backend: "b".into(),
                 url,

@@ -36,9 +36,19 @@ pub struct Exchanger {
 
 impl Exchanger {
     /// For a backend whose `[backend.auth]` exchanges tokens.
-    pub fn new(backend: &str, auth: &BackendAuth) -> Result<Exchanger, String> {
+    pub fn new(
+        backend: &str,
+        auth: &BackendAuth,
+        egress: &std::sync::Arc<crate::egress::Egress>,
+    ) -> Result<Exchanger, String> {
         Ok(Exchanger {
-            source: token_source(backend, auth, &format!("backend {backend} auth"), GRANT)?,
+            source: token_source(
+                backend,
+                auth,
+                &format!("backend {backend} auth"),
+                GRANT,
+                egress,
+            )?,
             scheme: auth.scheme().map(str::to_owned),
             cache: Mutex::new(HashMap::new()),
         })
@@ -88,6 +98,7 @@ impl Exchanger {
 pub fn exchangers(
     config: &crate::config::Config,
 ) -> Result<std::collections::BTreeMap<String, std::sync::Arc<Exchanger>>, String> {
+    let egress = std::sync::Arc::new(crate::egress::Egress::from_config(&config.egress));
     config
         .backends
         .iter()
@@ -100,7 +111,7 @@ pub fn exchangers(
         .map(|(b, a)| {
             Ok((
                 b.name.clone(),
-                std::sync::Arc::new(Exchanger::new(&b.name, a)?),
+                std::sync::Arc::new(Exchanger::new(&b.name, a, &egress)?),
             ))
         })
         .collect()

@@ -27,8 +27,8 @@ const MAX_BYTES: usize = 1024 * 1024;
 /// Where the keys come from.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A URL, with its client.
-    Url(String, reqwest::Client),
+    /// A URL, with its client (under the egress rule).
+    Url(String, crate::egress::Client),
     /// A file.
     File(PathBuf),
     /// No key set: only the HS256 secret.
@@ -197,9 +197,9 @@ impl KeySet {
     }
 }
 
-async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+async fn fetch_url(client: &crate::egress::Client, url: &str) -> Result<Vec<u8>, String> {
     let mut response = client
-        .get(url)
+        .request(reqwest::Method::GET, url)?
         .header("accept", "application/json")
         .send()
         .await
@@ -299,7 +299,9 @@ mod tests {
             let release = Arc::new(tokio::sync::Notify::new());
             let url = held_jwks_server(asked.clone(), got_tx, release.clone()).await;
             // A deadline far beyond the test's: the held fetch never ends on its own.
-            let client = handlers::outbound_client(
+            let client = crate::egress::Client::new(
+                &Arc::new(crate::egress::Egress::default()),
+                crate::egress::Origin::Configured,
                 &handlers::TlsClient::default(),
                 &url,
                 Duration::from_secs(120),
@@ -370,9 +372,14 @@ mod tests {
         for port in [refused, failing] {
             let url =
                 format!("http://idp:USERINFO-SECRET@127.0.0.1:{port}/jwks?token=QUERY-SECRET");
-            let client =
-                handlers::outbound_client(&handlers::TlsClient::default(), &url, FETCH_TIMEOUT)
-                    .unwrap();
+            let client = crate::egress::Client::new(
+                &Arc::new(crate::egress::Egress::default()),
+                crate::egress::Origin::Configured,
+                &handlers::TlsClient::default(),
+                &url,
+                FETCH_TIMEOUT,
+            )
+            .unwrap();
             let set = KeySet::new(Source::Url(url, client), vec![Algorithm::ES256]).unwrap();
             let why = set.fetch().await.unwrap_err();
             for secret in ["QUERY-SECRET", "USERINFO-SECRET", "JWKS-BODY-SECRET"] {

@@ -50,7 +50,10 @@ struct Jwt {
 impl Authenticator {
     /// From `[auth]` (validated); `None` when authentication is off. Reads the HS256 secret and a JWK
     /// file now; a JWK URL is fetched once [`Authenticator::start`] runs.
-    pub fn from_config(config: &AuthConfig) -> Result<Option<Authenticator>, String> {
+    pub fn from_config(
+        config: &AuthConfig,
+        egress: &Arc<crate::egress::Egress>,
+    ) -> Result<Option<Authenticator>, String> {
         if !config.enabled() {
             return Ok(None);
         }
@@ -65,8 +68,14 @@ impl Authenticator {
                             ca_file: j.jwks_ca_file.clone(),
                             ..handlers::TlsClient::default()
                         };
-                        let client = handlers::outbound_client(&tls, url, jwks::FETCH_TIMEOUT)
-                            .map_err(|e| format!("auth.jwt.jwks_url: {e}"))?;
+                        let client = crate::egress::Client::new(
+                            egress,
+                            crate::egress::Origin::Configured,
+                            &tls,
+                            url,
+                            jwks::FETCH_TIMEOUT,
+                        )
+                        .map_err(|e| format!("auth.jwt.jwks_url: {e}"))?;
                         Source::Url(url.clone(), client)
                     }
                     (None, Some(path)) => Source::File(path.clone()),

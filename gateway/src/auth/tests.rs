@@ -36,7 +36,9 @@ fn with_keys(header: Option<&str>) -> Authenticator {
         }],
         ..AuthConfig::default()
     };
-    Authenticator::from_config(&config).unwrap().unwrap()
+    Authenticator::from_config(&config, &Default::default())
+        .unwrap()
+        .unwrap()
 }
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
@@ -105,4 +107,45 @@ fn challenges_say_what_rfc_6750_asks() {
         a.insufficient_scope(&["mcp:call".into()]),
         r#"Bearer realm="mcpgw", error="insufficient_scope", scope="mcp:call", error_description="the token lacks a scope this request needs""#
     );
+}
+
+#[test]
+fn the_jwks_url_is_fetched_under_the_egress_rule() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counting = accepted.clone();
+        // Counts connections and closes them: no fetch may get this far.
+        let server = tokio::spawn(async move {
+            for _ in 0..4 {
+                if listener.accept().await.is_ok() {
+                    counting.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        let text = format!(
+            "[auth.jwt]\njwks_url = 'http://localhost:{port}/jwks'\nissuer = 'https://idp'\naudience = 'gw'\n[egress]\ndeny_networks = ['127.0.0.0/8', '::1/128']\n"
+        );
+        let config =
+            crate::config::Config::from_toml_str(&text, std::path::Path::new("t.toml")).unwrap();
+        let egress = Arc::new(crate::egress::Egress::from_config(&config.egress));
+        let auth = Authenticator::from_config(&config.auth, &egress)
+            .unwrap()
+            .unwrap();
+        let keys = auth.key_set().unwrap().clone();
+        keys.refresh_for_unknown_kid().await;
+        assert_eq!(keys.counts(), (0, 1), "the fetch failed");
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            0,
+            "a denied address is never connected to"
+        );
+        server.abort();
+    });
 }

@@ -2,7 +2,7 @@
 //! or a choice an operator should make on purpose. `mcpgw check` prints them on standard error and still
 //! exits 0; `serve` logs each at `warn` when it starts. Pure: a config in, lines out.
 
-use crate::config::Config;
+use crate::config::{Config, SealCipher};
 
 /// One warning: the setting it is about (`[section] key`) and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +32,7 @@ const RULES: &[Rule] = &[
     trusted_proxies_without_forwarded_header,
     unqualified_names_an_api_key_and_a_token_share,
     admin_host_names_checked,
+    sealing_for_replicas,
 ];
 
 /// Every warning `config` deserves (none for a config that makes every choice on purpose).
@@ -216,6 +217,26 @@ fn admin_host_names_checked(config: &Config) -> Option<Warning> {
     })
 }
 
+/// New ids are sealed with XChaCha20-Poly1305, which replicas of earlier versions cannot open: a config that
+/// shares its ring (a key file, Redis) and has not chosen, or one that still seals the earlier way.
+fn sealing_for_replicas(config: &Config) -> Option<Warning> {
+    let cluster = &config.cluster;
+    let shared = cluster.keys_file.is_some() || cluster.redis.is_some();
+    let text = match cluster.seal_cipher {
+        Some(SealCipher::ChaCha20Poly1305) => {
+            "new session ids and request states are sealed with chacha20-poly1305's random 96-bit nonces, meant for a rolling upgrade only: once every replica runs this version, remove the setting (xchacha20-poly1305 seals)"
+        }
+        None if shared => {
+            "new session ids and request states are sealed with xchacha20-poly1305, which replicas of earlier versions cannot open: during a rolling upgrade from one, set seal_cipher = \"chacha20-poly1305\" until every replica runs this version; set \"xchacha20-poly1305\" to choose it on purpose"
+        }
+        Some(SealCipher::XChaCha20Poly1305) | None => return None,
+    };
+    Some(Warning {
+        setting: "[cluster] seal_cipher",
+        text: text.to_owned(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +293,11 @@ mod tests {
             (admin_host_names_checked, "[admin] listen", format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"mcp.example.com\"]\n{wide_admin}"), true),
             (admin_host_names_checked, "[admin] listen", format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"*\"]\n{wide_admin}"), false),
             (admin_host_names_checked, "[admin] listen", format!("{tls}h2_max_concurrent_streams = 100\n{wide_admin}"), false),
+            (sealing_for_replicas, "[cluster] seal_cipher", "[cluster]\nkeys_file = \"/keys\"\n".into(), true),
+            (sealing_for_replicas, "[cluster] seal_cipher", "[cluster]\nredis = \"redis://127.0.0.1:6379\"\n".into(), true),
+            (sealing_for_replicas, "[cluster] seal_cipher", "[cluster]\nkeys_file = \"/keys\"\nseal_cipher = \"xchacha20-poly1305\"\n".into(), false),
+            (sealing_for_replicas, "[cluster] seal_cipher", "[cluster]\nseal_cipher = \"chacha20-poly1305\"\n".into(), true),
+            (sealing_for_replicas, "[cluster] seal_cipher", "[server]\nlisten = \"127.0.0.1:7800\"\n".into(), false),
             (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\n".into(), true),
             (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nforwarded_header = \"x-forwarded-for\"\n".into(), false),
             (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nforwarded_header = \"forwarded\"\n".into(), false),

@@ -1,14 +1,21 @@
 //! The key ring replicas share: one key a line, `ID:BASE64` of 32 random bytes; the first line seals, every
 //! line opens. Each key's ciphers are derived once, when the ring is read (HKDF-SHA256, one subkey per
-//! purpose), never per request. What is sealed carries a one-byte tag of its key's id, so opening tries only
-//! the keys with that tag (in practice one).
+//! purpose and format), never per request. What is sealed carries a one-byte tag of its key's id, so opening
+//! tries only the keys with that tag (in practice one).
+//!
+//! Two formats open: `0x02 || tag || 24-byte nonce || ciphertext` (XChaCha20-Poly1305, what is sealed by
+//! default: random 192-bit nonces never collide however long a key lives) and the earlier
+//! `tag || 12-byte nonce || ciphertext` (ChaCha20-Poly1305, whose random 96-bit nonces near the birthday
+//! bound after some 2^32 seals under one key), which `[cluster] seal_cipher = "chacha20-poly1305"` still
+//! seals while replicas of an earlier version share the ring. The AEAD decides: an earlier id whose tag
+//! happens to be `0x02` fails as the new format and opens as the old.
 //!
 //! Nothing here logs or prints a key; errors name the line, never its content.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce, XChaCha20Poly1305, XNonce};
 use hkdf::Hkdf;
 use sha2::{Digest, Sha256};
 
@@ -22,12 +29,31 @@ pub enum Purpose {
 }
 
 impl Purpose {
+    /// HKDF's `info` of the earlier format's subkey.
     fn info(self) -> &'static [u8] {
         match self {
             Purpose::SessionId => b"mcpgw/session-id/v1",
             Purpose::RequestState => b"mcpgw/request-state/v1",
         }
     }
+
+    /// HKDF's `info` of the XChaCha20-Poly1305 format's subkey (its own: no key serves both ciphers).
+    fn info_x(self) -> &'static [u8] {
+        match self {
+            Purpose::SessionId => b"mcpgw/session-id/v2",
+            Purpose::RequestState => b"mcpgw/request-state/v2",
+        }
+    }
+}
+
+/// The cipher new seals use (`[cluster] seal_cipher`); both always open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SealCipher {
+    /// XChaCha20-Poly1305, 192-bit random nonces (the default).
+    #[default]
+    XChaCha20Poly1305,
+    /// ChaCha20-Poly1305, 96-bit random nonces: what versions before it sealed, for a rolling upgrade.
+    ChaCha20Poly1305,
 }
 
 /// Why a key ring does not load.
@@ -61,20 +87,25 @@ struct RingKey {
     tag: u8,
     session: ChaCha20Poly1305,
     state: ChaCha20Poly1305,
+    session_x: XChaCha20Poly1305,
+    state_x: XChaCha20Poly1305,
 }
 
 impl RingKey {
     fn new(id: String, secret: &[u8; 32]) -> RingKey {
-        let derive = |purpose: Purpose| {
+        let derive = |info: &[u8]| {
             let mut okm = [0u8; 32];
             // 32 bytes is far below HKDF-SHA256's limit of 255 * 32: this cannot fail.
-            let _ = Hkdf::<Sha256>::new(None, secret).expand(purpose.info(), &mut okm);
-            ChaCha20Poly1305::new(Key::from_slice(&okm))
+            let _ = Hkdf::<Sha256>::new(None, secret).expand(info, &mut okm);
+            *Key::from_slice(&okm)
         };
+        let (session, state) = (Purpose::SessionId, Purpose::RequestState);
         RingKey {
             tag: tag_of(&id),
-            session: derive(Purpose::SessionId),
-            state: derive(Purpose::RequestState),
+            session: ChaCha20Poly1305::new(&derive(session.info())),
+            state: ChaCha20Poly1305::new(&derive(state.info())),
+            session_x: XChaCha20Poly1305::new(&derive(session.info_x())),
+            state_x: XChaCha20Poly1305::new(&derive(state.info_x())),
             id,
         }
     }
@@ -83,6 +114,13 @@ impl RingKey {
         match purpose {
             Purpose::SessionId => &self.session,
             Purpose::RequestState => &self.state,
+        }
+    }
+
+    fn cipher_x(&self, purpose: Purpose) -> &XChaCha20Poly1305 {
+        match purpose {
+            Purpose::SessionId => &self.session_x,
+            Purpose::RequestState => &self.state_x,
         }
     }
 }
@@ -97,6 +135,8 @@ pub struct KeyRing {
     keys: Vec<RingKey>,
     /// Read from configuration (`false`: a random key of this process only).
     shared: bool,
+    /// What new seals use.
+    cipher: SealCipher,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -104,12 +144,20 @@ impl std::fmt::Debug for KeyRing {
         f.debug_struct("KeyRing")
             .field("ids", &self.ids())
             .field("shared", &self.shared)
+            .field("cipher", &self.cipher)
             .finish()
     }
 }
 
-/// Bytes sealed data adds to its plaintext: the key tag, the nonce and the AEAD tag.
-pub const OVERHEAD: usize = 1 + 12 + 16;
+/// The first byte of the XChaCha20-Poly1305 format.
+const FORMAT_X: u8 = 0x02;
+
+/// Bytes the earlier format adds to its plaintext: the key tag, the 96-bit nonce and the AEAD tag.
+const OVERHEAD_V1: usize = 1 + 12 + 16;
+
+/// Bytes sealed data adds to its plaintext (at most): the format, the key tag, the 192-bit nonce and the
+/// AEAD tag.
+pub const OVERHEAD: usize = 1 + 1 + 24 + 16;
 
 impl KeyRing {
     /// Parses a ring: one `ID:BASE64` a line (blank lines and `#` comments skipped); ids are 1 to 32 of
@@ -153,7 +201,11 @@ impl KeyRing {
         if keys.is_empty() {
             return Err(KeyRingError::Empty);
         }
-        Ok(KeyRing { keys, shared: true })
+        Ok(KeyRing {
+            keys,
+            shared: true,
+            cipher: SealCipher::default(),
+        })
     }
 
     /// A ring of one random key, for a gateway with no ring configured: what it seals opens only in this
@@ -162,7 +214,13 @@ impl KeyRing {
         KeyRing {
             keys: vec![RingKey::new("local".to_owned(), &random_secret())],
             shared: false,
+            cipher: SealCipher::default(),
         }
+    }
+
+    /// The same ring, sealing with `cipher` (opening both formats whatever it is).
+    pub fn sealing_with(self, cipher: SealCipher) -> KeyRing {
+        KeyRing { cipher, ..self }
     }
 
     /// Whether the ring came from configuration (and can be shared by replicas and restarts).
@@ -175,20 +233,37 @@ impl KeyRing {
         self.keys.iter().map(|k| k.id.as_str()).collect()
     }
 
-    /// Seals `plain` for `purpose` with the first key: `tag || nonce || ciphertext`, bound to `aad`.
+    /// Seals `plain` for `purpose` with the first key, bound to `aad`: `0x02 || tag || nonce || ciphertext`
+    /// (XChaCha20-Poly1305), or `tag || nonce || ciphertext` under the earlier cipher.
     pub fn seal(&self, purpose: Purpose, aad: &[u8], plain: &[u8]) -> Vec<u8> {
         let key = &self.keys[0];
-        let mut nonce = [0u8; 12];
-        fill_random(&mut nonce);
-        let sealed = key
-            .cipher(purpose)
-            .encrypt(Nonce::from_slice(&nonce), Payload { msg: plain, aad })
-            // Encryption fails only past the cipher's length limit (256 GiB): not reachable here.
-            .unwrap_or_default();
+        let payload = Payload { msg: plain, aad };
         let mut out = Vec::with_capacity(OVERHEAD + plain.len());
-        out.push(key.tag);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
+        // Encryption fails only past the cipher's length limit (256 GiB): not reachable here.
+        match self.cipher {
+            SealCipher::XChaCha20Poly1305 => {
+                let mut nonce = [0u8; 24];
+                fill_random(&mut nonce);
+                let sealed = key
+                    .cipher_x(purpose)
+                    .encrypt(XNonce::from_slice(&nonce), payload)
+                    .unwrap_or_default();
+                out.extend_from_slice(&[FORMAT_X, key.tag]);
+                out.extend_from_slice(&nonce);
+                out.extend_from_slice(&sealed);
+            }
+            SealCipher::ChaCha20Poly1305 => {
+                let mut nonce = [0u8; 12];
+                fill_random(&mut nonce);
+                let sealed = key
+                    .cipher(purpose)
+                    .encrypt(Nonce::from_slice(&nonce), payload)
+                    .unwrap_or_default();
+                out.push(key.tag);
+                out.extend_from_slice(&nonce);
+                out.extend_from_slice(&sealed);
+            }
+        }
         out
     }
 
@@ -197,23 +272,37 @@ impl KeyRing {
         URL_SAFE_NO_PAD.encode(self.seal(purpose, aad, plain))
     }
 
-    /// Opens what [`KeyRing::seal`] made with any key of the ring; `None` for anything else (forged,
-    /// altered, another purpose or `aad`, a key no longer in the ring), all alike.
+    /// Opens what [`KeyRing::seal`] made, in either format, with any key of the ring; `None` for anything
+    /// else (forged, altered, another purpose or `aad`, a key no longer in the ring), all alike.
     pub fn open(&self, purpose: Purpose, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        self.open_x(purpose, aad, sealed)
+            .or_else(|| self.open_v1(purpose, aad, sealed))
+    }
+
+    fn open_x(&self, purpose: Purpose, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        let [FORMAT_X, tag, rest @ ..] = sealed else {
+            return None;
+        };
         if sealed.len() < OVERHEAD {
             return None;
         }
+        let (nonce, msg) = rest.split_at(24);
+        self.keys.iter().filter(|k| k.tag == *tag).find_map(|k| {
+            k.cipher_x(purpose)
+                .decrypt(XNonce::from_slice(nonce), Payload { msg, aad })
+                .ok()
+        })
+    }
+
+    fn open_v1(&self, purpose: Purpose, aad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+        if sealed.len() < OVERHEAD_V1 {
+            return None;
+        }
         let (tag, rest) = (sealed[0], &sealed[1..]);
-        let (nonce, ciphertext) = rest.split_at(12);
+        let (nonce, msg) = rest.split_at(12);
         self.keys.iter().filter(|k| k.tag == tag).find_map(|k| {
             k.cipher(purpose)
-                .decrypt(
-                    Nonce::from_slice(nonce),
-                    Payload {
-                        msg: ciphertext,
-                        aad,
-                    },
-                )
+                .decrypt(Nonce::from_slice(nonce), Payload { msg, aad })
                 .ok()
         })
     }
@@ -247,112 +336,4 @@ fn fill_random(buf: &mut [u8]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn line(id: &str, byte: u8) -> String {
-        format!("{id}:{}", STANDARD.encode([byte; 32]))
-    }
-
-    #[test]
-    fn what_one_key_seals_opens_with_any_ring_holding_it_and_no_other() {
-        let old = KeyRing::parse(&line("a", 1)).unwrap();
-        let both = KeyRing::parse(&format!("{}\n{}\n", line("b", 2), line("a", 1))).unwrap();
-        let other = KeyRing::parse(&line("a", 3)).unwrap();
-        let sealed = old.seal(Purpose::SessionId, b"x", b"hello");
-        assert_eq!(
-            both.open(Purpose::SessionId, b"x", &sealed).as_deref(),
-            Some(&b"hello"[..])
-        );
-        // The same id with another secret, another purpose, another aad: none opens it.
-        assert_eq!(other.open(Purpose::SessionId, b"x", &sealed), None);
-        assert_eq!(old.open(Purpose::RequestState, b"x", &sealed), None);
-        assert_eq!(old.open(Purpose::SessionId, b"y", &sealed), None);
-        // The new first key seals; the old ring cannot open that (rotation's middle step is "add everywhere").
-        let new = both.seal(Purpose::SessionId, b"x", b"hi");
-        assert_eq!(old.open(Purpose::SessionId, b"x", &new), None);
-        assert!(both.open(Purpose::SessionId, b"x", &new).is_some());
-    }
-
-    #[test]
-    fn every_altered_byte_is_refused() {
-        let ring = KeyRing::parse(&line("a", 1)).unwrap();
-        let sealed = ring.seal(Purpose::SessionId, b"", b"state of a session");
-        for i in 0..sealed.len() {
-            let mut altered = sealed.clone();
-            altered[i] ^= 0x01;
-            assert_eq!(
-                ring.open(Purpose::SessionId, b"", &altered),
-                None,
-                "byte {i}"
-            );
-        }
-        assert_eq!(
-            ring.open(Purpose::SessionId, b"", &sealed[..OVERHEAD - 1]),
-            None
-        );
-    }
-
-    #[test]
-    fn bad_rings_are_refused_naming_the_line_never_the_key() {
-        let cases: [(&str, KeyRingError); 6] = [
-            ("", KeyRingError::Empty),
-            ("# only a comment\n\n", KeyRingError::Empty),
-            (
-                "nokey",
-                KeyRingError::Line {
-                    line: 1,
-                    why: "expected ID:BASE64",
-                },
-            ),
-            (
-                "\na:AAAA",
-                KeyRingError::Line {
-                    line: 2,
-                    why: "the key must be 32 bytes (44 base64 characters)",
-                },
-            ),
-            (
-                "a b:AAAA",
-                KeyRingError::Line {
-                    line: 1,
-                    why: "the key id may hold only A-Z, a-z, 0-9, '.', '_' and '-'",
-                },
-            ),
-            (
-                "a:%%%",
-                KeyRingError::Line {
-                    line: 1,
-                    why: "the key is not valid base64",
-                },
-            ),
-        ];
-        for (text, want) in cases {
-            assert_eq!(KeyRing::parse(text).unwrap_err(), want, "{text:?}");
-        }
-        let twice = format!("{}\n{}", line("a", 1), line("a", 2));
-        assert_eq!(
-            KeyRing::parse(&twice).unwrap_err(),
-            KeyRingError::DuplicateId {
-                line: 2,
-                id: "a".into()
-            }
-        );
-        let secret = STANDARD.encode([7u8; 31]);
-        let e = KeyRing::parse(&format!("a:{secret}"))
-            .unwrap_err()
-            .to_string();
-        assert!(!e.contains(&secret), "{e}");
-    }
-
-    #[test]
-    fn a_new_key_line_loads_and_is_fresh() {
-        let a = new_key_line();
-        let b = new_key_line();
-        assert_ne!(a, b);
-        let ring = KeyRing::parse(&format!("{a}\n{b}")).unwrap();
-        assert_eq!(ring.ids().len(), 2);
-        assert!(ring.is_shared());
-        assert!(!KeyRing::random().is_shared());
-    }
-}
+mod tests;

@@ -96,12 +96,24 @@ impl KeySource {
     }
 }
 
+/// `[cluster] seal_cipher` as the ring takes it.
+fn seal_cipher(config: &ClusterConfig) -> keys::SealCipher {
+    match config.seal_cipher {
+        Some(crate::config::SealCipher::ChaCha20Poly1305) => keys::SealCipher::ChaCha20Poly1305,
+        Some(crate::config::SealCipher::XChaCha20Poly1305) | None => {
+            keys::SealCipher::XChaCha20Poly1305
+        }
+    }
+}
+
 /// The key ring in use, swapped whole by a reload. A read takes a short lock and an `Arc` clone; nothing
 /// holds the lock across an `.await`.
 #[derive(Debug)]
 pub struct ClusterKeys {
     current: RwLock<Arc<KeyRing>>,
     source: KeySource,
+    /// What new seals use, kept across reloads.
+    cipher: keys::SealCipher,
     /// Rings read so far after the first: a session checked under an older one is checked again.
     version: std::sync::atomic::AtomicU64,
 }
@@ -110,7 +122,10 @@ impl ClusterKeys {
     /// Reads the configured ring.
     pub fn load(config: &ClusterConfig) -> Result<ClusterKeys, KeysError> {
         let source = KeySource::of(config)?;
-        Ok(ClusterKeys::with(source.read()?, source))
+        let cipher = seal_cipher(config);
+        let mut keys = ClusterKeys::with(source.read()?.sealing_with(cipher), source);
+        keys.cipher = cipher;
+        Ok(keys)
     }
 
     /// A given ring (tests; `source` is what a reload reads again).
@@ -118,6 +133,7 @@ impl ClusterKeys {
         ClusterKeys {
             current: RwLock::new(Arc::new(ring)),
             source,
+            cipher: keys::SealCipher::default(),
             version: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -166,7 +182,11 @@ impl crate::reloadable::Reload for ClusterKeys {
         if self.source == KeySource::Random {
             return Ok(());
         }
-        let ring = self.source.read().map_err(|e| e.to_string())?;
+        let ring = self
+            .source
+            .read()
+            .map_err(|e| e.to_string())?
+            .sealing_with(self.cipher);
         let ids: Vec<String> = ring.ids().into_iter().map(str::to_owned).collect();
         // Said once the new ring is in place: whoever reads the line (the replica tests do) may rely on it.
         self.replace(ring);
@@ -191,6 +211,7 @@ mod tests {
             keys_file: Some(path.clone()),
             redis: None,
             redis_password_file: None,
+            seal_cipher: Some(crate::config::SealCipher::ChaCha20Poly1305),
         };
         let keys = ClusterKeys::load(&config).unwrap();
         let first = keys.ring().ids()[0].to_owned();
@@ -198,6 +219,12 @@ mod tests {
         std::fs::write(&path, format!("{b}\n{a}\n")).unwrap();
         keys.reload().unwrap();
         assert_eq!(keys.ring().ids()[1], first);
+        let sealed = keys.ring().seal(keys::Purpose::SessionId, b"", b"x");
+        assert_eq!(
+            sealed.len(),
+            1 + 12 + 1 + 16,
+            "the configured cipher survives a reload"
+        );
         std::fs::write(&path, "garbage").unwrap();
         let err = keys.reload().unwrap_err();
         assert!(err.contains("line 1"), "{err}");

@@ -20,6 +20,21 @@ pub struct ClusterConfig {
     /// A file holding Redis's password (a mounted secret), put in `redis`'s URL when the config is loaded:
     /// the config itself then holds none.
     pub redis_password_file: Option<PathBuf>,
+    /// The cipher new session ids and request states are sealed with (both always open):
+    /// `"xchacha20-poly1305"` (default) or `"chacha20-poly1305"`, what versions before it sealed with
+    /// random 96-bit nonces, for a rolling upgrade from one of them only.
+    pub seal_cipher: Option<SealCipher>,
+}
+
+/// `[cluster] seal_cipher`.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+pub enum SealCipher {
+    /// 192-bit random nonces (the default).
+    #[serde(rename = "xchacha20-poly1305")]
+    XChaCha20Poly1305,
+    /// 96-bit random nonces: what replicas of earlier versions open.
+    #[serde(rename = "chacha20-poly1305")]
+    ChaCha20Poly1305,
 }
 
 impl ClusterConfig {

@@ -11,6 +11,7 @@ pub mod circuit;
 mod cluster;
 mod cors;
 mod demo;
+mod egress;
 pub mod endpoint;
 mod forwarded;
 mod http_url;
@@ -40,9 +41,10 @@ pub use auth::{
 };
 pub use backend_auth::{BackendAuth, Grant};
 pub use catalog::CatalogConfig;
-pub use cluster::ClusterConfig;
+pub use cluster::{ClusterConfig, SealCipher};
 pub use cors::normalize_origin;
 pub use demo::demo_config;
+pub use egress::{EgressConfig, valid_host_pattern};
 pub use endpoint::{AccessEntry, EndpointEntry};
 pub use forwarded::ForwardedHeader;
 pub use mcp_json::from_mcp_json;
@@ -94,6 +96,9 @@ pub struct Config {
     /// `[[endpoint]]` tables: virtual servers beside `/mcp` (none by default).
     #[serde(default, rename = "endpoint")]
     pub endpoints: Vec<EndpointEntry>,
+    /// `[egress]`: what the gateway may fetch on its own.
+    #[serde(default)]
+    pub egress: EgressConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -597,6 +602,7 @@ impl Config {
             ));
         }
         self.cluster.validate()?;
+        self.egress.validate()?;
         if let Some(traces) = &self.traces {
             traces.validate()?;
         }

@@ -282,7 +282,7 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
 }
 
 /// The tables the README's configuration table documents, each key by key.
-const TABLES: [&str; 15] = [
+const TABLES: [&str; 16] = [
     "[server]",
     "[admin]",
     "[catalog]",
@@ -298,6 +298,7 @@ const TABLES: [&str; 15] = [
     "[auth.jwt]",
     "[auth.oauth]",
     "[[auth.scope]]",
+    "[egress]",
 ];
 
 /// The keys the README's configuration table names, by table (`[server]` until another table's first row).

@@ -11,7 +11,7 @@ pub const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024;
 /// The document's text, or why it cannot be had.
 pub(super) async fn document(
     source: &str,
-    client: Option<&reqwest::Client>,
+    client: Option<&crate::egress::Client>,
     timeout: Duration,
 ) -> Result<String, String> {
     let shown = shown(source);
@@ -45,10 +45,11 @@ pub(super) fn shown(source: &str) -> String {
     }
 }
 
-async fn from_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+async fn from_url(client: &crate::egress::Client, url: &str) -> Result<Vec<u8>, String> {
     let shown = handlers::shown_url_text(url);
     let response = client
-        .get(url)
+        .request(reqwest::Method::GET, url)
+        .map_err(|e| format!("fetching {shown}: {e}"))?
         .header(
             reqwest::header::ACCEPT,
             "application/json, application/yaml, */*",

@@ -60,6 +60,8 @@ pub struct OpenApiBackend {
     pub credential: Credential,
     /// How long fetching the document may take.
     pub connect_timeout: Duration,
+    /// The egress rule a document's URL is fetched under.
+    pub egress: Arc<crate::egress::Egress>,
 }
 
 /// The in-process server of one openapi backend.
@@ -70,8 +72,10 @@ pub struct OpenApiServer(Arc<Inner>);
 struct Inner {
     config: OpenApiBackend,
     base_url: Result<reqwest::Url, String>,
-    /// The API's client (and the document's, for a URL): `Err` says why it cannot be built.
+    /// The API's client: `Err` says why it cannot be built.
     client: Result<reqwest::Client, String>,
+    /// The document's client, under the egress rule (`Err` for a file, or why it cannot be built).
+    document_client: Result<crate::egress::Client, String>,
     /// The document as last translated (set when the backend connects).
     loaded: Mutex<Option<Arc<Loaded>>>,
 }
@@ -99,10 +103,28 @@ impl OpenApiServer {
             move |next: &reqwest::Url| origin.as_ref().is_some_and(|o| same_origin(o, next)),
             MAX_REDIRECTS,
         );
+        let document_client = if config.document.starts_with("http://")
+            || config.document.starts_with("https://")
+        {
+            // As before the rule: redirects followed to the API's own origin only.
+            let origin = base_url.as_ref().ok().cloned();
+            crate::egress::Client::following(
+                &config.egress,
+                crate::egress::Origin::Configured,
+                &config.tls,
+                &config.document,
+                config.connect_timeout,
+                move |next: &reqwest::Url| origin.as_ref().is_some_and(|o| same_origin(o, next)),
+                MAX_REDIRECTS,
+            )
+        } else {
+            Err("the document is a file".to_owned())
+        };
         OpenApiServer(Arc::new(Inner {
             config,
             base_url,
             client,
+            document_client,
             loaded: Mutex::new(None),
         }))
     }
@@ -196,7 +218,7 @@ impl Inner {
         }
         let text = fetch::document(
             &self.config.document,
-            self.client.as_ref().ok(),
+            self.document_client.as_ref().ok(),
             self.config.connect_timeout,
         )
         .await?;

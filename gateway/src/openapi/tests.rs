@@ -145,6 +145,7 @@ fn backend(document: String, base: &str) -> OpenApiServer {
         tls: TlsClient::default(),
         credential: Credential::fixed("Authorization", "Bearer gateway-own-token").unwrap(),
         connect_timeout: Duration::from_secs(5),
+        egress: Default::default(),
     })
 }
 
@@ -306,4 +307,29 @@ fn the_readme_openapi_example_is_a_valid_config() {
     let without = block.replace("base_url = \"http://127.0.0.1:8000\"\n", "");
     let err = crate::config::Config::from_toml_str(&without, Path::new("r.toml")).unwrap_err();
     assert!(err.to_string().contains("backend[0].base_url"), "{err}");
+}
+
+#[actix_rt::test]
+async fn an_openapi_document_is_fetched_under_the_egress_rule() {
+    let seen = Seen::default();
+    let (addr, handle) = api(seen.clone()).await;
+    let egress = crate::egress::Egress::from_config(&crate::config::EgressConfig {
+        deny_networks: vec!["127.0.0.0/8".into(), "::1/128".into()],
+        ..Default::default()
+    });
+    let server = OpenApiServer::new(OpenApiBackend {
+        name: "shop".into(),
+        document: format!("http://localhost:{}/openapi.json", addr.port()),
+        base_url: format!("http://{addr}"),
+        operations: None,
+        tls: TlsClient::default(),
+        credential: Credential::default(),
+        connect_timeout: Duration::from_secs(5),
+        egress: std::sync::Arc::new(egress),
+    });
+    let discover = ask(&server, "server/discover", json!({})).await;
+    let message = discover["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("egress refused"), "{discover}");
+    assert!(seen.lock().unwrap().is_empty(), "the API saw no request");
+    handle.stop(false).await;
 }

@@ -131,6 +131,7 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     config.server.log_level.clone_from(&log_level);
     config.cluster = old.cluster.clone();
     config.auth = old.auth.clone();
+    config.egress = old.egress.clone();
     config.validate_strict().map_err(|e| e.to_string())?;
     // The rules must be able to apply under the `[auth]` that stays, not the one the file names.
     crate::config::validate_reach(
@@ -328,7 +329,8 @@ fn retire(handle: BackendHandle) {
 }
 
 /// The settings that changed between `old` and `new` but apply only at start: `[server]` (but its
-/// `log_level`, and what the command line set: `--listen`, `--log-format`), `[cluster]`, `[auth]`, `[[endpoint]]` (routes are registered at start).
+/// `log_level`, and what the command line set: `--listen`, `--log-format`), `[cluster]`, `[auth]`, `[egress]`
+/// (the clients that fetch under it are built at start), `[[endpoint]]` (routes are registered at start).
 fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     let mut changed = Vec::new();
     let mut server = new.server.clone();
@@ -343,6 +345,9 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     }
     if format!("{:?}", old.auth) != format!("{:?}", new.auth) {
         changed.push("[auth]".to_owned());
+    }
+    if old.egress != new.egress {
+        changed.push("[egress]".to_owned());
     }
     if old.endpoints != new.endpoints {
         changed.push("[[endpoint]]".to_owned());
@@ -379,6 +384,10 @@ mod tests {
             (
                 "[[auth.api_key]]\nprincipal = \"a\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n",
                 vec!["[auth]"],
+            ),
+            (
+                "[egress]\ndeny_networks = [\"169.254.169.254\"]\n",
+                vec!["[egress]"],
             ),
         ];
         for (text, expected) in table {

@@ -154,8 +154,11 @@ impl InProcessGateway {
         let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
         // `[auth]` as `serve` builds it (nothing is fetched: the harness is handed its principals), so that
         // sessions, sealed states and the private cache are bound to a principal as in production.
-        let auth =
-            crate::auth::Authenticator::from_config(&config.auth).map_err(ServeError::Auth)?;
+        let auth = crate::auth::Authenticator::from_config(
+            &config.auth,
+            &std::sync::Arc::new(crate::egress::Egress::from_config(&config.egress)),
+        )
+        .map_err(ServeError::Auth)?;
         let mut gw = Gateway::new(config, backends, keys).with_auth(auth);
         if let Some(tx) = events_tx {
             gw = gw.with_events(tx);

@@ -20,6 +20,7 @@ pub fn start_backends(
     credentials: &BTreeMap<String, handlers::Credential>,
 ) -> BTreeMap<String, BackendHandle> {
     let client_info = server_info();
+    let egress = Arc::new(crate::egress::Egress::from_config(&config.egress));
     config
         .backends
         .iter()
@@ -39,6 +40,7 @@ pub fn start_backends(
                         tls: entry.tls(),
                         credential: credentials.get(&entry.name).cloned().unwrap_or_default(),
                         connect_timeout: BackendConfig::DEFAULT_CONNECT_TIMEOUT,
+                        egress: egress.clone(),
                     }))))
                 }
             };

@@ -80,12 +80,23 @@ pub fn outbound_client(
     url: &str,
     timeout: Duration,
 ) -> Result<reqwest::Client, String> {
+    outbound_client_with(tls, url, timeout, |builder| builder)
+}
+
+/// [`outbound_client`], with `adjust` applied to the builder last (the gateway's egress rule sets its DNS
+/// resolver there).
+pub fn outbound_client_with(
+    tls: &crate::config::TlsClient,
+    url: &str,
+    timeout: Duration,
+    adjust: impl FnOnce(reqwest::ClientBuilder) -> reqwest::ClientBuilder,
+) -> Result<reqwest::Client, String> {
     let config = tls::client_config(tls, url.starts_with("https://"))?;
     let builder = reqwest::Client::builder()
         .connect_timeout(timeout)
         .timeout(timeout)
         .redirect(reqwest::redirect::Policy::none());
-    tls::configure(builder, config, tls, url)?
+    adjust(tls::configure(builder, config, tls, url)?)
         .build()
         .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
 }

@@ -89,6 +89,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         telemetry: Default::default(),
         catalog: Default::default(),
         endpoints: Vec::new(),
+        egress: Default::default(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

@@ -73,7 +73,7 @@ fn authenticated() -> Arc<Gateway> {
         digest_text(DEV_KEY)
     );
     let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let auth = crate::auth::Authenticator::from_config(&config.auth).unwrap();
+    let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth))
 }
@@ -447,7 +447,7 @@ async fn a_session_bound_to_an_api_keys_principal_shows_its_name() {
         digest_text(OPS_KEY)
     );
     let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let auth = crate::auth::Authenticator::from_config(&config.auth).unwrap();
+    let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     let gw = Gateway::new(config, Default::default(), keys).with_auth(auth);
     let binding =

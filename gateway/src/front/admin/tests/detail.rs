@@ -54,7 +54,11 @@ async fn with_auth_a_rebound_host_name_is_refused_even_with_a_credential() {
         digest_text(OPS_KEY)
     );
     let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let auth = crate::auth::Authenticator::from_config(&config.auth).unwrap();
+    let auth = crate::auth::Authenticator::from_config(
+        &config.auth,
+        &std::sync::Arc::new(crate::egress::Egress::from_config(&config.egress)),
+    )
+    .unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     let gw = Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth));
     let app = app!(admin(gw));
