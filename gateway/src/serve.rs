@@ -45,7 +45,8 @@ pub enum ServeError {
     /// The key ring does not load.
     #[error("{0}")]
     Keys(#[from] crate::cluster::KeysError),
-    /// `[auth]` cannot be set up (a secret or key file), or `[server] strict` refuses the settings.
+    /// `[auth]` cannot be set up (a secret or key file), `[server] strict` refuses the settings, or no
+    /// `[[policy]]` rule can apply to stdio's requests.
     #[error("{0}")]
     Auth(String),
 }
@@ -84,7 +85,11 @@ pub fn run_with(config: Config, stdio: bool, reloading: Reloading) -> Result<(),
 }
 
 async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), ServeError> {
-    if !stdio {
+    if stdio {
+        // Stdio carries no credential: only `principal = "*"` rules apply to its requests.
+        crate::config::validate_reach(&config.policies, false, "over stdio")
+            .map_err(|e| ServeError::Auth(e.to_string()))?;
+    } else {
         config
             .validate_strict()
             .map_err(|e| ServeError::Auth(e.to_string()))?;

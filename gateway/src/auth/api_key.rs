@@ -37,6 +37,7 @@ impl ApiKeys {
                         digest,
                         Principal {
                             name: e.principal.clone(),
+                            source: super::principal::PrincipalSource::ApiKey,
                             groups: e.groups.clone(),
                             scopes: e.scopes.clone(),
                             token: None,

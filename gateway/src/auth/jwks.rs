@@ -1,9 +1,9 @@
 //! The JWK set behind `[auth.jwt]`: read from a file (again on SIGHUP) or fetched from a URL — at start, then
 //! every `refresh_secs` in the background (every 10 s while it fails), and when a token names a `kid` the set
 //! does not hold (at most once every 30 s, counted apart from the other fetches so that a key rotation is
-//! seen at once; only such requests wait, bounded by the fetch's deadline). A
-//! request never fetches otherwise: it reads the current set, an `Arc` swapped whole. A fetch that fails
-//! keeps the keys it had.
+//! seen at once; only the request that starts such a fetch waits, bounded by the fetch's deadline: others
+//! are answered from the keys there are, never queued behind it). A request never fetches otherwise: it
+//! reads the current set, an `Arc` swapped whole. A fetch that fails keeps the keys it had.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,7 +41,7 @@ pub struct KeySet {
     source: Source,
     allowed: Vec<Algorithm>,
     keys: RwLock<Arc<Vec<PinnedKey>>>,
-    /// Serialises fetches (a request for an unknown `kid` waits for one under way).
+    /// Serialises fetches (a request for an unknown `kid` never waits for one under way: it tries it).
     fetching: tokio::sync::Mutex<()>,
     /// When a `kid` the set did not hold last made it fetched (its own limit: the background refresh
     /// does not delay a key rotation).
@@ -133,13 +133,18 @@ impl KeySet {
         }
     }
 
-    /// A token named a `kid` the set does not hold: fetch again unless an unknown `kid` did so less than
-    /// [`UNKNOWN_KID_EVERY`] ago (then only wait for a fetch under way, if any). Bounded by the fetch's
-    /// deadline.
+    /// A token named a `kid` the set does not hold: fetch the set again, unless an unknown `kid` did so
+    /// less than [`UNKNOWN_KID_EVERY`] ago or a fetch is under way. Only the request that starts the fetch
+    /// waits for it (bounded by the fetch's deadline); any other returns at once and is answered from the
+    /// keys there are (a request never queues behind a slow key server).
     pub async fn refresh_for_unknown_kid(&self) {
         if !matches!(self.source, Source::Url(..)) {
             return;
         }
+        // A fetch under way (this or the background one) is not waited for.
+        let Ok(_serialised) = self.fetching.try_lock() else {
+            return;
+        };
         let fetch_now = match self.unknown_kid_at.lock() {
             Ok(mut last) if last.is_none_or(|t| t.elapsed() >= UNKNOWN_KID_EVERY) => {
                 *last = Some(Instant::now());
@@ -147,19 +152,13 @@ impl KeySet {
             }
             _ => false,
         };
-        let waited = tokio::time::timeout(FETCH_TIMEOUT * 2, async {
-            let _serialised = self.fetching.lock().await;
-            if !fetch_now {
-                return;
-            }
-            match self.fetch().await {
-                Ok(n) => tracing::info!(keys = n, "JWK set fetched again for an unknown kid"),
-                Err(why) => tracing::warn!(%why, "the JWK set could not be fetched"),
-            }
-        })
-        .await;
-        if waited.is_err() {
-            tracing::warn!("fetching the JWK set took too long");
+        if !fetch_now {
+            return;
+        }
+        match tokio::time::timeout(FETCH_TIMEOUT * 2, self.fetch()).await {
+            Ok(Ok(n)) => tracing::info!(keys = n, "JWK set fetched again for an unknown kid"),
+            Ok(Err(why)) => tracing::warn!(%why, "the JWK set could not be fetched"),
+            Err(_) => tracing::warn!("fetching the JWK set took too long"),
         }
     }
 
@@ -178,6 +177,7 @@ impl KeySet {
             match outcome {
                 Ok(n) => {
                     if failing {
+                        let url = handlers::shown_url_text(url);
                         tracing::info!(keys = n, %url, "the JWK set is reachable again");
                     } else {
                         tracing::debug!(keys = n, %url, "JWK set fetched");
@@ -186,6 +186,7 @@ impl KeySet {
                 }
                 Err(why) => {
                     if !failing {
+                        let url = handlers::shown_url_text(url);
                         tracing::warn!(%url, %why, "the JWK set could not be fetched: the keys it had are kept; tokens signed with others are refused");
                     }
                     failing = true;
@@ -204,7 +205,11 @@ async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, Strin
         .await
         .map_err(|e| handlers::error_chain(&e))?;
     if !response.status().is_success() {
-        return Err(format!("{url} answered {}", response.status()));
+        return Err(format!(
+            "{} answered {}",
+            handlers::shown_url_text(url),
+            response.status()
+        ));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response
@@ -230,5 +235,110 @@ impl crate::reloadable::Reload for KeySet {
             return Ok(()); // a URL refreshes itself
         }
         self.reload_file().map(drop)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use futures_util::FutureExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    /// A loopback JWK set server that holds each request until `release` is notified; `asked` counts
+    /// requests and `got` says each one arrived. Serves at most four connections.
+    async fn held_jwks_server(
+        asked: Arc<AtomicUsize>,
+        got: tokio::sync::mpsc::UnboundedSender<()>,
+        release: Arc<tokio::sync::Notify>,
+    ) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/jwks", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            for _ in 0..4 {
+                let Ok((mut conn, _)) = listener.accept().await else {
+                    return;
+                };
+                let (asked, got, release) = (asked.clone(), got.clone(), release.clone());
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16384 {
+                        match conn.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => head.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    asked.fetch_add(1, Ordering::SeqCst);
+                    let _ = got.send(());
+                    release.notified().await;
+                    let body = r#"{"keys":[]}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = conn.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn an_unknown_kid_is_not_queued_behind_a_jwks_fetch_another_request_started() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let asked = Arc::new(AtomicUsize::new(0));
+            let (got_tx, mut got) = tokio::sync::mpsc::unbounded_channel();
+            let release = Arc::new(tokio::sync::Notify::new());
+            let url = held_jwks_server(asked.clone(), got_tx, release.clone()).await;
+            // A deadline far beyond the test's: the held fetch never ends on its own.
+            let client = handlers::outbound_client(
+                &handlers::TlsClient::default(),
+                &url,
+                Duration::from_secs(120),
+            )
+            .unwrap();
+            let keys =
+                Arc::new(KeySet::new(Source::Url(url, client), vec![Algorithm::RS256]).unwrap());
+
+            // The first unknown kid starts a fetch, which the server holds.
+            let first = tokio::spawn({
+                let keys = keys.clone();
+                async move { keys.refresh_for_unknown_kid().await }
+            });
+            tokio::time::timeout(Duration::from_secs(30), got.recv())
+                .await
+                .expect("the first unknown kid fetches the set")
+                .unwrap();
+
+            // Another unknown kid meanwhile: answered on its first poll, without a second fetch.
+            assert!(
+                keys.refresh_for_unknown_kid().now_or_never().is_some(),
+                "a request for another unknown kid waited for the fetch under way"
+            );
+            assert_eq!(asked.load(Ordering::SeqCst), 1, "one fetch at a time");
+            assert_eq!(keys.counts(), (0, 0), "the first fetch is still held");
+
+            release.notify_waiters();
+            tokio::time::timeout(Duration::from_secs(30), first)
+                .await
+                .expect("the first fetch ends once the server answers")
+                .unwrap();
+            assert_eq!(keys.counts(), (1, 0));
+
+            // Within UNKNOWN_KID_EVERY of that fetch, an unknown kid fetches nothing.
+            assert!(keys.refresh_for_unknown_kid().now_or_never().is_some());
+            assert_eq!(
+                asked.load(Ordering::SeqCst),
+                1,
+                "unknown kids are rate limited"
+            );
+        });
     }
 }

@@ -25,9 +25,12 @@ type Rule = fn(&Config) -> Option<Warning>;
 /// Every rule, in the order their warnings are told.
 const RULES: &[Rule] = &[
     beyond_loopback_without_auth,
+    beyond_loopback_without_allowed_origins,
     metrics_without_admin_listener,
     admin_beyond_loopback_in_clear,
     h2_streams_bounded,
+    trusted_proxies_without_forwarded_header,
+    unqualified_names_an_api_key_and_a_token_share,
     admin_host_names_checked,
 ];
 
@@ -43,6 +46,20 @@ fn beyond_loopback_without_auth(config: &Config) -> Option<Warning> {
         setting: "[server] listen",
         text: format!(
             "listening on {listen} (beyond loopback) with no [auth]: every client that reaches it may call every tool; configure [[auth.api_key]] or [auth.jwt], or set [server] strict = true to refuse this"
+        ),
+    })
+}
+
+/// Listening beyond loopback with no `allowed_origins` (a changed default): a request carrying an `Origin`
+/// used to pass there whatever it said; now it passes only when `cors_allowed_origins` lists it or it is
+/// same-origin under an `allowed_hosts` name.
+fn beyond_loopback_without_allowed_origins(config: &Config) -> Option<Warning> {
+    let server = &config.server;
+    let listen = server.listen;
+    (!listen.ip().is_loopback() && server.allowed_origins.is_none()).then(|| Warning {
+        setting: "[server] allowed_origins",
+        text: format!(
+            "listening on {listen} (beyond loopback) with no allowed_origins: a request carrying an Origin (a browser's) is refused with 403 unless cors_allowed_origins lists it or it is the gateway's own origin under an allowed_hosts name (before, any origin passed); list the web origins that may call the gateway ([] for none, which silences this), or [\"*\"] for the old behaviour"
         ),
     })
 }
@@ -85,6 +102,108 @@ fn h2_streams_bounded(config: &Config) -> Option<Warning> {
         })
 }
 
+/// `trusted_proxies` without `forwarded_header`: only `X-Forwarded-For` is believed now (a client's own
+/// `Forwarded` used to win); a proxy that writes only `Forwarded` makes every client the proxy.
+fn trusted_proxies_without_forwarded_header(config: &Config) -> Option<Warning> {
+    let server = &config.server;
+    (!server.trusted_proxies.is_empty() && server.forwarded_header.is_none()).then(|| Warning {
+        setting: "[server] forwarded_header",
+        text: "not set, so behind trusted_proxies only x-forwarded-for is believed (forwarded and x-real-ip are ignored, and forwarded no longer wins); if your proxies write forwarded or x-real-ip instead, set it, or every client counts as the proxy's address".to_owned(),
+    })
+}
+
+/// An unqualified name that picks principals or groups, where it can pick an API key's principal (or group)
+/// and, with `[auth.jwt]` on, a token's too: API keys and tokens are namespaced apart now, and the config
+/// names both. `api_key:NAME` or `jwt:NAME` says which.
+fn unqualified_names_an_api_key_and_a_token_share(config: &Config) -> Option<Warning> {
+    use crate::config::qualified;
+    use crate::glob::glob_match;
+    let auth = &config.auth;
+    if auth.jwt.is_none() || auth.api_keys.is_empty() {
+        return None;
+    }
+    let key_names: Vec<&str> = auth.api_keys.iter().map(|k| k.principal.as_str()).collect();
+    let key_groups: Vec<&str> = auth
+        .api_keys
+        .iter()
+        .flat_map(|k| k.groups.iter().map(String::as_str))
+        .collect();
+    // (setting, pattern, whether it names groups)
+    let mut named: Vec<(&'static str, &str, bool)> = Vec::new();
+    for rule in &config.policies {
+        named.extend(
+            rule.principal
+                .as_deref()
+                .map(|p| ("[[policy]] principal", p, false)),
+        );
+        named.extend(rule.group.as_deref().map(|g| ("[[policy]] group", g, true)));
+    }
+    for access in config.endpoints.iter().filter_map(|e| e.access.as_ref()) {
+        named.extend(
+            access
+                .principals
+                .iter()
+                .map(|p| ("[endpoint.access] principals", p.as_str(), false)),
+        );
+        named.extend(
+            access
+                .groups
+                .iter()
+                .map(|g| ("[endpoint.access] groups", g.as_str(), true)),
+        );
+    }
+    named.extend(
+        config
+            .catalog
+            .principals
+            .iter()
+            .map(|p| ("[catalog] principals", p.as_str(), false)),
+    );
+    named.extend(
+        config
+            .catalog
+            .groups
+            .iter()
+            .map(|g| ("[catalog] groups", g.as_str(), true)),
+    );
+    // `[admin] groups` are exact names, not globs.
+    let admin: Vec<(&'static str, &str)> = config
+        .admin
+        .groups
+        .iter()
+        .map(|g| ("[admin] groups", g.as_str()))
+        .collect();
+    let ambiguous: Vec<(&'static str, &str)> = named
+        .into_iter()
+        .filter(|(_, pattern, groups)| {
+            let known = if *groups { &key_groups } else { &key_names };
+            *pattern != "*"
+                && qualified::split(pattern).0.is_none()
+                && known.iter().any(|k| glob_match(pattern, k))
+        })
+        .map(|(setting, pattern, _)| (setting, pattern))
+        .chain(
+            admin
+                .into_iter()
+                .filter(|(_, g)| qualified::split(g).0.is_none() && key_groups.contains(g)),
+        )
+        .collect();
+    let (setting, _) = *ambiguous.first()?;
+    let names: Vec<String> = ambiguous
+        .iter()
+        .map(|(setting, pattern)| format!("{setting} {pattern:?}"))
+        .collect();
+    Some(Warning {
+        setting,
+        text: format!(
+            "{} name{} an API key's principal or group but, unqualified, also match{} a token's (API keys and tokens are separate principals now); write api_key:NAME or jwt:NAME to say which",
+            names.join(", "),
+            if names.len() == 1 { "s" } else { "" },
+            if names.len() == 1 { "es" } else { "" },
+        ),
+    })
+}
+
 /// `[auth]`, an admin listener and `allowed_hosts`: the admin view now answers only the names listed (and
 /// addresses, loopback names) (CHANGELOG, "Changed defaults").
 fn admin_host_names_checked(config: &Config) -> Option<Warning> {
@@ -101,73 +220,111 @@ fn admin_host_names_checked(config: &Config) -> Option<Warning> {
 mod tests {
     use super::*;
 
+    const KEY: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+
     fn config(toml: &str) -> Config {
         Config::from_toml_str(toml, std::path::Path::new("test.toml")).expect("valid config")
     }
 
+    fn api_key(groups: &str) -> String {
+        format!("[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{KEY}\"\ngroups = [{groups}]\n")
+    }
+
+    /// Each rule on its own: (the rule, its setting, a config, whether it warns). A rule added to `RULES`
+    /// gets its rows here, a config it warns on and one it does not.
     #[test]
     fn each_rule_warns_exactly_on_the_configs_it_names() {
-        // (config, the settings warned about)
-        let key = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
-        let mut cases: Vec<(String, Vec<&str>)> = vec![
-            ("[server]\nlisten = \"127.0.0.1:7800\"\n".into(), vec![]),
-            ("[server]\nlisten = \"[::1]:7800\"\n".into(), vec![]),
-            (
-                "[server]\nlisten = \"0.0.0.0:7800\"\n".into(),
-                vec!["[server] listen", "[admin] listen"],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\n"
-                ),
-                vec!["[admin] listen"],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"0.0.0.0:7800\"\n[admin]\nlisten = \"0.0.0.0:7801\"\ngroups = [\"ops\"]\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\ngroups = [\"ops\"]\n"
-                ),
-                vec!["[admin] listen"],
-            ),
-            // Scraped on loopback: the metrics moved too.
-            (
-                "[telemetry]\nper_tool_metrics = true\n".into(),
-                vec!["[admin] listen"],
-            ),
-            (
-                "[telemetry]\nper_tool_metrics = true\n[admin]\nlisten = \"127.0.0.1:7801\"\n"
-                    .into(),
-                vec![],
-            ),
-        ];
-        // Serving TLS: the admin listener beyond loopback gets it, and HTTP/2's streams are bounded.
         let pki = crate::tls::test_pki::server("warnings", "mcp.example.com");
         let tls = format!(
             "[server]\nlisten = \"0.0.0.0:7800\"\ntls_cert_file = {:?}\ntls_key_file = {:?}\n",
             pki.cert.display().to_string(),
             pki.key.display().to_string()
         );
-        let admin = format!(
-            "[admin]\nlisten = \"0.0.0.0:7801\"\ngroups = [\"ops\"]\n[[auth.api_key]]\nprincipal = \"ci\"\ndigest = \"{key}\"\ngroups = [\"ops\"]\n"
+        let wide_admin = format!(
+            "[admin]\nlisten = \"0.0.0.0:7801\"\ngroups = [\"ops\"]\n{}",
+            api_key("\"ops\"")
         );
-        cases.push((
-            format!("{tls}{admin}"),
-            vec!["[server] h2_max_concurrent_streams"],
-        ));
-        cases.push((
-            format!("{tls}h2_max_concurrent_streams = 100\n{admin}"),
-            vec![],
-        ));
-        cases.push((
-            format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"mcp.example.com\"]\n{admin}"),
-            vec!["[admin] listen"],
-        ));
-        cases.push((
-            format!("{tls}h2_max_concurrent_streams = 100\nallowed_hosts = [\"*\"]\n{admin}"),
-            vec![],
-        ));
-        for (toml, expected) in cases {
-            let got: Vec<&str> = warnings(&config(&toml)).iter().map(|w| w.setting).collect();
-            assert_eq!(got, expected, "config:\n{toml}");
+        let wide = "[server]\nlisten = \"0.0.0.0:7800\"\n";
+        let keys_and_jwt = format!(
+            "[[auth.api_key]]\nprincipal = \"ops-bot\"\ndigest = \"{KEY}\"\ngroups = [\"ops\"]\n\
+             [auth.jwt]\njwks_url = \"https://idp.example/jwks\"\nissuer = \"https://idp.example/\"\naudience = \"mcpgw\"\n"
+        );
+        let cases: Vec<(Rule, &str, String, bool)> = vec![
+            (beyond_loopback_without_auth, "[server] listen", "[server]\nlisten = \"127.0.0.1:7800\"\n".into(), false),
+            (beyond_loopback_without_auth, "[server] listen", "[server]\nlisten = \"[::1]:7800\"\n".into(), false),
+            (beyond_loopback_without_auth, "[server] listen", wide.into(), true),
+            (beyond_loopback_without_auth, "[server] listen", "[server]\nlisten = \"[::]:7800\"\nallowed_origins = [\"*\"]\n".into(), true),
+            (beyond_loopback_without_auth, "[server] listen", format!("{wide}{}", api_key("")), false),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", wide.into(), true),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", format!("{wide}{}", api_key("")), true),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", format!("{wide}allowed_origins = [\"https://app.example\"]\n"), false),
+            (beyond_loopback_without_allowed_origins, "[server] allowed_origins", "[server]\nlisten = \"127.0.0.1:7800\"\ncors_allowed_origins = [\"https://app.example\"]\n".into(), false),
+            (metrics_without_admin_listener, "[admin] listen", wide.into(), true),
+            (metrics_without_admin_listener, "[admin] listen", "[telemetry]\nper_tool_metrics = true\n".into(), true),
+            (metrics_without_admin_listener, "[admin] listen", "[telemetry]\nper_tool_metrics = true\n[admin]\nlisten = \"127.0.0.1:7801\"\n".into(), false),
+            (metrics_without_admin_listener, "[admin] listen", "[server]\nlisten = \"127.0.0.1:7800\"\n".into(), false),
+            (admin_beyond_loopback_in_clear, "[admin] listen", format!("{wide}{wide_admin}"), true),
+            (admin_beyond_loopback_in_clear, "[admin] listen", format!("{tls}{wide_admin}"), false),
+            (admin_beyond_loopback_in_clear, "[admin] listen", "[admin]\nlisten = \"127.0.0.1:7801\"\n".into(), false),
+            (h2_streams_bounded, "[server] h2_max_concurrent_streams", format!("{tls}{wide_admin}"), true),
+            (h2_streams_bounded, "[server] h2_max_concurrent_streams", format!("{tls}h2_max_concurrent_streams = 100\n{wide_admin}"), false),
+            (h2_streams_bounded, "[server] h2_max_concurrent_streams", wide.into(), false),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}allowed_hosts = [\"mcp.example.com\"]\n{wide_admin}"), true),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}allowed_hosts = [\"*\"]\n{wide_admin}"), false),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}{wide_admin}"), false),
+            (admin_host_names_checked, "[admin] listen", format!("{tls}allowed_hosts = [\"mcp.example.com\"]\n"), false),
+            (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\n".into(), true),
+            (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nforwarded_header = \"x-forwarded-for\"\n".into(), false),
+            (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\ntrusted_proxies = [\"10.0.0.0/8\"]\nforwarded_header = \"forwarded\"\n".into(), false),
+            (trusted_proxies_without_forwarded_header, "[server] forwarded_header", "[server]\nforwarded_header = \"x-real-ip\"\n".into(), false),
+            (unqualified_names_an_api_key_and_a_token_share, "[[policy]] principal", format!("{keys_and_jwt}[[policy]]\nprincipal = \"ops-bot\"\nallow = [\"*\"]\n"), true),
+            (unqualified_names_an_api_key_and_a_token_share, "[[policy]] group", format!("{keys_and_jwt}[[policy]]\ngroup = \"o*\"\nallow = [\"*\"]\n"), true),
+            (unqualified_names_an_api_key_and_a_token_share, "[admin] groups", format!("{keys_and_jwt}[admin]\nlisten = \"127.0.0.1:7801\"\ngroups = [\"ops\"]\n"), true),
+            (
+                unqualified_names_an_api_key_and_a_token_share,
+                "",
+                format!(
+                    "{keys_and_jwt}[[policy]]\nprincipal = \"api_key:ops-bot\"\nallow = [\"*\"]\n\
+                     [[policy]]\nprincipal = \"jwt:ops-bot\"\nallow = [\"*\"]\n\
+                     [[policy]]\nprincipal = \"*\"\nallow = [\"x\"]\n\
+                     [[policy]]\nprincipal = \"alice\"\nallow = [\"*\"]\n\
+                     [admin]\nlisten = \"127.0.0.1:7801\"\ngroups = [\"api_key:ops\", \"sre\"]\n"
+                ),
+                false,
+            ),
+            (
+                unqualified_names_an_api_key_and_a_token_share,
+                "",
+                format!("{}[[policy]]\nprincipal = \"ops-bot\"\nallow = [\"*\"]\n", api_key("")).replace("\"ci\"", "\"ops-bot\""),
+                false,
+            ),
+        ];
+        for (rule, setting, toml, warns) in cases {
+            let got = rule(&config(&toml));
+            assert_eq!(got.is_some(), warns, "{setting} on config:\n{toml}");
+            if let Some(w) = got {
+                assert_eq!(w.setting, setting);
+            }
         }
+    }
+
+    #[test]
+    fn a_config_that_chooses_everything_on_purpose_gets_no_warning_and_others_get_them_in_order() {
+        assert_eq!(
+            warnings(&config("[server]\nlisten = \"127.0.0.1:7800\"\n")),
+            vec![]
+        );
+        let got: Vec<&str> = warnings(&config("[server]\nlisten = \"0.0.0.0:7800\"\n"))
+            .iter()
+            .map(|w| w.setting)
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "[server] listen",
+                "[server] allowed_origins",
+                "[admin] listen"
+            ]
+        );
     }
 }

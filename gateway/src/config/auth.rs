@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::http_url::{is_http_url, plain_beyond_loopback};
 use super::{ConfigError, invalid};
 
 /// The algorithms a token may be signed with, as `[auth.jwt] algorithms` names them.
@@ -271,28 +272,6 @@ fn valid_scope(s: &str) -> bool {
             .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
 }
 
-fn is_http_url(u: &str) -> bool {
-    (u.starts_with("https://") || u.starts_with("http://")) && !u.contains('#') && u.len() > 8
-}
-
-/// An http (not https) URL whose host is not loopback.
-fn plain_beyond_loopback(u: &str) -> bool {
-    let Some(rest) = u.strip_prefix("http://") else {
-        return false;
-    };
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let name = if host.starts_with('[') {
-        host.split(']').next().unwrap_or("").trim_start_matches('[')
-    } else {
-        host.split(':').next().unwrap_or("")
-    };
-    !(name == "localhost"
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()))
-}
-
 impl JwtConfig {
     /// The HS256 secret's source, if any.
     pub fn has_secret(&self) -> bool {
@@ -412,18 +391,44 @@ impl OAuthConfig {
 mod tests {
     use super::*;
 
+    /// The first problem `[server] strict = true` finds in `rest`, as "field: message".
+    fn strict_refusal(rest: &str) -> Option<String> {
+        let text = format!("[server]\nstrict = true\n{rest}");
+        super::super::Config::from_toml_str(&text, std::path::Path::new("t.toml"))
+            .err()
+            .map(|e| e.to_string())
+    }
+
     #[test]
-    fn a_plain_jwks_url_beyond_loopback_is_told_apart() {
-        let cases = [
-            ("http://127.0.0.1:9/jwks", false),
-            ("http://localhost/jwks", false),
-            ("http://[::1]:8/x", false),
-            ("http://user@10.0.0.1/x", true),
-            ("http://issuer.example.com/jwks", true),
-            ("https://issuer.example.com/jwks", false),
-        ];
-        for (url, want) in cases {
-            assert_eq!(plain_beyond_loopback(url), want, "{url}");
+    fn strict_refuses_a_jwks_url_whose_host_the_http_client_sees_beyond_loopback() {
+        let jwt = |url: &str| {
+            format!("[auth.jwt]\njwks_url = '{url}'\nissuer = 'https://idp'\naudience = 'gw'\n")
+        };
+        let refused = strict_refusal(&jwt(r"http://evil\@127.0.0.1/jwks")).unwrap_or_default();
+        assert!(refused.contains("auth.jwt.jwks_url"), "{refused}");
+        assert_eq!(strict_refusal(&jwt("http://127.0.0.1:9/jwks")), None);
+    }
+
+    #[test]
+    fn strict_refuses_a_token_endpoint_over_plain_http_beyond_loopback() {
+        let backend = |url: &str| {
+            format!(
+                "[[backend]]\nname = 'a'\nurl = 'https://a.example/mcp'\n[backend.auth]\ntoken_url = '{url}'\nclient_id = 'gw'\nclient_secret_env = 'S'\n"
+            )
+        };
+        for url in [
+            "http://idp.example/token",
+            r"http://evil\@127.0.0.1/token",
+            "http://127.0.0.1.evil.com/token",
+        ] {
+            let refused = strict_refusal(&backend(url)).unwrap_or_default();
+            assert!(
+                refused.contains("backend[0].auth.token_url"),
+                "{url}: {refused}"
+            );
+        }
+        for url in ["https://idp.example/token", "http://127.0.0.1:9/token"] {
+            assert_eq!(strict_refusal(&backend(url)), None, "{url}");
         }
     }
 

@@ -83,6 +83,7 @@ impl BackendAuth {
         &self,
         field: &dyn Fn(&str) -> String,
         http: bool,
+        strict: bool,
     ) -> Result<(), ConfigError> {
         if !http {
             return Err(invalid(
@@ -119,6 +120,12 @@ impl BackendAuth {
             (false, Some(url)) => {
                 if !(url.starts_with("https://") || url.starts_with("http://")) {
                     return Err(invalid(field("auth.token_url"), "must be an http(s) URL"));
+                }
+                if strict && super::http_url::plain_beyond_loopback(url) {
+                    return Err(invalid(
+                        field("auth.token_url"),
+                        "server.strict: the client secret would cross plain http beyond loopback",
+                    ));
                 }
                 if self.client_id.as_deref().is_none_or(str::is_empty) {
                     return Err(invalid(

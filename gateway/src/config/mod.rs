@@ -12,9 +12,12 @@ mod cluster;
 mod cors;
 mod demo;
 pub mod endpoint;
+mod forwarded;
+mod http_url;
 mod mcp_json;
 mod openapi;
 mod policy;
+pub mod qualified;
 pub mod rate_limit;
 pub mod redact;
 mod secret_files;
@@ -41,7 +44,9 @@ pub use cluster::ClusterConfig;
 pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use endpoint::{AccessEntry, EndpointEntry};
+pub use forwarded::ForwardedHeader;
 pub use mcp_json::from_mcp_json;
+pub(crate) use policy::validate_reach;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
 pub use shaping::SelectionEntry;
@@ -176,8 +181,10 @@ pub struct ServerConfig {
     /// `Host` names accepted (any port; `"*"` for any). Default: loopback names when listening on loopback,
     /// anything otherwise. Other hosts get 403 (DNS-rebinding protection).
     pub allowed_hosts: Option<Vec<String>>,
-    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any). Default:
-    /// loopback origins when listening on loopback, anything otherwise.
+    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any), whatever
+    /// the listen address; others get 403. Default: loopback origins when listening on loopback, none
+    /// otherwise, and then a same-origin request passes too when `allowed_hosts` (or the loopback default)
+    /// names its `Host` (`front::http::origin`).
     pub allowed_origins: Option<Vec<String>>,
     /// Serve HTTPS with this certificate chain (PEM), with `tls_key_file`; reloaded on SIGHUP.
     pub tls_cert_file: Option<PathBuf>,
@@ -188,10 +195,14 @@ pub struct ServerConfig {
     /// Refuse settings that weaken security: listening beyond loopback without `[auth]`,
     /// `tls_insecure_skip_verify` on a backend, keys fetched over plain http beyond loopback.
     pub strict: bool,
-    /// Proxies (`"CIDR"` or an address) whose `Forwarded` / `X-Forwarded-For` is believed: only on a
-    /// connection from one of them is the client's address taken from those headers (the rightmost hop that
-    /// is not itself a trusted proxy). None by default: the headers are ignored.
+    /// Proxies (`"CIDR"` or an address) whose forwarding header (`forwarded_header`) is believed: only on a
+    /// connection from one of them is the client's address taken from it (the rightmost hop that is not
+    /// itself a trusted proxy). None by default: the headers are ignored.
     pub trusted_proxies: Vec<String>,
+    /// The one header the trusted proxies write the client's address in; every other forwarding header is
+    /// ignored (a client can send its own). Not set: `X-Forwarded-For` (and `mcpgw check` says so when
+    /// `trusted_proxies` is set).
+    pub forwarded_header: Option<ForwardedHeader>,
     /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
     /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
     pub cors_allowed_origins: Vec<String>,
@@ -281,6 +292,7 @@ impl Default for ServerConfig {
             tls_client_ca_file: None,
             strict: false,
             trusted_proxies: Vec::new(),
+            forwarded_header: None,
             cors_allowed_origins: Vec::new(),
             log_format: LogFormat::default(),
             log_level: None,
@@ -649,6 +661,7 @@ impl Config {
         for (i, rule) in self.policies.iter().enumerate() {
             rule.validate(i)?;
         }
+        policy::validate_reach(&self.policies, self.auth.enabled(), "without [auth]")?;
         rate_limit::validate(&self.rate_limits)?;
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {
@@ -776,7 +789,7 @@ impl Config {
             }
             tls::validate_backend(b, s.strict, &field)?;
             if let Some(auth) = &b.auth {
-                auth.validate(&field, b.url.is_some() || b.openapi.is_some())?;
+                auth.validate(&field, b.url.is_some() || b.openapi.is_some(), s.strict)?;
                 if auth.is_token_exchange() && b.openapi.is_some() {
                     return Err(invalid(
                         field("auth.grant"),

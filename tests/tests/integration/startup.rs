@@ -190,3 +190,41 @@ fn a_backend_that_never_answers_does_not_delay_listening() {
     );
     drop(silent);
 }
+
+/// Before: `[[policy]]` rules naming principals, with no `[auth]` (or over stdio, where no request carries a
+/// credential), started fine and hid every tool from every client. Now `serve` refuses to start, once,
+/// naming the rule and why no request can have a principal.
+#[test]
+fn a_policy_no_rule_of_which_can_apply_stops_serve_naming_the_rule() {
+    let dir = TempDir::new("startup-policy");
+    let policy = "[[policy]]\nprincipal = \"alice\"\nallow = [\"*\"]\n";
+    let key = format!(
+        "[[auth.api_key]]\nprincipal = \"alice\"\ndigest = \"sha256:{}\"\n",
+        "0".repeat(64)
+    );
+    let backend = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
+    let no_auth = dir.file("no-auth.toml", &format!("{backend}{policy}"));
+    let with_key = dir.file("with-key.toml", &format!("{backend}{policy}{key}"));
+    // (args, what the one error line says)
+    let cases = [
+        (
+            vec![
+                "--config",
+                no_auth.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "policy[0].principal: names principal \"alice\", but without [auth] no request has a principal",
+        ),
+        (
+            vec!["--stdio", "--config", with_key.to_str().unwrap()],
+            "policy[0].principal: names principal \"alice\", but over stdio no request has a principal",
+        ),
+    ];
+    for (args, says) in cases {
+        let stderr = serve_fails(&args);
+        let lines = error_lines(&stderr);
+        assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
+        assert!(lines[0].contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -155,7 +155,15 @@ pub(super) async fn check(
     }
     match auth.authenticate(headers).await {
         Err(reason) => Err(Refusal::Unauthenticated(auth.challenge(reason))),
-        Ok(principal) if admin.gw.config.admin.admits(&principal.groups) => Ok(()),
+        Ok(principal)
+            if admin
+                .gw
+                .config
+                .admin
+                .admits(principal.source.qualifier(), &principal.groups) =>
+        {
+            Ok(())
+        }
         Ok(principal) => {
             tracing::info!(principal = %principal.name, "admin: refused, in none of [admin] groups");
             Err(Refusal::NotAdmin)

@@ -450,7 +450,9 @@ async fn a_session_bound_to_an_api_keys_principal_shows_its_name() {
     let auth = crate::auth::Authenticator::from_config(&config.auth).unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     let gw = Gateway::new(config, Default::default(), keys).with_auth(auth);
-    let binding = crate::auth_context::AuthContext::of_principal("olga").binding();
+    let binding =
+        crate::auth_context::AuthContext::of_principal(&crate::auth::Principal::api_key_id("olga"))
+            .binding();
     initialize(&gw, Some(binding));
     initialize(&gw, Some([7; 16]));
     let body = super::views::sessions_json(&gw, 10);

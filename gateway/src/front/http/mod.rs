@@ -14,6 +14,8 @@ mod mcp;
 pub mod metrics;
 mod origin;
 mod stream;
+#[cfg(test)]
+mod tests;
 
 #[cfg(test)]
 mod health_tests;
