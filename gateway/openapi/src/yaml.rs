@@ -146,6 +146,12 @@ impl<'de> de::Visitor<'de> for Node<'_> {
                     return Err(de::Error::custom("a mapping key is not a scalar"));
                 }
             };
+            if out.contains_key(&key) {
+                // As YAML's own mapping refuses it (which of the two was meant cannot be told).
+                return Err(de::Error::custom(format!(
+                    "duplicate entry with key {key:?}"
+                )));
+            }
             let value = map.next_value_seed(self)?;
             out.insert(key, value);
         }
@@ -179,6 +185,11 @@ mod tests {
         );
         assert!(
             matches!(parse("x: .nan\n"), Err(YamlError::Invalid(e)) if e.contains("no JSON form"))
+        );
+        let duplicate = parse("a: 1\nb: 2\na: 3\n");
+        assert!(
+            matches!(&duplicate, Err(YamlError::Invalid(e)) if e.contains("duplicate entry with key \"a\"")),
+            "{duplicate:?}"
         );
     }
 }

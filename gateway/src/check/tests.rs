@@ -235,3 +235,14 @@ fn a_backend_exposing_a_reserved_name_is_a_problem_only_with_search_on() {
         ]
     );
 }
+
+#[test]
+fn a_backend_url_is_reported_without_its_userinfo_or_query() {
+    let toml = "[[backend]]\nname = \"hosted\"\nurl = \"https://u:USERINFO-SECRET@mcp.example/v1/mcp?key=QUERY-SECRET\"\n";
+    let config =
+        crate::config::Config::from_toml_str(toml, std::path::Path::new("c.toml")).unwrap();
+    assert_eq!(
+        reached_by(&config.backends[0]),
+        "url https://mcp.example/v1/mcp"
+    );
+}
