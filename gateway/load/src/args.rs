@@ -149,6 +149,12 @@ pub struct LoadArgs {
     /// a connection each.
     #[arg(long, value_name = "ADDRS", value_parser = crate::source::parse)]
     pub source_addrs: Option<crate::source::SourceAddrs>,
+    /// A header every request carries, `'NAME: VALUE'` (repeatable): a target's credential, a tenant.
+    #[arg(long = "header", value_name = "NAME: VALUE", value_parser = crate::headers::parse)]
+    pub headers: Vec<crate::headers::ExtraHeader>,
+    /// Send `Authorization: Bearer` and this file's first line (a key mounted from a secret).
+    #[arg(long, value_name = "FILE")]
+    pub bearer_file: Option<PathBuf>,
     /// No table and no progress line: with `--json -`, standard output is the JSON report and nothing else.
     #[arg(long)]
     pub quiet: bool,
@@ -394,6 +400,8 @@ pub(crate) struct Plan {
     pub(crate) hdr: bool,
     /// `--source-addrs` (empty: the system's choice).
     pub(crate) source_addrs: Vec<std::net::IpAddr>,
+    /// `--header`, `--bearer-file`.
+    pub(crate) headers: reqwest::header::HeaderMap,
 }
 
 impl Plan {
@@ -453,6 +461,8 @@ impl Plan {
         {
             return bad("--start-at/--start-in must be at most an hour away".into());
         }
+        let headers = crate::headers::of(&args.headers, args.bearer_file.as_deref())
+            .map_err(LoadError::InvalidArgs)?;
         let mut tool_args = args.args.clone().unwrap_or_default();
         if args.args.is_none() {
             tool_args.insert("text".into(), Value::from("mcpgw load"));
@@ -478,6 +488,7 @@ impl Plan {
             start_at,
             hdr: args.hdr,
             source_addrs: args.source_addrs.clone().map(|s| s.0).unwrap_or_default(),
+            headers,
         })
     }
 }

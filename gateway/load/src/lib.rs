@@ -23,12 +23,13 @@
 //! (table, JSON), `progress` (progress line, CPU, memory), `selftest`, `hdr` (histograms as text, `--hdr`),
 //! `merge` (`mcpgw load merge`: several reports, exactly one), `source` (`--source-addrs`), `timeline` (a
 //! point a second, `--stream`), `watch` (`--watch-pid`, the leak check), `html` (`--html`: the report as a
-//! page of inline SVG charts), `scenario` (`--scenario FILE.toml`: groups of sessions running scripts, steps
+//! page of inline SVG charts), `headers` (`--header`, `--bearer-file`), `scenario` (`--scenario FILE.toml`: groups of sessions running scripts, steps
 //! counted by name).
 
 mod args;
 mod ask;
 mod hdr;
+mod headers;
 pub mod html;
 mod merge;
 mod probe;
@@ -210,7 +211,13 @@ pub(crate) fn execute(args: &LoadArgs, url: &str, self_test: bool) -> Result<Rep
         .map_err(LoadError::Runtime)?;
     let wire = {
         let _in_runtime = runtime.enter();
-        wire::Wire::new(&target, plan.sessions, plan.timeout, &plan.source_addrs)?
+        wire::Wire::new(
+            &target,
+            plan.sessions,
+            plan.timeout,
+            &plan.source_addrs,
+            &plan.headers,
+        )?
     };
     let limits = Limits::of(&plan);
     let url = url.to_owned();

@@ -69,6 +69,7 @@ impl Wire {
         pool: usize,
         timeout: Duration,
         sources: &[IpAddr],
+        headers: &reqwest::header::HeaderMap,
     ) -> Result<Wire, LoadError> {
         // https targets: the platform's roots, through the process's one rustls provider; an http target
         // reads no roots at all.
@@ -81,6 +82,7 @@ impl Wire {
                 .pool_max_idle_per_host(pool)
                 .pool_idle_timeout(POOL_IDLE)
                 .tcp_nodelay(true)
+                .default_headers(headers.clone())
                 .connect_timeout(timeout)
                 .http1_only();
             if let Some((name, addrs)) = &target.pinned {

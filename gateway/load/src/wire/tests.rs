@@ -167,7 +167,7 @@ fn exchange(url: &str, posts: usize) -> (Vec<Result<u16, Failure>>, u64) {
         .unwrap();
     rt.block_on(async {
         let target = crate::target::check(url, false).unwrap();
-        let wire = Wire::new(&target, 1, Duration::from_secs(5), &[]).unwrap();
+        let wire = Wire::new(&target, 1, Duration::from_secs(5), &[], &Default::default()).unwrap();
         let mut out = Vec::new();
         for _ in 0..posts {
             let answer = wire.post(HeaderMap::new(), Bytes::from_static(b"{}")).await;
@@ -226,7 +226,7 @@ fn a_request_is_sent_again_on_a_new_connection_not_on_another_pooled_one_the_rel
     let url = resetting_server(|n| (n < 2).then_some(1));
     let (first, then, resent) = rt.block_on(async {
         let target = crate::target::check(&url, false).unwrap();
-        let wire = Wire::new(&target, 2, Duration::from_secs(5), &[]).unwrap();
+        let wire = Wire::new(&target, 2, Duration::from_secs(5), &[], &Default::default()).unwrap();
         let post = || wire.post(HeaderMap::new(), Bytes::from_static(b"{}"));
         // Two at once: two pooled keep-alive connections.
         let (a, b) = tokio::join!(post(), post());
@@ -262,7 +262,14 @@ fn requests_are_spread_over_the_source_addresses() {
         .unwrap();
     let statuses = rt.block_on(async {
         let target = crate::target::check(&url, false).unwrap();
-        let wire = Wire::new(&target, 3, Duration::from_secs(5), &sources).unwrap();
+        let wire = Wire::new(
+            &target,
+            3,
+            Duration::from_secs(5),
+            &sources,
+            &Default::default(),
+        )
+        .unwrap();
         let mut out = Vec::new();
         for _ in 0..6 {
             let a = wire.post(HeaderMap::new(), Bytes::from_static(b"{}")).await;

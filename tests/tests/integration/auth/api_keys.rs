@@ -281,3 +281,42 @@ fn an_http_sse_stream_opened_with_alices_key_cannot_be_initialized_with_bobs() {
     let as_alice = post(&messages, &[bearer(ALICE_KEY)], None, &init);
     assert_eq!(as_alice.status, 202, "{as_alice:?}");
 }
+
+/// `mcpgw load` against a gateway behind API keys: with `--bearer-file` (a key mounted from a secret, as
+/// deploy/'s load Job does) or `--header` (the gateway's `api_key_header`) every request is served; without
+/// a credential the probe is refused and the run says so, exiting non-zero.
+#[test]
+fn the_load_generator_loads_a_gateway_behind_api_keys_with_a_bearer_file_or_a_header() {
+    let dir = TempDir::new("load-bearer");
+    let key_file = dir.0.join("key");
+    std::fs::write(&key_file, format!("{ALICE_KEY}\n")).unwrap();
+    let load = |url: &str, credential: &[&str]| {
+        let out = Command::new(mcpgw())
+            .args(["load", "--url", url, "--era", "mixed", "--sessions", "2"])
+            .args(["--requests", "20", "--no-progress", "--timeout", "5s"])
+            .args(credential)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains(ALICE_KEY), "the key was printed:\n{text}");
+        (out.status.success(), text)
+    };
+
+    let gw = Gw::start("load-bearer", |_| keys_config(""));
+    let key_path = key_file.display().to_string();
+    let (ok, text) = load(&gw.url(), &["--bearer-file", &key_path]);
+    assert!(ok && text.contains("errors 0 (0.00%)"), "{text}");
+    let (ok, text) = load(&gw.url(), &[]);
+    assert!(!ok && text.contains("401"), "{text}");
+
+    let gw = Gw::start("load-header", |_| {
+        keys_config("api_key_header = \"X-Api-Key\"")
+    });
+    let header = format!("X-Api-Key: {ALICE_KEY}");
+    let (ok, text) = load(&gw.url(), &["--header", &header]);
+    assert!(ok && text.contains("errors 0 (0.00%)"), "{text}");
+}
