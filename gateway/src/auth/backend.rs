@@ -298,4 +298,40 @@ mod tests {
             Duration::from_secs(5)
         );
     }
+
+    #[actix_rt::test]
+    async fn a_token_endpoint_is_asked_under_the_egress_rule() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counting = accepted.clone();
+        // Counts connections and closes them: no token request may get this far.
+        let server = actix_rt::spawn(async move {
+            for _ in 0..4 {
+                if listener.accept().await.is_ok() {
+                    counting.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        });
+        let dir = std::env::temp_dir().join(format!("mcpgw-token-egress-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let secret = dir.join("secret");
+        std::fs::write(&secret, "s3cret").unwrap();
+        let text = format!(
+            "[[backend]]\nname = 'a'\nurl = 'http://127.0.0.1:9/mcp'\n[backend.auth]\ntoken_url = 'http://localhost:{port}/token'\nclient_id = 'gw'\nclient_secret_file = '{}'\n[egress]\ndeny_networks = ['127.0.0.0/8', '::1/128']\n",
+            secret.display()
+        );
+        let config = Config::from_toml_str(&text, std::path::Path::new("t.toml")).unwrap();
+        let credentials = prepare(&config).await.unwrap();
+        assert!(credentials.contains_key("a"));
+        assert_eq!(
+            accepted.load(Ordering::SeqCst),
+            0,
+            "a denied address is never connected to"
+        );
+        server.abort();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
