@@ -405,6 +405,7 @@ fn end_to_end() {
     let who = |name: &str| {
         Some(Arc::new(Principal {
             name: name.to_owned(),
+            source: gateway::auth::PrincipalSource::ApiKey,
             groups: Vec::new(),
             scopes: Vec::new(),
             token: None,

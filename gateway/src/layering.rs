@@ -14,7 +14,8 @@ use import_graph::{Import, circles, file_graph, imports, modules, pairs};
 /// The domains by layer, highest first: a domain imports only domains of the layers after its own, never
 /// one of its own layer. ARCHITECTURE.md says this line as [`declared_line`] writes it.
 const LAYERS: &[&[&str]] = &[
-    &["serve", "check"],
+    &["serve"],
+    &["check"],
     &["front"],
     &["pipeline", "reload"],
     &["notify"],

@@ -45,7 +45,8 @@ pub enum ServeError {
     /// The key ring does not load.
     #[error("{0}")]
     Keys(#[from] crate::cluster::KeysError),
-    /// `[auth]` cannot be set up (a secret or key file), or `[server] strict` refuses the settings.
+    /// `[auth]` cannot be set up (a secret or key file), `[server] strict` refuses the settings, or no
+    /// `[[policy]]` rule can apply to stdio's requests.
     #[error("{0}")]
     Auth(String),
 }
@@ -84,7 +85,11 @@ pub fn run_with(config: Config, stdio: bool, reloading: Reloading) -> Result<(),
 }
 
 async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), ServeError> {
-    if !stdio {
+    if stdio {
+        // Stdio carries no credential: only `principal = "*"` rules apply to its requests.
+        crate::config::validate_reach(&config.policies, false, "over stdio")
+            .map_err(|e| ServeError::Auth(e.to_string()))?;
+    } else {
         config
             .validate_strict()
             .map_err(|e| ServeError::Auth(e.to_string()))?;
@@ -291,7 +296,13 @@ async fn serve_http(
     });
     let factory_gw = gw.clone();
     let connections =
-        crate::front::http::connections::ConnectionLimit::new(gw.config.server.max_connections);
+        crate::front::http::connections::ConnectionLimit::new(gw.config.server.max_connections)
+            .with_max_streams(
+                gw.config
+                    .server
+                    .h2_max_concurrent_streams
+                    .unwrap_or(crate::config::DEFAULT_H2_MAX_CONCURRENT_STREAMS),
+            );
     let server = HttpServer::new(move || {
         let gw = factory_gw.clone();
         // The guard wraps every route: the earliest point of a request the gateway controls.
@@ -336,6 +347,8 @@ async fn serve_http(
         ),
         None => (server.listen(front.listener).map_err(bound)?, "http"),
     };
+    // The admin listener serves the same certificate beyond loopback (reloaded with the front door's).
+    let front_tls = front.tls.clone();
     let mut reloadable: Vec<Arc<dyn crate::reload::Reload>> = front
         .tls
         .into_iter()
@@ -354,7 +367,7 @@ async fn serve_http(
         reloader.watch(std::time::Duration::from_secs(1));
     }
     let admin = admin
-        .map(|listener| start_admin(&gw, reloader.clone(), listener))
+        .map(|listener| start_admin(&gw, reloader.clone(), listener, front_tls.as_ref()))
         .transpose()?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
@@ -409,6 +422,7 @@ fn start_admin(
     gw: &Arc<Gateway>,
     reload: crate::reload::Reloader,
     listener: std::net::TcpListener,
+    front_tls: Option<&crate::tls::ServerTls>,
 ) -> Result<actix_web::dev::ServerHandle, ServeError> {
     let addr = listener.local_addr().map_err(|error| ServeError::Bind {
         addr: gw.config.admin.listen.unwrap_or(gw.config.server.listen),
@@ -418,10 +432,12 @@ fn start_admin(
         gw: gw.clone(),
         reload,
         addr,
+        tls: crate::front::admin::tls_for(addr, front_tls),
     };
+    let scheme = admin.scheme();
     let server = crate::front::admin::server(admin, listener)
         .map_err(|error| ServeError::Bind { addr, error })?;
-    eprintln!("mcpgw admin view on http://{addr}/admin/");
+    eprintln!("mcpgw admin view on {scheme}://{addr}/admin/");
     let handle = server.handle();
     actix_rt::spawn(async move {
         if let Err(e) = server.await {

@@ -196,3 +196,71 @@ fn root_store(path: &Path, field: &'static str) -> Result<RootCertStore, TlsErro
     }
     Ok(roots)
 }
+
+/// A throw-away PKI for tests of the gateway's own TLS listeners: a CA and a leaf certificate it issued.
+#[cfg(test)]
+pub(crate) mod test_pki {
+    #![allow(clippy::unwrap_used)]
+
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
+    use super::{ServerTls, TlsFiles};
+
+    /// What [`server`] made.
+    pub(crate) struct Issued {
+        /// The CA's certificate (PEM).
+        pub(crate) ca: String,
+        /// The listener's TLS, loaded from the files.
+        pub(crate) tls: ServerTls,
+        /// The leaf's certificate file.
+        pub(crate) cert: std::path::PathBuf,
+        /// Its key's file.
+        pub(crate) key: std::path::PathBuf,
+    }
+
+    /// A leaf certificate for `name`, its files written under a directory named after `test`.
+    pub(crate) fn server(test: &str, name: &str) -> Issued {
+        let dir = std::env::temp_dir().join(format!("mcpgw-tls-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let issuer =
+            rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec![name.to_owned()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        let (cert, key_file) = (dir.join("server.pem"), dir.join("server.key"));
+        std::fs::write(&cert, leaf.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        let tls = ServerTls::load(TlsFiles {
+            cert: cert.clone(),
+            key: key_file.clone(),
+            client_ca: None,
+        })
+        .unwrap();
+        Issued {
+            ca: issuer.pem(),
+            tls,
+            cert,
+            key: key_file,
+        }
+    }
+
+    /// A client's rustls configuration trusting only `ca`, offering `alpn`.
+    pub(crate) fn client(ca: &str, alpn: &[&[u8]]) -> rustls::ClientConfig {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca.as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let mut config = rustls::ClientConfig::builder_with_provider(handlers::tls_provider())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        config
+    }
+}

@@ -58,6 +58,7 @@ pub use credential::Credential;
 pub use description::{ServerDescription, TransportKind};
 pub use events::BackendEvent;
 pub use handle::{BackendHandle, BackendState, BackendStatus};
+pub use http::edge::{shown_url, shown_url_text};
 pub use http::tls::{
     check as check_tls, install_provider as install_tls_provider, plain as plain_tls_config,
     provider as tls_provider,

@@ -3,7 +3,7 @@
 //! caller hands it the text.
 
 use crate::operation::{self, METHODS, Operation};
-use crate::{OpenApiError, refs};
+use crate::{OpenApiError, refs, schema, yaml};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -42,9 +42,10 @@ impl Document {
         let root = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| OpenApiError::Json(e.to_string()))?
         } else {
-            let yaml: serde_norway::Value =
-                serde_norway::from_str(text).map_err(|e| OpenApiError::Yaml(e.to_string()))?;
-            from_yaml(yaml).map_err(OpenApiError::Yaml)?
+            yaml::parse(text).map_err(|e| match e {
+                yaml::YamlError::TooLarge(n) => OpenApiError::YamlTooLarge(n),
+                yaml::YamlError::Invalid(why) => OpenApiError::Yaml(why),
+            })?
         };
         let Value::Object(top) = &root else {
             return Err(OpenApiError::NotAnObject);
@@ -108,6 +109,7 @@ impl Document {
         };
         // A tool name and the operation that took it first.
         let mut taken: HashMap<String, String> = HashMap::new();
+        let budget = schema::DocumentBudget::new();
         for (path, item) in paths {
             if path.starts_with("x-") {
                 continue;
@@ -144,8 +146,13 @@ impl Document {
                     v30: self.v30,
                     path,
                     item,
+                    budget: &budget,
                 };
-                match operation::translate(&site, method, op, name) {
+                let translated = operation::translate(&site, method, op, name);
+                if budget.exhausted() {
+                    return Err(OpenApiError::TooManyInlined);
+                }
+                match translated {
                     Ok(operation) => translation.operations.push(operation),
                     Err(why) => translation.refused.push(Refused {
                         operation: label,
@@ -170,47 +177,7 @@ fn version_of(version: &str) -> Option<(u32, u32)> {
     parts.next().is_none().then_some((major, minor))
 }
 
-/// A YAML value as JSON: keys that YAML reads as numbers or booleans (`200:`) become their text.
-fn from_yaml(value: serde_norway::Value) -> Result<Value, String> {
-    use serde_norway::Value as Yaml;
-    Ok(match value {
-        Yaml::Null => Value::Null,
-        Yaml::Bool(b) => Value::Bool(b),
-        Yaml::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f)
-                    .map(Value::Number)
-                    .ok_or_else(|| format!("the number {n} has no JSON form"))?
-            }
-        }
-        Yaml::String(s) => Value::String(s),
-        Yaml::Sequence(list) => Value::Array(
-            list.into_iter()
-                .map(from_yaml)
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
-        Yaml::Mapping(map) => {
-            let mut out = Map::new();
-            for (key, value) in map {
-                let key = match key {
-                    Yaml::String(s) => s,
-                    Yaml::Number(n) => n.to_string(),
-                    Yaml::Bool(b) => b.to_string(),
-                    Yaml::Null => "null".into(),
-                    _ => return Err("a mapping key is not a scalar".into()),
-                };
-                out.insert(key, from_yaml(value)?);
-            }
-            Value::Object(out)
-        }
-        Yaml::Tagged(tagged) => from_yaml(tagged.value)?,
-    })
-}
-
+#[cfg(test)]
+mod bounds_tests;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,8 @@
 //! followed. An operation that cannot be translated is left out and reported ([`Translation::refused`]), it
 //! never fails the whole document.
 //!
-//! Files: `document` (parsing, the version check, the walk over the operations), `operation` (an operation as
+//! Files: `document` (parsing, the version check, the walk over the operations), `yaml` (YAML read into JSON
+//! within a budget that bounds what aliases expand to), `operation` (an operation as
 //! a tool; `operation::parameter`: where each argument goes), `schema` (schemas made self-contained JSON
 //! Schema), `refs` (local references), `request` (a call as an HTTP request), `result` (an HTTP answer as a
 //! tool result).
@@ -21,10 +22,13 @@ mod refs;
 mod request;
 mod result;
 mod schema;
+mod yaml;
 
 pub use document::{Document, Refused, Translation};
 pub use operation::Operation;
 pub use request::HttpRequest;
+pub use schema::MAX_DOCUMENT_VALUES;
+pub use yaml::MAX_ALIAS_NODES;
 
 /// Why a document cannot be used at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +37,14 @@ pub enum OpenApiError {
     Json(String),
     #[error("the document is not valid YAML: {0}")]
     Yaml(String),
+    #[error(
+        "the YAML document expands to more than {0} values once its aliases are copied (one per byte of its text plus {MAX_ALIAS_NODES}): refused"
+    )]
+    YamlTooLarge(usize),
+    #[error(
+        "the document's operations inline more than {MAX_DOCUMENT_VALUES} schema values in all once references are followed: refused"
+    )]
+    TooManyInlined,
     #[error("the document is not an object")]
     NotAnObject,
     #[error(

@@ -69,6 +69,8 @@ pub(crate) struct Site<'d> {
     pub(crate) v30: bool,
     pub(crate) path: &'d str,
     pub(crate) item: &'d Map<String, Value>,
+    /// What the document's operations may still inline, all together.
+    pub(crate) budget: &'d schema::DocumentBudget,
 }
 
 /// The tool name: `operationId` (characters outside `[A-Za-z0-9_.-]` replaced by `_`), else method and path
@@ -107,7 +109,7 @@ pub(crate) fn translate<'d>(
     if !site.path.starts_with('/') {
         return Err("its path does not start with `/`".into());
     }
-    let mut inliner = Inliner::new(site.root, site.v30);
+    let mut inliner = Inliner::new(site.root, site.v30, site.budget);
     let mut properties = Map::new();
     let mut required = Vec::new();
     let mut params: Vec<Param> = Vec::new();

@@ -2,8 +2,12 @@
 //! refused, naming the chain), OpenAPI 3.0's dialect turned into JSON Schema (`nullable`, boolean
 //! `exclusiveMinimum`/`exclusiveMaximum`), OpenAPI-only keywords dropped (`discriminator`, `xml`,
 //! `externalDocs`, `example`, `x-*`). It must not follow external references, and it bounds what one
-//! operation may inline ([`MAX_DEPTH`] levels, [`MAX_VALUES`] JSON values) so a pathological document
-//! cannot exhaust memory or the stack.
+//! operation may inline ([`MAX_DEPTH`] levels, [`MAX_VALUES`] JSON values) and what all of a document's
+//! operations may inline together ([`MAX_DOCUMENT_VALUES`], a [`DocumentBudget`]: many operations each
+//! referring to one large schema would otherwise fan out past memory), so a pathological document cannot
+//! exhaust memory or the stack.
+
+use std::cell::Cell;
 
 use crate::refs::{self, Refusal};
 use serde_json::{Map, Value, json};
@@ -12,6 +16,46 @@ use serde_json::{Map, Value, json};
 pub(crate) const MAX_DEPTH: usize = 64;
 /// How many JSON values one operation's schemas (input and output) may hold once inlined.
 pub(crate) const MAX_VALUES: usize = 65_536;
+/// How many JSON values all of a document's operations may inline together (an operation refused for its
+/// own bound counts what it spent); a document over it is refused.
+pub const MAX_DOCUMENT_VALUES: usize = 4_000_000;
+
+/// What the operations of one document may still inline, all together; once spent, the document is refused
+/// (not just the operation that spent the last of it).
+#[derive(Debug)]
+pub(crate) struct DocumentBudget {
+    left: Cell<usize>,
+    exhausted: Cell<bool>,
+}
+
+impl DocumentBudget {
+    pub(crate) fn new() -> Self {
+        Self {
+            left: Cell::new(MAX_DOCUMENT_VALUES),
+            exhausted: Cell::new(false),
+        }
+    }
+
+    /// Whether an operation found it spent.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.exhausted.get()
+    }
+
+    fn spend(&self, values: usize) -> Result<(), Refusal> {
+        match self.left.get().checked_sub(values) {
+            Some(left) => {
+                self.left.set(left);
+                Ok(())
+            }
+            None => {
+                self.exhausted.set(true);
+                Err(format!(
+                    "the document's operations inline more than {MAX_DOCUMENT_VALUES} values in all"
+                ))
+            }
+        }
+    }
+}
 
 /// Keywords of OpenAPI's schema object that JSON Schema does not know, or that only describe other formats.
 const DROPPED: [&str; 4] = ["discriminator", "xml", "externalDocs", "example"];
@@ -44,21 +88,24 @@ const ANNOTATIONS: [&str; 7] = [
     "writeOnly",
 ];
 
-/// Inlines the schemas of one operation; its budget of values is shared by all of them.
+/// Inlines the schemas of one operation; its budget of values is shared by all of them, and spent from the
+/// document's too.
 #[derive(Debug)]
 pub(crate) struct Inliner<'d> {
     root: &'d Value,
     v30: bool,
     left: usize,
+    document: &'d DocumentBudget,
     chain: Vec<String>,
 }
 
 impl<'d> Inliner<'d> {
-    pub(crate) fn new(root: &'d Value, v30: bool) -> Self {
+    pub(crate) fn new(root: &'d Value, v30: bool, document: &'d DocumentBudget) -> Self {
         Self {
             root,
             v30,
             left: MAX_VALUES,
+            document,
             chain: Vec::new(),
         }
     }
@@ -72,7 +119,7 @@ impl<'d> Inliner<'d> {
         self.left = self.left.checked_sub(values).ok_or_else(|| {
             format!("its schemas hold more than {MAX_VALUES} values once references are inlined")
         })?;
-        Ok(())
+        self.document.spend(values)
     }
 
     fn walk(&mut self, schema: &Value, depth: usize) -> Result<Value, Refusal> {

@@ -37,6 +37,7 @@ impl ApiKeys {
                         digest,
                         Principal {
                             name: e.principal.clone(),
+                            source: super::principal::PrincipalSource::ApiKey,
                             groups: e.groups.clone(),
                             scopes: e.scopes.clone(),
                             token: None,
@@ -75,6 +76,7 @@ mod tests {
         let entry = |principal: &str, key: &str| ApiKeyEntry {
             principal: principal.to_owned(),
             digest: digest_text(key),
+            digest_file: None,
             groups: vec!["ops".to_owned()],
             scopes: vec![],
         };

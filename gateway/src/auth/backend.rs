@@ -198,23 +198,37 @@ pub(super) async fn token_request(
     let response = source
         .client
         .request(reqwest::Method::POST, &source.url)
-        .map_err(|e| format!("the token endpoint {}: {e}", source.url))?
+        .map_err(|e| {
+            format!(
+                "the token endpoint {}: {e}",
+                handlers::shown_url_text(&source.url)
+            )
+        })?
         .header("authorization", format!("Basic {basic}"))
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
         .body(body)
         .send()
         .await
-        .map_err(|e| format!("the token endpoint {} failed: {e}", source.url))?;
+        .map_err(|e| {
+            format!(
+                "the token endpoint {} failed: {}",
+                handlers::shown_url_text(&source.url),
+                handlers::error_chain(&e)
+            )
+        })?;
     let status = response.status();
     let bytes = response
         .bytes()
         .await
-        .map_err(|e| format!("reading the token response: {e}"))?;
+        .map_err(|e| format!("reading the token response: {}", handlers::error_chain(&e)))?;
     if !status.is_success() {
+        // The body can say why; it is the endpoint's, and is logged at debug only.
+        tracing::debug!(body = %String::from_utf8_lossy(&bytes[..bytes.len().min(512)]),
+            "the token endpoint's refusal");
         return Err(format!(
             "the token endpoint {} answered {status}",
-            source.url
+            handlers::shown_url_text(&source.url)
         ));
     }
     let token: TokenResponse = serde_json::from_slice(&bytes)

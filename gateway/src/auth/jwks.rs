@@ -177,6 +177,7 @@ impl KeySet {
             match outcome {
                 Ok(n) => {
                     if failing {
+                        let url = handlers::shown_url_text(url);
                         tracing::info!(keys = n, %url, "the JWK set is reachable again");
                     } else {
                         tracing::debug!(keys = n, %url, "JWK set fetched");
@@ -185,6 +186,7 @@ impl KeySet {
                 }
                 Err(why) => {
                     if !failing {
+                        let url = handlers::shown_url_text(url);
                         tracing::warn!(%url, %why, "the JWK set could not be fetched: the keys it had are kept; tokens signed with others are refused");
                     }
                     failing = true;
@@ -203,7 +205,11 @@ async fn fetch_url(client: &crate::egress::Client, url: &str) -> Result<Vec<u8>,
         .await
         .map_err(|e| handlers::error_chain(&e))?;
     if !response.status().is_success() {
-        return Err(format!("{url} answered {}", response.status()));
+        return Err(format!(
+            "{} answered {}",
+            handlers::shown_url_text(url),
+            response.status()
+        ));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response

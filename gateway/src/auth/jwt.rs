@@ -209,8 +209,10 @@ impl Rules {
             Some(Value::String(s)) if !s.is_empty() => s.clone(),
             _ => return Err(Reason::NoPrincipal),
         };
+        let issuer = claims.get("iss").and_then(Value::as_str).map(str::to_owned);
         Ok(Principal {
             name,
+            source: super::principal::PrincipalSource::Jwt { issuer },
             groups: strings(claims.get(&self.groups_claim)),
             scopes: strings(
                 claims

@@ -3,17 +3,82 @@
 
 use std::sync::Arc;
 
+use crate::config::qualified;
+
 /// Who is asking, once authentication has said so.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
-    /// Its name (an API key's principal, a token's subject).
+    /// Its name (an API key's principal, a token's subject), within its source's namespace.
     pub name: String,
+    /// How it was authenticated: an API key named `ops-bot` and a token whose subject is `ops-bot` are two
+    /// principals.
+    pub source: PrincipalSource,
     /// The groups it belongs to.
     pub groups: Vec<String>,
     /// The scopes its credential grants.
     pub scopes: Vec<String>,
     /// The bearer token it presented (kept for a token exchange towards a backend; never logged).
     pub token: Option<SubjectToken>,
+}
+
+/// How a principal was authenticated: each source names its principals in a namespace of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrincipalSource {
+    /// An `[[auth.api_key]]`: the name is its `principal`.
+    ApiKey,
+    /// A JWT: the name is its principal claim, within its issuer (`iss`, when the token has one).
+    Jwt {
+        /// The token's `iss`.
+        issuer: Option<String>,
+    },
+}
+
+impl PrincipalSource {
+    /// The qualifier config names of this source are written with (`api_key`, `jwt`).
+    pub fn qualifier(&self) -> &'static str {
+        match self {
+            PrincipalSource::ApiKey => qualified::API_KEY,
+            PrincipalSource::Jwt { .. } => qualified::JWT,
+        }
+    }
+}
+
+impl Principal {
+    /// Who it is across sources, what its sessions, sealed states, private cache entries, rate-limit
+    /// buckets and shares are bound to: `api_key:NAME`, `jwt:NAME` (a token without `iss`) or
+    /// `jwt:ISSUER#NAME` (`#` and `%` in the issuer percent-encoded, so no two differ only in where the
+    /// issuer ends).
+    pub fn id(&self) -> String {
+        match &self.source {
+            PrincipalSource::ApiKey => Principal::api_key_id(&self.name),
+            PrincipalSource::Jwt { issuer: None } => format!("{}:{}", qualified::JWT, self.name),
+            PrincipalSource::Jwt {
+                issuer: Some(issuer),
+            } => {
+                let issuer = issuer.replace('%', "%25").replace('#', "%23");
+                format!("{}:{issuer}#{}", qualified::JWT, self.name)
+            }
+        }
+    }
+
+    /// The [`Principal::id`] of the API key whose principal is `name`.
+    pub fn api_key_id(name: &str) -> String {
+        format!("{}:{name}", qualified::API_KEY)
+    }
+
+    /// Whether a config's principal glob names it (`api_key:GLOB` / `jwt:GLOB`: of that source only;
+    /// unqualified: of either).
+    pub fn is_named(&self, pattern: &str) -> bool {
+        qualified::matches(pattern, self.source.qualifier(), &self.name, true)
+    }
+
+    /// Whether it is in a group a config's glob names (qualified as [`Principal::is_named`]).
+    pub fn in_group(&self, pattern: &str) -> bool {
+        let source = self.source.qualifier();
+        self.groups
+            .iter()
+            .any(|g| qualified::matches(pattern, source, g, true))
+    }
 }
 
 /// A client's bearer token, as presented: redacted in `Debug`.

@@ -25,6 +25,7 @@ fn with_keys(header: Option<&str>) -> Authenticator {
         api_keys: vec![ApiKeyEntry {
             principal: "alice".into(),
             digest: digest_text(KEY),
+            digest_file: None,
             groups: vec![],
             scopes: vec!["mcp".into()],
         }],

@@ -102,7 +102,7 @@ async fn check_one(handle: &BackendHandle, naming: &Naming, list_deadline: Durat
 fn reached_by(entry: &BackendEntry) -> String {
     match entry.transport() {
         BackendTransport::Stdio { command, .. } => format!("command {}", command.join(" ")),
-        BackendTransport::Http { url } => format!("url {url}"),
+        BackendTransport::Http { url } => format!("url {}", handlers::shown_url_text(&url)),
         BackendTransport::Builtin { words } => format!("builtin {}", words.join(" ")),
         BackendTransport::OpenApi { document, .. } => format!("openapi {document}"),
     }

@@ -216,16 +216,14 @@ mod tests {
 
     #[test]
     fn a_stream_entry_gives_its_event_and_anything_else_none() {
-        let revoke = serde_json::to_string(&ClusterEvent::Revoke { id: "s".into() }).unwrap();
+        let event = || ClusterEvent::Revoke {
+            session: super::super::redis::Named::key("00112233445566778899aabbccddeeff"),
+            expires_at: 1,
+        };
+        let revoke = serde_json::to_string(&event()).unwrap();
         let cases: [(Vec<&str>, Option<ClusterEvent>); 4] = [
-            (
-                vec!["e", &revoke],
-                Some(ClusterEvent::Revoke { id: "s".into() }),
-            ),
-            (
-                vec!["x", "1", "e", &revoke],
-                Some(ClusterEvent::Revoke { id: "s".into() }),
-            ),
+            (vec!["e", &revoke], Some(event())),
+            (vec!["x", "1", "e", &revoke], Some(event())),
             (vec!["e", "not json"], None),
             (vec!["e"], None),
         ];

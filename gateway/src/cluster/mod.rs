@@ -209,6 +209,7 @@ mod tests {
             keys_file: Some(path.clone()),
             redis: None,
             seal_cipher: Some(crate::config::SealCipher::ChaCha20Poly1305),
+            redis_password_file: None,
         };
         let keys = ClusterKeys::load(&config).unwrap();
         let first = keys.ring().ids()[0].to_owned();

@@ -8,6 +8,10 @@
 //!   with the hash by a replica that rebuilds the session; it expires with the session's id.
 //! - `mcpgw:session`, a channel: revocations (a DELETE), log levels and resource subscriptions, applied by
 //!   every replica holding the session (a replica that has none records a revocation until the id expires).
+//!   Events name a session by its key (the sealed id's key tag and nonce, as in `mcpgw:s:{key}`), never by
+//!   its id: the id is the session's credential, and Redis keeps the stream; the key cannot be turned back
+//!   into an id. Replicas before this change published full ids (`id`): those are still read, and they
+//!   cannot read the key-named events (they ignore them, logged at debug).
 //! - `mcpgw:events`, a stream holding the same events (the last ~100,000), each added in one MULTI/EXEC with
 //!   its publication: a replica whose subscription had a gap (Redis restarted, a connection lost) reads what
 //!   it missed from there once it has subscribed again (see `listen.rs`).
@@ -55,26 +59,54 @@ pub struct SessionRecord {
     pub level: Option<u8>,
 }
 
+/// The session an event is about: its key (what is published), or, in an event of a replica from before
+/// keys were published, its full id (read, never written).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Named {
+    /// The session's key (`session::replicas::key_text`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The session's id, as older replicas published it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+impl Named {
+    /// A session named by its key.
+    pub fn key(key: &str) -> Named {
+        Named {
+            key: Some(key.to_owned()),
+            id: None,
+        }
+    }
+}
+
 /// A message from another replica.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum ClusterEvent {
     /// The session was deleted.
     Revoke {
-        /// Its id.
-        id: String,
+        /// The session.
+        #[serde(flatten)]
+        session: Named,
+        /// When its id expires (Unix seconds; 0: not said, as older replicas did not).
+        #[serde(default)]
+        expires_at: u64,
     },
     /// `logging/setLevel` on another replica.
     Level {
-        /// The session's id.
-        id: String,
+        /// The session.
+        #[serde(flatten)]
+        session: Named,
         /// The level's index.
         level: u8,
     },
     /// `resources/subscribe` (`on`) or `resources/unsubscribe` on another replica.
     Subscribe {
-        /// The session's id.
-        id: String,
+        /// The session.
+        #[serde(flatten)]
+        session: Named,
         /// The resource.
         uri: String,
         /// The backend serving it.
@@ -84,8 +116,9 @@ pub enum ClusterEvent {
     },
     /// A legacy client's answer to a question this replica asked.
     Answer {
-        /// The session's id.
-        id: String,
+        /// The session.
+        #[serde(flatten)]
+        session: Named,
         /// The client's JSON-RPC response, as it sent it.
         response: String,
     },
@@ -95,7 +128,6 @@ pub enum ClusterEvent {
 #[derive(Debug, Clone)]
 struct Revocation {
     key: String,
-    id: String,
     expires_at: u64,
 }
 
@@ -254,10 +286,9 @@ impl RedisLink {
 
     /// Records and publishes a DELETE; kept for later when Redis is unreachable (fail open: the replica
     /// that took the DELETE has applied it already).
-    pub async fn revoke(&self, key: &str, id: &str, expires_at: u64) {
+    pub async fn revoke(&self, key: &str, expires_at: u64) {
         let r = Revocation {
             key: key.to_owned(),
-            id: id.to_owned(),
             expires_at,
         };
         if let Err(e) = self.publish_revocation(&r).await {
@@ -284,7 +315,11 @@ impl RedisLink {
         let mut pipe = redis::pipe();
         pipe.cmd("HSET").arg(&hash).arg("r").arg(1).ignore();
         pipe.cmd("EXPIREAT").arg(&hash).arg(r.expires_at).ignore();
-        announce(&mut pipe, &ClusterEvent::Revoke { id: r.id.clone() });
+        let event = ClusterEvent::Revoke {
+            session: Named::key(&r.key),
+            expires_at: r.expires_at,
+        };
+        announce(&mut pipe, &event);
         self.run::<()>(&pipe, 4).await
     }
 
@@ -310,7 +345,6 @@ impl RedisLink {
     pub async fn set_level(
         &self,
         key: &str,
-        id: &str,
         level: u8,
         expires_at: u64,
     ) -> Result<(), Unavailable> {
@@ -319,7 +353,7 @@ impl RedisLink {
         pipe.cmd("HSET").arg(&hash).arg("l").arg(level).ignore();
         pipe.cmd("EXPIREAT").arg(&hash).arg(expires_at).ignore();
         let event = ClusterEvent::Level {
-            id: id.to_owned(),
+            session: Named::key(key),
             level,
         };
         announce(&mut pipe, &event);
@@ -351,16 +385,16 @@ impl RedisLink {
         self.run::<()>(&pipe, 4).await
     }
 
-    /// Sends a client's answer to the replica that asked; `Ok(false)` when no replica by that name listens
-    /// (it is gone: the question is lost with it).
+    /// Sends a client's answer in the session `key` to the replica that asked; `Ok(false)` when no replica
+    /// by that name listens (it is gone: the question is lost with it).
     pub async fn deliver_answer(
         &self,
         replica: &str,
-        id: &str,
+        key: &str,
         response: &str,
     ) -> Result<bool, Unavailable> {
         let event = serde_json::to_string(&ClusterEvent::Answer {
-            id: id.to_owned(),
+            session: Named::key(key),
             response: response.to_owned(),
         })
         .unwrap_or_default();
@@ -384,5 +418,105 @@ impl RedisLink {
             .arg(expires_ms);
         let (set,): (Option<String>,) = self.run(&pipe, 1).await?;
         Ok(set.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The events as replicas before this change wrote and read them (their session named by its id).
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "op", rename_all = "snake_case")]
+    #[allow(dead_code)]
+    enum OlderEvent {
+        Revoke {
+            id: String,
+        },
+        Level {
+            id: String,
+            level: u8,
+        },
+        Subscribe {
+            id: String,
+            uri: String,
+            backend: String,
+            on: bool,
+        },
+        Answer {
+            id: String,
+            response: String,
+        },
+    }
+
+    const KEY: &str = "00112233445566778899aabbccddeeff";
+    const ID: &str = "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyAhIiMkJSYnKCkqKywtLi8";
+
+    #[test]
+    fn events_name_a_session_by_its_key_never_its_id_and_older_replicas_events_are_still_read() {
+        let named = || Named::key(KEY);
+        let events = [
+            ClusterEvent::Revoke {
+                session: named(),
+                expires_at: 1_900_000_000,
+            },
+            ClusterEvent::Level {
+                session: named(),
+                level: 3,
+            },
+            ClusterEvent::Subscribe {
+                session: named(),
+                uri: "file:///a".into(),
+                backend: "m".into(),
+                on: true,
+            },
+            ClusterEvent::Answer {
+                session: named(),
+                response: "{}".into(),
+            },
+        ];
+        for event in events {
+            let text = serde_json::to_string(&event).unwrap();
+            let fields: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&text).unwrap();
+            assert_eq!(fields["key"], KEY, "{text}");
+            assert!(
+                !fields.contains_key("id"),
+                "a session id is published: {text}"
+            );
+            assert_eq!(serde_json::from_str::<ClusterEvent>(&text).unwrap(), event);
+            // An older replica cannot read it: it ignores it (a parse error, logged at debug), no more.
+            assert!(serde_json::from_str::<OlderEvent>(&text).is_err(), "{text}");
+        }
+        // What an older replica published is still read, by its id.
+        let older = [
+            (
+                format!(r#"{{"op":"revoke","id":"{ID}"}}"#),
+                ClusterEvent::Revoke {
+                    session: Named {
+                        key: None,
+                        id: Some(ID.into()),
+                    },
+                    expires_at: 0,
+                },
+            ),
+            (
+                format!(r#"{{"op":"level","id":"{ID}","level":2}}"#),
+                ClusterEvent::Level {
+                    session: Named {
+                        key: None,
+                        id: Some(ID.into()),
+                    },
+                    level: 2,
+                },
+            ),
+        ];
+        for (text, want) in older {
+            assert_eq!(
+                serde_json::from_str::<ClusterEvent>(&text).unwrap(),
+                want,
+                "{text}"
+            );
+        }
     }
 }

@@ -65,9 +65,14 @@ impl AdminConfig {
         Ok(())
     }
 
-    /// Whether a principal in `groups` may use the admin view.
-    pub fn admits(&self, groups: &[String]) -> bool {
-        groups.iter().any(|g| self.groups.contains(g))
+    /// Whether a principal from `source` (`api_key`, `jwt`) in `groups` may use the admin view (a group
+    /// qualified `api_key:`/`jwt:` admits that source only: [`super::qualified`]).
+    pub fn admits(&self, source: &str, groups: &[String]) -> bool {
+        self.groups.iter().any(|wanted| {
+            groups
+                .iter()
+                .any(|g| super::qualified::matches(wanted, source, g, false))
+        })
     }
 }
 
@@ -149,8 +154,14 @@ mod tests {
     #[test]
     fn a_principal_is_admitted_by_any_of_its_groups() {
         let a = admin("127.0.0.1:7801", &["ops", "sre"]);
-        assert!(a.admits(&["dev".into(), "sre".into()]));
-        assert!(!a.admits(&["dev".into()]));
-        assert!(!a.admits(&[]));
+        assert!(a.admits("jwt", &["dev".into(), "sre".into()]));
+        assert!(!a.admits("jwt", &["dev".into()]));
+        assert!(!a.admits("api_key", &[]));
+        let keys_only = admin("127.0.0.1:7801", &["api_key:ops"]);
+        assert!(keys_only.admits("api_key", &["ops".into()]));
+        assert!(
+            !keys_only.admits("jwt", &["ops".into()]),
+            "a token's ops group is not the keys' ops group"
+        );
     }
 }

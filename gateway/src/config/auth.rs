@@ -40,8 +40,13 @@ pub struct ApiKeyEntry {
     /// Who the key's holder is.
     pub principal: String,
     /// `sha256:HEX` of the key, as `mcpgw auth hash-key` prints it; the key itself is never configured.
-    #[serde(serialize_with = "super::redact::hidden")]
+    /// Empty in the file when `digest_file` is given: read from it when the config is loaded.
+    #[serde(default, serialize_with = "super::redact::hidden")]
     pub digest: String,
+    /// A file holding the digest instead (a mounted Kubernetes or compose secret), read when the config is
+    /// loaded and on every reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest_file: Option<std::path::PathBuf>,
     /// Groups the principal belongs to.
     #[serde(default)]
     pub groups: Vec<String>,

@@ -48,24 +48,25 @@ impl CatalogConfig {
         self.search
     }
 
-    /// Whether search applies to a principal named `name` in `groups` (`None`: a request without one).
-    pub fn searches_for(&self, principal: Option<(&str, &[String])>) -> bool {
+    /// Whether search applies to a principal from `source` (`api_key`, `jwt`) named `name` in `groups`
+    /// (`None`: a request without one); names and groups may be qualified ([`super::qualified`]).
+    pub fn searches_for(&self, principal: Option<(&str, &str, &[String])>) -> bool {
         if !self.search {
             return false;
         }
         if self.principals.is_empty() && self.groups.is_empty() {
             return true;
         }
-        let Some((name, groups)) = principal else {
+        let Some((source, name, groups)) = principal else {
             return false;
         };
-        self.principals
-            .iter()
-            .any(|g| crate::glob::glob_match(g, name))
+        let named =
+            |pattern: &String, name: &str| super::qualified::matches(pattern, source, name, true);
+        self.principals.iter().any(|g| named(g, name))
             || self
                 .groups
                 .iter()
-                .any(|g| groups.iter().any(|group| crate::glob::glob_match(g, group)))
+                .any(|g| groups.iter().any(|group| named(g, group)))
     }
 }
 
@@ -98,9 +99,20 @@ mod tests {
             (with(true, &["agent-*"], &[]), None, false),
             (with(true, &[], &["o*"]), Some(("ada", &ops)), true),
             (with(true, &[], &["dev"]), Some(("ada", &ops)), false),
+            (with(true, &["jwt:ada"], &[]), Some(("ada", &none)), true),
+            (
+                with(true, &["api_key:ada"], &[]),
+                Some(("ada", &none)),
+                false,
+            ),
+            (
+                with(true, &[], &["api_key:ops"]),
+                Some(("ada", &ops)),
+                false,
+            ),
         ];
         for (config, principal, expected) in cases {
-            let principal = principal.map(|(n, g)| (n, g.as_slice()));
+            let principal = principal.map(|(n, g)| ("jwt", n, g.as_slice()));
             assert_eq!(
                 config.searches_for(principal),
                 expected,

@@ -17,6 +17,9 @@ pub struct ClusterConfig {
     /// after `initialize`, revocations, answers that cross replicas.
     #[serde(serialize_with = "super::redact::url")]
     pub redis: Option<String>,
+    /// A file holding Redis's password (a mounted secret), put in `redis`'s URL when the config is loaded:
+    /// the config itself then holds none.
+    pub redis_password_file: Option<PathBuf>,
     /// The cipher new session ids and request states are sealed with (both always open):
     /// `"xchacha20-poly1305"` (default) or `"chacha20-poly1305"`, what versions before it sealed with
     /// random 96-bit nonces, for a rolling upgrade from one of them only.

@@ -13,12 +13,15 @@ mod cors;
 mod demo;
 mod egress;
 pub mod endpoint;
+mod forwarded;
 mod http_url;
 mod mcp_json;
 mod openapi;
 mod policy;
+pub mod qualified;
 pub mod rate_limit;
 pub mod redact;
+mod secret_files;
 mod shaping;
 mod telemetry;
 mod tls;
@@ -43,7 +46,9 @@ pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use egress::{EgressConfig, valid_host_pattern};
 pub use endpoint::{AccessEntry, EndpointEntry};
+pub use forwarded::ForwardedHeader;
 pub use mcp_json::from_mcp_json;
+pub(crate) use policy::validate_reach;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
 pub use shaping::SelectionEntry;
@@ -120,6 +125,10 @@ pub enum MiddlewareKind {
 /// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
 pub const DEFAULT_CACHE_MAX_BYTES: usize = 64 * 1024 * 1024;
 
+/// The default of `[server] h2_max_concurrent_streams`: RFC 9113 §6.5.2's recommended minimum, nginx's and
+/// most servers' order of magnitude.
+pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: usize = 100;
+
 /// `[server]`: the front door.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -171,11 +180,16 @@ pub struct ServerConfig {
     pub max_in_flight_per_worker: usize,
     /// Connections open at once (all workers); one more is closed at once.
     pub max_connections: usize,
+    /// Requests in progress at once on one HTTP/2 connection (the TLS front door's streams); one more is
+    /// answered 503. `None`: [`DEFAULT_H2_MAX_CONCURRENT_STREAMS`].
+    pub h2_max_concurrent_streams: Option<usize>,
     /// `Host` names accepted (any port; `"*"` for any). Default: loopback names when listening on loopback,
     /// anything otherwise. Other hosts get 403 (DNS-rebinding protection).
     pub allowed_hosts: Option<Vec<String>>,
-    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any). Default:
-    /// loopback origins when listening on loopback, anything otherwise.
+    /// `Origin`s accepted when a request carries one (`scheme://host`, any port; `"*"` for any), whatever
+    /// the listen address; others get 403. Default: loopback origins when listening on loopback, none
+    /// otherwise, and then a same-origin request passes too when `allowed_hosts` (or the loopback default)
+    /// names its `Host` (`front::http::origin`).
     pub allowed_origins: Option<Vec<String>>,
     /// Serve HTTPS with this certificate chain (PEM), with `tls_key_file`; reloaded on SIGHUP.
     pub tls_cert_file: Option<PathBuf>,
@@ -186,10 +200,14 @@ pub struct ServerConfig {
     /// Refuse settings that weaken security: listening beyond loopback without `[auth]`,
     /// `tls_insecure_skip_verify` on a backend, keys fetched over plain http beyond loopback.
     pub strict: bool,
-    /// Proxies (`"CIDR"` or an address) whose `Forwarded` / `X-Forwarded-For` is believed: only on a
-    /// connection from one of them is the client's address taken from those headers (the rightmost hop that
-    /// is not itself a trusted proxy). None by default: the headers are ignored.
+    /// Proxies (`"CIDR"` or an address) whose forwarding header (`forwarded_header`) is believed: only on a
+    /// connection from one of them is the client's address taken from it (the rightmost hop that is not
+    /// itself a trusted proxy). None by default: the headers are ignored.
     pub trusted_proxies: Vec<String>,
+    /// The one header the trusted proxies write the client's address in; every other forwarding header is
+    /// ignored (a client can send its own). Not set: `X-Forwarded-For` (and `mcpgw check` says so when
+    /// `trusted_proxies` is set).
+    pub forwarded_header: Option<ForwardedHeader>,
     /// Web origins (`scheme://host[:port]`) whose browser pages may call the gateway: preflights answered,
     /// responses readable (CORS). Each passes the `Origin` check too. None by default: no CORS headers.
     pub cors_allowed_origins: Vec<String>,
@@ -271,6 +289,7 @@ impl Default for ServerConfig {
             stream_write_timeout_ms: 10_000,
             max_in_flight_per_worker: 4096,
             max_connections: 25_000,
+            h2_max_concurrent_streams: None,
             allowed_hosts: None,
             allowed_origins: None,
             tls_cert_file: None,
@@ -278,6 +297,7 @@ impl Default for ServerConfig {
             tls_client_ca_file: None,
             strict: false,
             trusted_proxies: Vec::new(),
+            forwarded_header: None,
             cors_allowed_origins: Vec::new(),
             log_format: LogFormat::default(),
             log_level: None,
@@ -533,10 +553,11 @@ impl Config {
 
     /// Parses and validates TOML text (`origin` names it in errors).
     pub fn from_toml_str(text: &str, origin: &Path) -> Result<Config, ConfigError> {
-        let config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
             message: e.to_string().trim_end().to_owned(),
         })?;
+        secret_files::read(&mut config)?;
         config.validate()?;
         Ok(config)
     }
@@ -617,6 +638,12 @@ impl Config {
         if s.max_connections == 0 {
             return Err(invalid("server.max_connections", "must be at least 1"));
         }
+        if s.h2_max_concurrent_streams == Some(0) {
+            return Err(invalid(
+                "server.h2_max_concurrent_streams",
+                "must be at least 1",
+            ));
+        }
         if s.workers == Some(0) {
             return Err(invalid("server.workers", "must be at least 1"));
         }
@@ -640,6 +667,7 @@ impl Config {
         for (i, rule) in self.policies.iter().enumerate() {
             rule.validate(i)?;
         }
+        policy::validate_reach(&self.policies, self.auth.enabled(), "without [auth]")?;
         rate_limit::validate(&self.rate_limits)?;
         let mut names: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, b) in self.backends.iter().enumerate() {

@@ -155,11 +155,8 @@ impl Endpoint {
             return Err(not_admitted());
         };
         let conditions = !access.principals.is_empty() || !access.groups.is_empty();
-        let named = access.principals.iter().any(|g| glob_match(g, &p.name))
-            || access
-                .groups
-                .iter()
-                .any(|g| p.groups.iter().any(|group| glob_match(g, group)));
+        let named = access.principals.iter().any(|g| p.is_named(g))
+            || access.groups.iter().any(|g| p.in_group(g));
         if conditions && !named {
             return Err(not_admitted());
         }

@@ -40,6 +40,7 @@ fn endpoints(extra: &str) -> Endpoints {
 fn principal(name: &str, groups: &[&str], scopes: &[&str]) -> Principal {
     Principal {
         name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         token: None,

@@ -28,18 +28,29 @@ use crate::cluster::redis::RedisLink;
 use crate::config::{LimitPer, RateLimitConfig};
 use crate::glob::glob_match;
 
-use authority::{Authority, Rate};
+use authority::{Authority, Kind, Rate};
 use lease::{Leases, Local, WORKER_KEYS};
 
 /// Who a bucket counts.
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {
-    /// The principal authentication established, by name.
+    /// The principal authentication established, by its id (`api_key:NAME`, `jwt:…`).
     Principal(&'a str),
     /// The client's IP address (a request without a principal over HTTP): the same key on every replica.
+    /// An IPv6 address counts as its /64 (`auth::proxies::limited_as`): one client holds a whole /64.
     Address(std::net::IpAddr),
     /// The one client of a stdio gateway.
     Local,
+}
+
+impl Subject<'_> {
+    /// The address a bucket is kept by (its /64 for IPv6), else `None`.
+    fn address(&self) -> Option<std::net::IpAddr> {
+        match self {
+            Subject::Address(ip) => Some(crate::auth::proxies::limited_as(*ip)),
+            _ => None,
+        }
+    }
 }
 
 /// What the limits look at of one request.
@@ -63,6 +74,7 @@ pub struct Key {
     rule: usize,
     id: u64,
     key: String,
+    kind: Kind,
 }
 
 /// The hasher of bucket ids: keyed at random once per process, so no client can aim two buckets at one id.
@@ -179,6 +191,12 @@ impl Limits {
                 rule: i,
                 id: bucket_id(i, r, f),
                 key: String::new(),
+                kind: match f.subject {
+                    _ if !r.per.contains(&LimitPer::Principal) => Kind::Shared,
+                    Subject::Principal(_) => Kind::Principal,
+                    Subject::Address(_) => Kind::Address,
+                    Subject::Local => Kind::Shared,
+                },
             })
             .collect()
     }
@@ -210,7 +228,7 @@ fn bucket_id(i: usize, rule: &Rule, f: &Facts<'_>) -> u64 {
     if per(LimitPer::Principal) {
         match f.subject {
             Subject::Principal(name) => (0u8, name).hash(&mut h),
-            Subject::Address(ip) => (1u8, ip).hash(&mut h),
+            Subject::Address(_) => (1u8, f.subject.address()).hash(&mut h),
             Subject::Local => 2u8.hash(&mut h),
         }
     }
@@ -231,7 +249,11 @@ fn bucket_key(i: usize, rule: &Rule, f: &Facts<'_>) -> String {
             Subject::Principal(name) => {
                 let _ = write!(key, "p{}:{name}", name.len());
             }
-            Subject::Address(ip) => {
+            Subject::Address(_) => {
+                let ip = f
+                    .subject
+                    .address()
+                    .unwrap_or(std::net::IpAddr::from([0u8; 4]));
                 let _ = write!(key, "a:{ip}");
             }
             Subject::Local => key.push_str("local"),
@@ -303,7 +325,7 @@ impl WorkerLimits {
             let grant = self
                 .limits
                 .authority
-                .lease(&k.key, rule.rate, rule.lease, asked)
+                .lease(&k.key, k.kind, rule.rate, rule.lease, asked)
                 .await;
             let now = self.limits.now();
             if let Local::Refuse(ms) = self.leases().granted(k.id, grant, asked, now) {

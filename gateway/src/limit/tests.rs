@@ -153,3 +153,29 @@ async fn two_workers_share_the_process_bucket_through_their_leases() {
     }
     assert_eq!(admitted_count, 4, "the burst, whichever worker asks");
 }
+
+#[test]
+fn ipv6_addresses_in_one_64_share_a_bucket() {
+    let l = limits("[[rate_limit]]\nper = [\"principal\"]\nrate = 1.0\nburst = 1\n");
+    let key = |ip: &str| -> (String, u64) {
+        let f = Facts {
+            method: Method::ToolsCall,
+            subject: Subject::Address(ip.parse().unwrap()),
+            backend: None,
+            tool: None,
+        };
+        let k = l.named(&f).remove(0);
+        (k.key, k.id)
+    };
+    // (one address, another, whether they share a bucket)
+    for (a, b, shared) in [
+        ("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", true),
+        ("2001:db8:1:2::1", "2001:db8:1:3::1", false),
+        ("192.0.2.1", "::ffff:192.0.2.1", true),
+        ("192.0.2.1", "192.0.2.2", false),
+    ] {
+        let (x, y) = (key(a), key(b));
+        assert_eq!(x.0 == y.0, shared, "{a} {b}: {x:?} {y:?}");
+        assert_eq!(x.1 == y.1, shared, "{a} {b}: the id and the name agree");
+    }
+}

@@ -109,6 +109,11 @@ mod tests {
     use crate::config::Config;
 
     const CONFIG: &str = r#"
+# The rules name principals: they apply only with [auth] (the tests give each request its principal).
+[[auth.api_key]]
+principal = "tester"
+digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
 [[backend]]
 name = "a"
 builtin = ["mock-backend"]
@@ -147,6 +152,7 @@ allow = ["backend:a"]
     fn reader(endpoint: usize, name: &str, groups: &[&str]) -> Reader {
         let p = Principal {
             name: name.to_owned(),
+            source: crate::auth::PrincipalSource::ApiKey,
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             scopes: Vec::new(),
             token: None,

@@ -14,13 +14,14 @@ pub(super) async fn document(
     client: Option<&crate::egress::Client>,
     timeout: Duration,
 ) -> Result<String, String> {
-    let bytes = if source.starts_with("http://") || source.starts_with("https://") {
+    let shown = shown(source);
+    let bytes = if is_url(source) {
         let Some(client) = client else {
-            return Err(format!("cannot fetch {source}: no http client"));
+            return Err(format!("cannot fetch {shown}: no http client"));
         };
         tokio::time::timeout(timeout, from_url(client, source))
             .await
-            .map_err(|_| format!("fetching {source} took longer than {timeout:?}"))??
+            .map_err(|_| format!("fetching {shown} took longer than {timeout:?}"))??
     } else {
         let path = source.to_owned();
         let read = tokio::task::spawn_blocking(move || read_bounded(&path))
@@ -28,29 +29,44 @@ pub(super) async fn document(
             .map_err(|e| format!("reading {source}: {e}"))?;
         read?
     };
-    String::from_utf8(bytes).map_err(|_| format!("{source} is not UTF-8 text"))
+    String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text"))
+}
+
+fn is_url(source: &str) -> bool {
+    source.starts_with("http://") || source.starts_with("https://")
+}
+
+/// The document's source as it may be shown: a URL without its userinfo or query, a path as it is.
+pub(super) fn shown(source: &str) -> String {
+    if is_url(source) {
+        handlers::shown_url_text(source)
+    } else {
+        source.to_owned()
+    }
 }
 
 async fn from_url(client: &crate::egress::Client, url: &str) -> Result<Vec<u8>, String> {
+    let shown = handlers::shown_url_text(url);
     let response = client
         .request(reqwest::Method::GET, url)
-        .map_err(|e| format!("fetching {url}: {e}"))?
+        .map_err(|e| format!("fetching {shown}: {e}"))?
         .header(
             reqwest::header::ACCEPT,
             "application/json, application/yaml, */*",
         )
         .send()
         .await
-        .map_err(|e| format!("fetching {url}: {}", handlers::error_chain(&e)))?;
+        .map_err(|e| format!("fetching {shown}: {}", handlers::error_chain(&e)))?;
     if !response.status().is_success() {
-        return Err(format!("fetching {url}: HTTP {}", response.status()));
+        return Err(format!("fetching {shown}: HTTP {}", response.status()));
     }
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| format!("fetching {url}: {}", handlers::error_chain(&e)))?;
+        let chunk =
+            chunk.map_err(|e| format!("fetching {shown}: {}", handlers::error_chain(&e)))?;
         if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("{url} is larger than {MAX_DOCUMENT_BYTES} bytes"));
+            return Err(format!("{shown} is larger than {MAX_DOCUMENT_BYTES} bytes"));
         }
         body.extend_from_slice(&chunk);
     }

@@ -40,6 +40,8 @@ pub const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 /// Redirects a call follows at most (all to the API's own origin).
 const MAX_REDIRECTS: usize = 5;
+/// How long parsing and translating a fetched document may take.
+const TRANSLATE_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What an openapi backend is configured with.
 #[derive(Debug, Clone)]
@@ -91,8 +93,8 @@ struct Loaded {
 impl OpenApiServer {
     /// The server of `config` (nothing is fetched until the backend connects).
     pub fn new(config: OpenApiBackend) -> OpenApiServer {
-        let base_url = reqwest::Url::parse(&config.base_url)
-            .map_err(|e| format!("invalid base_url {:?}: {e}", config.base_url));
+        let base_url =
+            reqwest::Url::parse(&config.base_url).map_err(|e| format!("invalid base_url: {e}"));
         let origin = base_url.as_ref().ok().cloned();
         let client = handlers::rest_client(
             &config.tls,
@@ -220,50 +222,24 @@ impl Inner {
             self.config.connect_timeout,
         )
         .await?;
-        let loaded = Arc::new(self.translate(&text)?);
+        // Parsed and translated on a blocking thread, never on the arbiter that serves the other backends
+        // and the clients: bounded in what it may build (`openapi::MAX_ALIAS_NODES`,
+        // `openapi::MAX_DOCUMENT_VALUES`) and waited for at most `TRANSLATE_DEADLINE`.
+        let config = self.config.clone();
+        let translating = tokio::task::spawn_blocking(move || translate(&config, &text));
+        let loaded = match tokio::time::timeout(TRANSLATE_DEADLINE, translating).await {
+            Ok(Ok(translated)) => Arc::new(translated?),
+            Ok(Err(e)) => return Err(format!("translating the openapi document failed: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "openapi document {}: not translated within {} s",
+                    fetch::shown(&self.config.document),
+                    TRANSLATE_DEADLINE.as_secs()
+                ));
+            }
+        };
         *self.loaded.lock().unwrap_or_else(PoisonError::into_inner) = Some(loaded.clone());
         Ok(loaded)
-    }
-
-    fn translate(&self, text: &str) -> Result<Loaded, String> {
-        let name = &self.config.name;
-        let document = openapi::Document::parse(text)
-            .map_err(|e| format!("openapi document {}: {e}", self.config.document))?;
-        let selected = |tool: &str| {
-            self.config
-                .operations
-                .as_ref()
-                .is_none_or(|s| s.selects(tool))
-        };
-        let translation = document
-            .tools(&selected)
-            .map_err(|e| format!("openapi document {}: {e}", self.config.document))?;
-        for refused in &translation.refused {
-            tracing::warn!(backend = %name, operation = %refused.operation, why = %refused.why,
-                "openapi operation not offered as a tool");
-        }
-        let info = Implementation {
-            name: document.title().to_owned(),
-            version: document.version().to_owned(),
-            ..Implementation::default()
-        };
-        let tools = translation
-            .operations
-            .iter()
-            .map(|o| o.tool.clone())
-            .collect();
-        let operations = translation
-            .operations
-            .into_iter()
-            .map(|o| (o.name.clone(), o))
-            .collect();
-        tracing::info!(backend = %name, document = %self.config.document,
-            "openapi document translated");
-        Ok(Loaded {
-            stamp: Stamp::new(&info, CachePolicy::NONE),
-            tools,
-            operations,
-        })
     }
 
     /// A `tools/call`: the operation's HTTP request, its answer as the tool's result; everything that goes
@@ -320,12 +296,14 @@ impl Inner {
         };
         let status = response.status();
         if status.is_redirection() {
+            // Its target's host only: the path and query are the API's to keep.
             let to = response
                 .headers()
                 .get(reqwest::header::LOCATION)
                 .and_then(|v| v.to_str().ok())
-                .unwrap_or("-")
-                .to_owned();
+                .and_then(|location| response.url().join(location).ok())
+                .and_then(|to| to.host_str().map(str::to_owned))
+                .unwrap_or_else(|| "an unnamed place".to_owned());
             return tool_error(&format!(
                 "HTTP {status}: a redirect to {to} was not followed (only the API's own origin is)"
             ));
@@ -341,6 +319,43 @@ impl Inner {
         };
         operation.result(status.as_u16(), content_type.as_deref(), &body)
     }
+}
+
+/// The document's tools and operations (on a blocking thread: a large document takes a while).
+fn translate(config: &OpenApiBackend, text: &str) -> Result<Loaded, String> {
+    let name = &config.name;
+    let shown = fetch::shown(&config.document);
+    let document =
+        openapi::Document::parse(text).map_err(|e| format!("openapi document {shown}: {e}"))?;
+    let selected = |tool: &str| config.operations.as_ref().is_none_or(|s| s.selects(tool));
+    let translation = document
+        .tools(&selected)
+        .map_err(|e| format!("openapi document {shown}: {e}"))?;
+    for refused in &translation.refused {
+        tracing::warn!(backend = %name, operation = %refused.operation, why = %refused.why,
+            "openapi operation not offered as a tool");
+    }
+    let info = Implementation {
+        name: document.title().to_owned(),
+        version: document.version().to_owned(),
+        ..Implementation::default()
+    };
+    let tools = translation
+        .operations
+        .iter()
+        .map(|o| o.tool.clone())
+        .collect();
+    let operations = translation
+        .operations
+        .into_iter()
+        .map(|o| (o.name.clone(), o))
+        .collect();
+    tracing::info!(backend = %name, document = %shown, "openapi document translated");
+    Ok(Loaded {
+        stamp: Stamp::new(&info, CachePolicy::NONE),
+        tools,
+        operations,
+    })
 }
 
 /// The answer's body, at most [`MAX_RESPONSE_BYTES`].

@@ -356,8 +356,12 @@ impl Answering<'_> {
                 "the question was asked by replica {asker}, and no [cluster] redis connects the replicas"
             ));
         };
+        let Some(key) = session.key else {
+            return refuse("the session is not sealed, so no other replica knows it".to_owned());
+        };
         let response = serde_json::to_string(r).unwrap_or_default();
-        match link.deliver_answer(&asker, &session.id, &response).await {
+        let key = crate::session::key_text(key);
+        match link.deliver_answer(&asker, &key, &response).await {
             Ok(true) => Answer::Accepted,
             Ok(false) => refuse(format!(
                 "replica {asker}, which asked the question, is gone"

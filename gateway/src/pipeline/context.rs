@@ -53,7 +53,7 @@ impl Accepted {
     /// session, else the client's address.
     pub fn caller(&self) -> Option<Caller> {
         if let Some(p) = &self.principal {
-            return Some(Caller::new("principal", p.name.as_bytes()));
+            return Some(Caller::new("principal", p.id().as_bytes()));
         }
         if let Some(s) = &self.session {
             return Some(s.caller());

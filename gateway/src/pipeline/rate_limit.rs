@@ -15,6 +15,7 @@ use protocol::{Error, ErrorCode, Method};
 use serde_json::json;
 
 use super::middleware::{Middleware, MwContext, Next, Response};
+use crate::auth::Principal;
 use crate::limit::{Facts, Limits, Refused, Step, Subject, WorkerLimits};
 
 /// The JSON-RPC code of a rate-limited request that is not a `tools/call` (the implementation-defined
@@ -39,10 +40,11 @@ impl Middleware for RateLimit {
 
     fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
         let limits = self.0.limits();
+        let principal = ctx.principal().map(Principal::id);
         let facts = Facts {
             method: ctx.method(),
-            subject: match (ctx.principal(), ctx.client()) {
-                (Some(p), _) => Subject::Principal(&p.name),
+            subject: match (&principal, ctx.client()) {
+                (Some(id), _) => Subject::Principal(id),
                 (None, Some(address)) => Subject::Address(address),
                 (None, None) => Subject::Local,
             },

@@ -189,10 +189,9 @@ impl Handler<Route> for RoutingActor {
         let principal = accepted.principal.as_deref();
         let mut view = served.views.as_mut().map(|v| v.view(&base, principal));
         let mut base = base;
-        let searches = live
-            .config
-            .catalog
-            .searches_for(principal.map(|p| (p.name.as_str(), p.groups.as_slice())));
+        let searches = live.config.catalog.searches_for(
+            principal.map(|p| (p.source.qualifier(), p.name.as_str(), p.groups.as_slice())),
+        );
         if searches {
             // The principal's view (or the endpoint's) as a searching one; a `call_tool` in the body made
             // the call it names, validated against that view like any other.

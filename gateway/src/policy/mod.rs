@@ -184,8 +184,8 @@ impl Policy {
     pub fn audience(&self, principal: Option<&Principal>) -> Audience {
         let applies = |rule: &Rule| match (&rule.applies, principal) {
             (Applies::Principal(g), _) if g == "*" => true,
-            (Applies::Principal(g), Some(p)) => glob_match(g, &p.name),
-            (Applies::Group(g), Some(p)) => p.groups.iter().any(|group| glob_match(g, group)),
+            (Applies::Principal(g), Some(p)) => p.is_named(g),
+            (Applies::Group(g), Some(p)) => p.in_group(g),
             (_, None) => false,
         };
         Audience(

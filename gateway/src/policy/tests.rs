@@ -12,15 +12,21 @@ use super::views::{Seen, Views};
 use super::*;
 use crate::catalog::{BackendListing, CatalogBuilder, CatalogSnapshot, ListKind};
 
+/// The rules of `toml`, with `[auth]` on (rules naming principals apply only with it).
 fn rules(toml: &str) -> Arc<Policy> {
+    let toml = format!(
+        "{toml}\n[[auth.api_key]]\nprincipal = \"tester\"\ndigest = \"sha256:{}\"\n",
+        "0".repeat(64)
+    );
     let config =
-        crate::config::Config::from_toml_str(toml, std::path::Path::new("t.toml")).unwrap();
+        crate::config::Config::from_toml_str(&toml, std::path::Path::new("t.toml")).unwrap();
     Policy::new(&config.policies).expect("rules")
 }
 
 fn principal(name: &str, groups: &[&str]) -> Principal {
     Principal {
         name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
         scopes: Vec::new(),
         token: None,

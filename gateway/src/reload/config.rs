@@ -133,6 +133,13 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     config.auth = old.auth.clone();
     config.egress = old.egress.clone();
     config.validate_strict().map_err(|e| e.to_string())?;
+    // The rules must be able to apply under the `[auth]` that stays, not the one the file names.
+    crate::config::validate_reach(
+        &config.policies,
+        config.auth.enabled(),
+        "without [auth] (a reload keeps the [auth] the gateway started with)",
+    )
+    .map_err(|e| e.to_string())?;
 
     let before: BTreeMap<&str, &crate::config::BackendEntry> =
         old.backends.iter().map(|b| (b.name.as_str(), b)).collect();

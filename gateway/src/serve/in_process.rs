@@ -23,7 +23,6 @@ use protocol::validate::{Accepts, HttpMethod};
 use tokio::sync::mpsc;
 
 use super::{EVENTS, ServeError, first_catalog};
-use crate::auth_context::AuthContext;
 use crate::config::Config;
 use crate::front::http::Worker;
 use crate::pipeline::Transport;
@@ -153,7 +152,12 @@ impl InProcessGateway {
         events_tx: Option<mpsc::Sender<BackendEvent>>,
     ) -> Result<InProcessGateway, ServeError> {
         let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
-        let mut gw = Gateway::new(config, backends, keys);
+        // `[auth]` as `serve` builds it (nothing is fetched: the harness is handed its principals), so that
+        // sessions, sealed states and the private cache are bound to a principal as in production.
+        let egress = Arc::new(crate::egress::Egress::from_config(&config.egress));
+        let auth = crate::auth::Authenticator::from_config(&config.auth, &egress)
+            .map_err(ServeError::Auth)?;
+        let mut gw = Gateway::new(config, backends, keys).with_auth(auth);
         if let Some(tx) = events_tx {
             gw = gw.with_events(tx);
         }
@@ -277,7 +281,10 @@ impl InProcessGateway {
             .get("mcp-session-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let auth = AuthContext::of_headers(headers);
+        let authorization = headers
+            .get(actix_web::http::header::AUTHORIZATION)
+            .map(|v| v.as_bytes());
+        let auth = gw.auth_context(principal.as_deref(), authorization);
         let binding = endpoint.bind(gw.binding(principal.as_deref(), auth));
         let session = match id {
             Some(id) => gw.sessions.find(&id, binding).await.ok().flatten(),
@@ -286,7 +293,7 @@ impl InProcessGateway {
         Ok(Accepted {
             session,
             auth,
-            // In-process: nothing is authenticated (an embedding program's middleware may set a principal).
+            // In-process: the caller says who authenticated (an embedding program's middleware may set one).
             principal,
             // One client with no socket: every request without a session counts against one address.
             client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
@@ -410,6 +417,8 @@ mod notify_tests;
 mod openapi_tests;
 #[cfg(test)]
 mod policy_tests;
+#[cfg(test)]
+mod principal_tests;
 #[cfg(test)]
 mod reload_tests;
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! the idle timer and the session's server-to-client stream.
 
 mod actor;
+mod by_key;
 mod dormant;
 mod in_flight;
 mod input_requests;
@@ -34,6 +35,7 @@ pub use pending::PendingStreams;
 /// How logs name a session: its id is a bearer credential and never logged whole.
 pub use protocol::session_id::ShortId;
 pub use reader::Reader;
+pub use replicas::key_text;
 pub use sealed::SessionKey;
 pub use shared::touch_every;
 pub use sse::sse_event;

@@ -25,6 +25,7 @@ impl Reader {
             endpoint,
             principal: principal.map(|p| Principal {
                 name: p.name.clone(),
+                source: p.source.clone(),
                 groups: p.groups.clone(),
                 scopes: Vec::new(),
                 token: None,
@@ -37,7 +38,9 @@ impl Reader {
         self.endpoint == endpoint
             && match (&self.principal, principal) {
                 (None, None) => true,
-                (Some(mine), Some(p)) => mine.name == p.name && mine.groups == p.groups,
+                (Some(mine), Some(p)) => {
+                    mine.name == p.name && mine.source == p.source && mine.groups == p.groups
+                }
                 _ => false,
             }
     }
@@ -74,6 +77,7 @@ mod tests {
     fn principal(name: &str, groups: &[&str]) -> Principal {
         Principal {
             name: name.to_owned(),
+            source: crate::auth::PrincipalSource::ApiKey,
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
             scopes: vec!["s".to_owned()],
             token: None,

@@ -21,9 +21,16 @@ pub(super) struct Opened {
     pub(super) last_use: u64,
 }
 
-/// A session's name in Redis.
+/// A session's name in Redis (its keys and the events about it): not its id, which cannot be rebuilt from it.
 pub fn key_text(key: SessionKey) -> String {
     format!("{:032x}", key.0)
+}
+
+/// The key a [`key_text`] names; `None` for any other text.
+pub fn key_of_text(text: &str) -> Option<SessionKey> {
+    (text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| u128::from_str_radix(text, 16).ok().map(SessionKey))
+        .flatten()
 }
 
 /// What Redis says of an opened session, before its actor is rebuilt here: revoked (a DELETE on another
@@ -58,14 +65,9 @@ pub(super) async fn checked(
 }
 
 /// Publishes a DELETE (in the background: the DELETE is answered at once; kept while Redis is down).
-pub(super) fn publish_revocation(
-    link: &Arc<RedisLink>,
-    key: SessionKey,
-    id: &str,
-    expires_at: u64,
-) {
-    let (link, id) = (link.clone(), id.to_owned());
+pub(super) fn publish_revocation(link: &Arc<RedisLink>, key: SessionKey, expires_at: u64) {
+    let link = link.clone();
     tokio::spawn(async move {
-        link.revoke(&key_text(key), &id, expires_at).await;
+        link.revoke(&key_text(key), expires_at).await;
     });
 }

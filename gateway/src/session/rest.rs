@@ -90,6 +90,7 @@ impl Sessions {
 
     /// A session taken out of the map: its actor stopped, what it knows kept as a record.
     fn keep_record(&self, session: &Session, now: u64) {
+        self.unindex(session);
         session.handle.end();
         if let Some(key) = session.key {
             let record = Record {

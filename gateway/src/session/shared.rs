@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::dormant::{Record, secs};
-use super::replicas::key_text;
+use super::replicas::{key_of_text, key_text};
 use super::sealed::{SealedSession, unix_now};
 use super::store::{Ending, SessionStore};
-use super::{NO_LEVEL, Session, ShortId};
-use crate::cluster::redis::{ClusterEvent, RedisLink};
+use super::{NO_LEVEL, Session};
+use crate::cluster::redis::{ClusterEvent, Named, RedisLink};
 
 /// How often last uses are published (at most once per this per session): every 30 s, or four times per
 /// `session_idle_secs` when that is shorter, so a session busy on one replica is never idle on another.
@@ -23,37 +23,48 @@ pub fn touch_every(idle: std::time::Duration) -> std::time::Duration {
 }
 
 impl SessionStore {
-    /// Applies another replica's event.
+    /// Applies another replica's event (one naming its session by key, or an older replica's by id).
     pub fn apply(&self, event: ClusterEvent) {
         match event {
-            ClusterEvent::Revoke { id } => {
-                if !self.sessions.end(&id, Ending::Deleted) {
-                    // No actor here: remembered as ended until its id expires.
-                    let now = unix_now();
-                    if let Some((state, key)) = SealedSession::open(&self.keys.ring(), &id, now) {
-                        let record = Record {
-                            last_use: secs(now),
-                            expires: secs(state.expires_at),
-                            level: NO_LEVEL,
-                            ended: true,
-                        };
-                        self.sessions.dormant.put(key, record, now);
-                    }
+            ClusterEvent::Revoke {
+                session,
+                expires_at,
+            } => {
+                let live = self.named(&session);
+                if live.is_some_and(|id| self.sessions.end(&id, Ending::Deleted)) {
+                    return;
+                }
+                // No actor here: remembered as ended until its id expires.
+                let now = unix_now();
+                let ended = match (&session.key, &session.id) {
+                    (Some(key), _) => key_of_text(key).map(|key| (key, expires_at)),
+                    (None, Some(id)) => SealedSession::open(&self.keys.ring(), id, now)
+                        .map(|(state, key)| (key, state.expires_at)),
+                    (None, None) => None,
+                };
+                if let Some((key, expires_at)) = ended.filter(|(_, x)| *x > now) {
+                    let record = Record {
+                        last_use: secs(now),
+                        expires: secs(expires_at),
+                        level: NO_LEVEL,
+                        ended: true,
+                    };
+                    self.sessions.dormant.put(key, record, now);
                 }
             }
-            ClusterEvent::Level { id, level } => {
-                if let Some(s) = self.peek(&id) {
+            ClusterEvent::Level { session, level } => {
+                if let Some(s) = self.named(&session).and_then(|id| self.peek(&id)) {
                     s.log_level.store(level, Ordering::Relaxed);
                 }
             }
             ClusterEvent::Subscribe {
-                id,
+                session,
                 uri,
                 backend,
                 on,
             } => {
                 // Only where the session has its actor (a replica that rebuilds it later reads Redis).
-                if self.peek(&id).is_some() {
+                if let Some(id) = self.named(&session) {
                     let subscriptions = &self.sessions.subscriptions;
                     if on {
                         let _ = subscriptions.subscribe(&id, &uri, &backend);
@@ -63,18 +74,29 @@ impl SessionStore {
                     subscriptions.follow();
                 }
             }
-            ClusterEvent::Answer { id, response } => {
-                let answered = match (
-                    self.peek(&id),
-                    protocol::Message::parse(response.as_bytes()),
-                ) {
+            ClusterEvent::Answer { session, response } => {
+                let live = self.named(&session).and_then(|id| self.peek(&id));
+                let answered = match (live, protocol::Message::parse(response.as_bytes())) {
                     (Some(s), Ok(protocol::Message::Response(r))) => s.input_requests().answer(r),
                     _ => false,
                 };
                 if !answered {
-                    tracing::info!(session = %ShortId(&id), "an answer from another replica found no open question here (it ended)");
+                    tracing::info!(
+                        session = session.key.as_deref().unwrap_or("-"),
+                        "an answer from another replica found no open question here (it ended)"
+                    );
                 }
             }
+        }
+    }
+
+    /// The id of the live session (with its actor here) an event names: by its key, or by the id an older
+    /// replica published.
+    fn named(&self, session: &Named) -> Option<Arc<str>> {
+        match (&session.key, &session.id) {
+            (Some(key), _) => self.sessions.id_of(key_of_text(key)?),
+            (None, Some(id)) => self.peek(id).map(|s| Arc::clone(&s.id)),
+            (None, None) => None,
         }
     }
 
@@ -84,9 +106,9 @@ impl SessionStore {
             return;
         };
         let level = session.log_level.load(Ordering::Relaxed);
-        let (link, id, expires_at) = (link.clone(), session.id.clone(), session.expires_at);
+        let (link, expires_at) = (link.clone(), session.expires_at);
         tokio::spawn(async move {
-            if let Err(e) = link.set_level(&key_text(key), &id, level, expires_at).await {
+            if let Err(e) = link.set_level(&key_text(key), level, expires_at).await {
                 tracing::warn!(error = %e, "a log level is not shared with the other replicas");
             }
         });
@@ -98,7 +120,7 @@ impl SessionStore {
             return;
         };
         let event = ClusterEvent::Subscribe {
-            id: session.id.to_string(),
+            session: Named::key(&key_text(key)),
             uri: uri.to_owned(),
             backend: backend.to_owned(),
             on,

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::dormant::{Dormant, Record, secs};
 use super::replicas::{self, Opened};
-use super::sealed::{SealedSession, TooLarge, unix_now};
+use super::sealed::{SealedSession, SessionKey, TooLarge, unix_now};
 use super::slots::Slots;
 use super::subscriptions::Subscriptions;
 use super::{NO_LEVEL, Session, SessionHandle, ShortId, Transport, new_session_id};
@@ -85,6 +85,9 @@ pub struct SessionStore {
 pub(super) struct Sessions {
     /// Keyed by the session's own id (the same allocation as `Session::id`).
     pub(super) map: DashMap<Arc<str>, Arc<Session>>,
+    /// The ids of the sealed sessions in `map`, by key: how another replica's event, which names a session
+    /// by its key, finds it.
+    pub(super) by_key: DashMap<SessionKey, Arc<str>>,
     pub(super) slots: Slots,
     pub(super) subscriptions: Arc<Subscriptions>,
     pub(super) dormant: Dormant,
@@ -122,6 +125,7 @@ impl Sessions {
         let Some((_, session)) = self.map.remove(id) else {
             return false;
         };
+        self.unindex(&session);
         self.slots.give_back();
         self.subscriptions.end_session(id);
         session.handle.end();
@@ -162,6 +166,7 @@ impl SessionStore {
         SessionStore {
             sessions: Arc::new(Sessions {
                 map: DashMap::new(),
+                by_key: DashMap::new(),
                 slots: Slots::new(limits.max),
                 subscriptions,
                 dormant: Dormant::new(limits.max.saturating_mul(RECORDS_PER_ACTOR)),
@@ -222,6 +227,7 @@ impl SessionStore {
             )
             .bound(bound_to),
         );
+        self.sessions.index(&session);
         if let Some(replaced) = self.sessions.map.insert(id, session.clone()) {
             // An id given twice (never minted twice): the old session is gone, its slot is this one's.
             replaced.handle.end();
@@ -368,6 +374,7 @@ impl SessionStore {
                 );
                 session.mark_initialized();
                 session.log_level.store(level, Ordering::Relaxed);
+                self.sessions.index(&session);
                 e.insert(session.clone());
                 for (backend, uri) in &subscriptions {
                     // Within the per-session bound: they were accepted on the replica that took them.
@@ -405,7 +412,7 @@ impl SessionStore {
         if let (true, Ending::Deleted, Some((key, expires_at)), Some(link)) =
             (ended, why, key, &self.redis)
         {
-            replicas::publish_revocation(link, key, id, expires_at);
+            replicas::publish_revocation(link, key, expires_at);
         }
         ended
     }

@@ -148,7 +148,8 @@ impl Gateway {
             parked: Arc::default(),
             drain: crate::drain::Drain::default(),
             auth: None,
-            proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies),
+            proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies)
+                .with_header(config.server.forwarded_header.unwrap_or_default()),
             events: None,
             config,
         }
@@ -212,7 +213,7 @@ impl Gateway {
         authorization: Option<&[u8]>,
     ) -> crate::auth_context::AuthContext {
         match (self.auth.is_some(), principal) {
-            (true, Some(p)) => crate::auth_context::AuthContext::of_principal(&p.name),
+            (true, Some(p)) => crate::auth_context::AuthContext::of_principal(&p.id()),
             _ => crate::auth_context::AuthContext::from_authorization(authorization),
         }
     }

@@ -59,12 +59,17 @@ impl HttpClient for Collector {
                 .headers(parts.headers)
                 .body(body)
                 .send()
-                .await?;
+                .await
+                // The endpoint's query or userinfo must not reach the exporter's logs.
+                .map_err(|e| handlers::error_chain(&e))?;
             let mut answer = Response::builder().status(response.status());
             if let Some(headers) = answer.headers_mut() {
                 *headers = response.headers().clone();
             }
-            let body = response.bytes().await?;
+            let body = response
+                .bytes()
+                .await
+                .map_err(|e| handlers::error_chain(&e))?;
             Ok::<_, HttpError>(answer.body(body)?)
         });
         sent.await?

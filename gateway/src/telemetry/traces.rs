@@ -73,7 +73,10 @@ pub fn install(config: &TracesConfig) -> Result<Traces, TracesError> {
         .with_timeout(timeout)
         .with_headers(config.headers.clone().into_iter().collect())
         .build()
-        .map_err(|e| TracesError::Exporter(e.to_string()))?;
+        .map_err(|e| {
+            let said = e.to_string().replace(&url, &handlers::shown_url_text(&url));
+            TracesError::Exporter(said)
+        })?;
     // The OTEL_BSP_* environment variables apply (the schedule delay, the batch size); the queue's bound
     // is the config's.
     let batch = BatchConfigBuilder::default()
@@ -96,6 +99,7 @@ pub fn install(config: &TracesConfig) -> Result<Traces, TracesError> {
         .build();
     let tracer = provider.tracer("mcpgw");
     TRACER.set(tracer).map_err(|_| TracesError::Installed)?;
-    tracing::info!(collector = %url, sample_ratio = config.sample_ratio, "traces exported over OTLP/HTTP");
+    let collector = handlers::shown_url_text(&url);
+    tracing::info!(%collector, sample_ratio = config.sample_ratio, "traces exported over OTLP/HTTP");
     Ok(Traces { provider })
 }

@@ -191,7 +191,7 @@ impl EventStream {
                         return Some(Err(e));
                     }
                 }
-                Err(e) => return Some(Err(StreamError::Io(e.to_string()))),
+                Err(e) => return Some(Err(StreamError::Io(super::chain(&e)))),
             }
         }
     }

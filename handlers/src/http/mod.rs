@@ -8,6 +8,7 @@
 //! URL, wait for the `endpoint` event). A connection error, a timeout, 401/403, 408/429 or 5xx is an outage,
 //! never era evidence: the actor retries with backoff.
 
+pub mod edge;
 mod event_stream;
 mod legacy;
 mod modern;
@@ -60,9 +61,11 @@ pub(crate) fn client(ctx: &LinkContext) -> Result<reqwest::Client, String> {
         Transport::Http { url } => url.as_str(),
         _ => "",
     };
+    // No redirect is followed: a 3xx is refused with its target's host named (`edge::redirect_refusal`).
     let builder = reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
-        .pool_idle_timeout(POOL_IDLE);
+        .pool_idle_timeout(POOL_IDLE)
+        .redirect(reqwest::redirect::Policy::none());
     tls::configure(builder, ctx.tls()?.clone(), &config.tls, url)?
         .build()
         .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
@@ -128,11 +131,19 @@ pub fn rest_client(
 }
 
 /// An error with its causes, outermost first (`reqwest` says only "error sending request" on its own; the
-/// reason, such as an untrusted certificate, is in its sources).
-pub fn chain(e: &dyn std::error::Error) -> String {
+/// reason, such as an untrusted certificate, is in its sources). A URL reqwest names is shown without its
+/// userinfo or query ([`edge::shown_url`]): this text reaches `/readyz`, clients' errors and logs.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let url_of = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<reqwest::Error>()
+            .and_then(reqwest::Error::url)
+            .cloned()
+    };
     let mut text = e.to_string();
+    let mut urls: Vec<Url> = url_of(e).into_iter().collect();
     let mut source = e.source();
     while let Some(cause) = source {
+        urls.extend(url_of(cause));
         let said = cause.to_string();
         if !text.contains(&said) {
             text.push_str(": ");
@@ -140,7 +151,7 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         }
         source = cause.source();
     }
-    text
+    urls.iter().fold(text, edge::redact)
 }
 
 /// The HTTP client of `ctx`'s backend for the current thread, made on first use: requests go out on
@@ -230,7 +241,7 @@ fn endpoint_url(config: &BackendConfig) -> Result<Url, String> {
     let Transport::Http { url } = &config.transport else {
         return Err("not an http backend".to_owned());
     };
-    let url = Url::parse(url).map_err(|e| format!("invalid backend url {url:?}: {e}"))?;
+    let url = Url::parse(url).map_err(|e| format!("invalid backend url: {e}"))?;
     match url.scheme() {
         "http" => Ok(url),
         "https" => tls::request_url(url, &config.tls),
@@ -276,7 +287,7 @@ async fn read_body(response: reqwest::Response, max: usize) -> Result<Vec<u8>, R
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| ReadError::Io(e.to_string()))?
+        .map_err(|e| ReadError::Io(chain(&e)))?
     {
         if body.len() + chunk.len() > max {
             return Err(ReadError::TooLarge(max));
@@ -302,8 +313,9 @@ pub(crate) enum ReadError {
     Io(String),
     #[error("the backend's response exceeds {0} bytes")]
     TooLarge(usize),
-    #[error("the backend's response is not the json-rpc response expected: {0}")]
-    Unrecognised(String),
+    /// What the body held is logged at debug only: it never reaches a client or `/readyz`.
+    #[error("the backend's response is not the json-rpc response expected")]
+    Unrecognised,
     #[error("the backend answered with content type {0:?}")]
     ContentType(String),
 }
@@ -359,8 +371,9 @@ pub(super) async fn read_reply(
     }
     let body = read_body(response, MAX_MESSAGE_BYTES).await?;
     json_reply(&body, id, inbound).ok_or_else(|| {
-        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned();
-        ReadError::Unrecognised(shown)
+        let shown = String::from_utf8_lossy(&body[..body.len().min(200)]);
+        debug!(id, body = %shown, "the backend's answer holds no response to the request");
+        ReadError::Unrecognised
     })
 }
 
@@ -449,7 +462,8 @@ fn reply_in(parsed: Parsed, bytes: &[u8], id: i64, inbound: &Inbound) -> Option<
                     Ok(m) => inbound.message(m),
                     Err(e) => {
                         let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
-                        warn!(why = %e.error, batch = %shown, "skipping a batch entry that is not JSON-RPC");
+                        warn!(why = %e.error, "skipping a batch entry that is not JSON-RPC");
+                        debug!(batch = %shown, "the batch with an entry that is not JSON-RPC");
                     }
                 }
             }
@@ -487,6 +501,9 @@ async fn status_failure(
     method: Method,
     response: reqwest::Response,
 ) -> Failure {
+    if let Some(refused) = edge::redirect_refusal(&response) {
+        return ctx.unavailable(refused);
+    }
     let status = response.status();
     let body = error_body(response).await;
     match handshake::error_in_body(&body) {
@@ -522,7 +539,7 @@ impl Poster {
                     Ok(r) if r.status().is_success() => {}
                     Ok(r) => debug!(%backend, status = %r.status(), "backend refused a message"),
                     Err(e) => {
-                        debug!(%backend, error = %e, "posting a message to the backend failed")
+                        debug!(%backend, error = %chain(&e), "posting a message to the backend failed")
                     }
                 }
             }

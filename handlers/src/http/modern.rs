@@ -73,6 +73,9 @@ pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url:
             .send()
             .await
             .map_err(|e| format!("server/discover failed: {}", super::chain(&e)))?;
+        if let Some(refused) = super::edge::redirect_refusal(&response) {
+            return Err(refused);
+        }
         let status = response.status();
         if status == StatusCode::OK {
             return Ok(match read_reply(response, 0, &inbound).await {

@@ -140,6 +140,9 @@ async fn open(
                 super::chain(&e)
             ))
         })?;
+    if let Some(refused) = super::edge::redirect_refusal(&response) {
+        return Err(Refused::Outage(refused));
+    }
     let status = response.status();
     if is_outage(status) {
         return Err(Refused::Outage(format!("GET answered HTTP {status}")));
@@ -157,12 +160,14 @@ async fn open(
         match events.next().await {
             Some(Ok(event)) if event.event == "endpoint" => {
                 let endpoint = url.join(event.data.trim()).map_err(|e| {
-                    Refused::NotSse(format!("invalid endpoint {:?}: {e}", event.data))
+                    debug!(endpoint = %event.data, "the backend's endpoint event is no url");
+                    Refused::NotSse(format!("invalid endpoint: {e}"))
                 })?;
                 // Messages go to the backend that was configured, never elsewhere.
                 if endpoint.origin() != url.origin() {
                     return Err(Refused::Failed(format!(
-                        "the endpoint {endpoint} is not on the backend's origin"
+                        "the endpoint {} is not on the backend's origin",
+                        super::edge::shown_url(&endpoint)
                     )));
                 }
                 return Ok((events, endpoint));
@@ -283,7 +288,10 @@ impl SseLink {
             .body(message)
             .send()
             .await
-            .map_err(|e| format!("posting to the backend failed: {e}"))?;
+            .map_err(|e| format!("posting to the backend failed: {}", super::chain(&e)))?;
+        if let Some(refused) = super::edge::redirect_refusal(&response) {
+            return Err(refused);
+        }
         let status = response.status();
         if status.is_success() {
             return Ok(());

@@ -104,10 +104,10 @@ pub(crate) fn configure(
 ) -> Result<ClientBuilder, String> {
     let mut builder = builder.tls_backend_preconfigured(config);
     if let Some(name) = &tls.server_name {
-        let url = Url::parse(url).map_err(|e| format!("invalid backend url {url:?}: {e}"))?;
+        let url = Url::parse(url).map_err(|e| format!("invalid backend url: {e}"))?;
         let host = url
             .host_str()
-            .ok_or_else(|| format!("the backend url {url} has no host"))?
+            .ok_or_else(|| "the backend url has no host".to_owned())?
             .trim_matches(['[', ']'])
             .to_owned();
         builder = builder.dns_resolver(Arc::new(ConnectTo {

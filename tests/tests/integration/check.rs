@@ -132,6 +132,14 @@ fn a_bad_field_is_one_line_naming_the_field_and_exits_non_zero() {
             "[[backend]]\nname = \"x\"\nurl = \"ftp://x\"\n".to_owned(),
             "backend[0].url",
         ),
+        // Before: every tool hidden from every client, and the check said ok.
+        (
+            format!(
+                "{}\n[[policy]]\ngroup = \"ops\"\nallow = [\"*\"]\n",
+                one_stdio_mock(&[])
+            ),
+            "policy[0].group: names group \"ops\", but without [auth] no request has a principal",
+        ),
     ];
     for (toml, field) in table {
         let c = check_toml(&dir, &toml, LIMIT);
@@ -141,6 +149,32 @@ fn a_bad_field_is_one_line_naming_the_field_and_exits_non_zero() {
         assert!(problems[0].contains(field), "{toml}: {problems:?}");
         assert!(c.stdout.is_empty(), "no backend is checked: {}", c.stdout);
     }
+}
+
+/// A valid config that deserves warnings (`check::warnings`) passes the check, each warning one line on
+/// standard error: listening beyond loopback with neither `[auth]` nor `allowed_origins`.
+#[test]
+fn a_listener_beyond_loopback_is_warned_about_and_the_check_still_passes() {
+    let dir = TempDir::new("check-warnings");
+    let toml = format!(
+        "[server]\nlisten = \"0.0.0.0:7800\"\n\n{}",
+        one_stdio_mock(&[])
+    );
+    let c = check_toml(&dir, &toml, LIMIT);
+    assert!(c.ok, "{}\n{}", c.stdout, c.stderr);
+    let problems = c.problems();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    let prefix = "mcpgw check: warning: [server] listen: listening on 0.0.0.0:7800 (beyond loopback) with no [auth]";
+    assert!(problems[0].starts_with(prefix), "{problems:?}");
+    assert!(problems[0].contains("strict = true"), "{problems:?}");
+    let origins = "mcpgw check: warning: [server] allowed_origins: listening on 0.0.0.0:7800";
+    assert!(problems[1].starts_with(origins), "{problems:?}");
+    assert!(
+        c.stdout
+            .contains("ok: every backend started and listed, no collisions"),
+        "{}",
+        c.stdout
+    );
 }
 
 #[test]

@@ -32,11 +32,16 @@ fn circuit_of(base: &str) -> Value {
 fn a_backend_that_keeps_timing_out_is_no_longer_waited_on_call_after_call() {
     let dir = TempDir::new("circuit");
     let gw = gateway(
-        "[[backend]]\nname = \"m\"\ntimeout_ms = 300\n\
-         builtin = [\"mock-backend\"]\n\n[backend.circuit]\nfailures = 3\nopen_ms = 1500\n",
+        &[
+            "[[backend]]\nname = \"m\"\ntimeout_ms = 300\n\
+             builtin = [\"mock-backend\"]\n\n[backend.circuit]\nfailures = 3\nopen_ms = 1500\n",
+            ADMIN,
+        ]
+        .concat(),
         &dir,
     );
-    let base = gw.url.trim_end_matches("/mcp").to_owned();
+    // The circuit is the readiness detail's: the admin listener's.
+    let base = admin_base(&gw);
     wait_ready(&base);
 
     // Answers never count: tool errors and the backend's own JSON-RPC errors leave it closed.

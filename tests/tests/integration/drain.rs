@@ -19,7 +19,7 @@ use super::support::*;
 fn config(latency_ms: u64, grace: u64, timeout: u64) -> String {
     format!(
         "[server]\ndrain_grace_secs = {grace}\ndrain_timeout_secs = {timeout}\nworkers = 2\n\n\
-         [[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\", \"--latency-ms\", \"{latency_ms}\"]\n"
+         [[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\", \"--latency-ms\", \"{latency_ms}\"]\n{ADMIN}"
     )
 }
 
@@ -323,15 +323,16 @@ fn every_worker_drains_under_load_every_time() {
                 })
             })
             .collect();
-        // Every client's call in the gateway (its /readyz counts them), then the signal.
+        // Every client's call in the gateway (the admin listener's /readyz counts them), then the signal.
+        let admin = admin_base(&gw);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline
-            && (sending.load(Ordering::Acquire) < 8 || readyz(&base(&gw)).1["in_flight"] != 8)
+            && (sending.load(Ordering::Acquire) < 8 || readyz(&admin).1["in_flight"] != 8)
         {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(
-            readyz(&base(&gw)).1["in_flight"],
+            readyz(&admin).1["in_flight"],
             8,
             "round {round}: all in flight"
         );

@@ -94,14 +94,23 @@ fn an_mcp_servers_json_file_loads_and_serves() {
 #[test]
 fn health_and_readiness_probes() {
     let dir = TempDir::new("ops-health");
-    let gw = gateway(&one_stdio_mock(&[]), &dir);
+    let gw = gateway(&format!("{}{ADMIN}", one_stdio_mock(&[])), &dir);
     let base = gw.url.trim_end_matches("/mcp").to_owned();
     let health = client().get(format!("{base}/healthz")).send().unwrap();
     assert_eq!(health.status().as_u16(), 200);
+    // The front door's says the status alone, to anyone; the admin listener's names each backend.
     let ready = wait_ready(&base);
+    assert_eq!(ready, json!({"ready": true, "status": "ready"}));
+    let ready = wait_ready(&admin_base(&gw));
     assert_eq!(ready["ready"], true);
     assert_eq!(ready["backends"][0]["name"], "mock", "{ready}");
     assert_eq!(ready["backends"][0]["state"], "up", "{ready}");
+    let metrics = client().get(format!("{base}/metrics")).send().unwrap();
+    assert_eq!(
+        metrics.status().as_u16(),
+        404,
+        "no /metrics on the front door"
+    );
 }
 
 #[test]

@@ -57,7 +57,7 @@ fn a_crashing_backend_is_answered_restarted_and_serves_again() {
 }
 
 /// A gateway whose backend "late" is down at start, then a mock brought up on its address with `mock_args`;
-/// returns once `/readyz` says "late" is no longer "down", or has been down for 30 s, with that body.
+/// returns once the admin listener's `/readyz` says "late" is no longer "down", or has been down for 30 s, with that body.
 fn late_backend(name: &str, mock_args: &[&str]) -> (Running, Running, Value) {
     let dir = TempDir::new(name);
     let port = {
@@ -65,11 +65,12 @@ fn late_backend(name: &str, mock_args: &[&str]) -> (Running, Running, Value) {
         free.local_addr().unwrap().port()
     };
     let config = format!(
-        "{}\n[[backend]]\nname = \"late\"\nprefix = \"late\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n",
+        "{}\n[[backend]]\nname = \"late\"\nprefix = \"late\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n{ADMIN}",
         one_stdio_mock(&[])
     );
     let gw = gateway(&config, &dir);
-    let base = gw.url.trim_end_matches("/mcp").to_owned();
+    // Each backend's standing is the admin listener's `/readyz`.
+    let base = admin_base(&gw);
     let ready = wait_ready(&base);
     assert_eq!(late_state(&ready)["state"], "down", "{ready}");
     let mut cmd = std::process::Command::new(mcpgw());

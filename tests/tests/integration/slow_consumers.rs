@@ -13,11 +13,12 @@ use super::support::*;
 fn config(extra_server: &str) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/burst_server.py");
     format!(
-        "[server]\n{extra_server}\n\n[[backend]]\nname = \"b\"\ncommand = [\"python3\", \"-u\", {:?}]\n",
+        "[server]\n{extra_server}\n\n[[backend]]\nname = \"b\"\ncommand = [\"python3\", \"-u\", {:?}]\n{ADMIN}",
         script.display().to_string()
     )
 }
 
+/// What the admin listener's `/readyz` (at `base`) counts as dropped.
 fn messages_dropped(base: &str) -> Value {
     let v: Value = client()
         .get(format!("{base}/readyz"))
@@ -86,7 +87,7 @@ fn a_burst_of_1000_notifications_reaches_a_prompt_reader_whole() {
     }
     assert!(answered, "the call was answered");
     assert_eq!(logged, 1000, "every message of the burst before the answer");
-    assert_eq!(messages_dropped(&base), 0, "nothing was dropped");
+    assert_eq!(messages_dropped(&admin_base(&gw)), 0, "nothing was dropped");
 }
 
 /// The state of the gateway's side of the connection from `client_port` to `gateway_port`, from the
@@ -172,5 +173,5 @@ fn a_stream_whose_client_stopped_reading_no_longer_holds_its_connection() {
             .any(|l| l.contains("client stopped reading") || l.contains("messages dropped")),
         "{log:?}"
     );
-    assert!(messages_dropped(&base).as_u64().unwrap_or(0) > 0);
+    assert!(messages_dropped(&admin_base(&gw)).as_u64().unwrap_or(0) > 0);
 }

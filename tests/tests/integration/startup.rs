@@ -148,7 +148,7 @@ fn a_backend_down_at_start_is_named_on_a_start_up_line() {
 
 /// What broke: a backend that never answered delayed `listening` by 10 s (the era probe's connect timeout).
 /// Now the gateway listens at once, the first catalog holds the backends that answered within
-/// `list_timeout_ms`, and the silent one is down (named in `/readyz`) until it answers.
+/// `list_timeout_ms`, and the silent one is down (named in the admin listener's `/readyz`) until it answers.
 #[test]
 fn a_backend_that_never_answers_does_not_delay_listening() {
     let dir = TempDir::new("startup-silent");
@@ -156,13 +156,14 @@ fn a_backend_that_never_answers_does_not_delay_listening() {
     let silent = TcpListener::bind("127.0.0.1:0").unwrap();
     let silent_url = format!("http://{}/mcp", silent.local_addr().unwrap());
     let config = format!(
-        "[server]\nlist_timeout_ms = 1000\n\n{}\n[[backend]]\nname = \"silent\"\nurl = \"{silent_url}\"\n",
+        "[server]\nlist_timeout_ms = 1000\n\n{}\n[[backend]]\nname = \"silent\"\nurl = \"{silent_url}\"\n{ADMIN}",
         one_stdio_mock(&[])
     );
     let started = std::time::Instant::now();
     let gw = gateway(&config, &dir);
     let listening_after = started.elapsed();
-    let base = gw.url.trim_end_matches("/mcp").to_owned();
+    // Each backend's standing is the admin listener's `/readyz`.
+    let base = admin_base(&gw);
     let ready = wait_ready(&base);
     let ready_after = started.elapsed();
     // Far below the probe's 10 s: the gateway did not wait for the silent backend to time out.
@@ -188,4 +189,42 @@ fn a_backend_that_never_answers_does_not_delay_listening() {
         "{list}"
     );
     drop(silent);
+}
+
+/// Before: `[[policy]]` rules naming principals, with no `[auth]` (or over stdio, where no request carries a
+/// credential), started fine and hid every tool from every client. Now `serve` refuses to start, once,
+/// naming the rule and why no request can have a principal.
+#[test]
+fn a_policy_no_rule_of_which_can_apply_stops_serve_naming_the_rule() {
+    let dir = TempDir::new("startup-policy");
+    let policy = "[[policy]]\nprincipal = \"alice\"\nallow = [\"*\"]\n";
+    let key = format!(
+        "[[auth.api_key]]\nprincipal = \"alice\"\ndigest = \"sha256:{}\"\n",
+        "0".repeat(64)
+    );
+    let backend = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
+    let no_auth = dir.file("no-auth.toml", &format!("{backend}{policy}"));
+    let with_key = dir.file("with-key.toml", &format!("{backend}{policy}{key}"));
+    // (args, what the one error line says)
+    let cases = [
+        (
+            vec![
+                "--config",
+                no_auth.to_str().unwrap(),
+                "--listen",
+                "127.0.0.1:0",
+            ],
+            "policy[0].principal: names principal \"alice\", but without [auth] no request has a principal",
+        ),
+        (
+            vec!["--stdio", "--config", with_key.to_str().unwrap()],
+            "policy[0].principal: names principal \"alice\", but over stdio no request has a principal",
+        ),
+    ];
+    for (args, says) in cases {
+        let stderr = serve_fails(&args);
+        let lines = error_lines(&stderr);
+        assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
+        assert!(lines[0].contains(says), "{args:?}: {stderr}");
+    }
 }

@@ -453,6 +453,26 @@ pub fn wait_ready(base: &str) -> Value {
     }
 }
 
+/// `[admin] listen` on a loopback port chosen at start, to append to a config: the readiness detail (each
+/// backend's standing, sessions, drops, Redis) and `/metrics` are the admin listener's, not the front door's.
+pub const ADMIN: &str = "\n[admin]\nlisten = \"127.0.0.1:0\"\n";
+
+/// The admin listener's base URL (`http://127.0.0.1:PORT`), as the gateway printed it at start
+/// (`mcpgw admin view on URL/admin/`); its `/readyz` answers as the front door's with the detail.
+pub fn admin_base(gw: &Running) -> String {
+    let line = gw
+        .early
+        .iter()
+        .find_map(|l| l.split("mcpgw admin view on ").nth(1))
+        .unwrap_or_else(|| {
+            panic!(
+                "no admin listener (add support::ADMIN to the config): {:?}",
+                gw.early
+            )
+        });
+    line.trim().trim_end_matches("/admin/").to_owned()
+}
+
 /// The exposed names a 2026-07-28 `tools/list` of the gateway at `url` lists, and the whole reply.
 pub fn listed_tools(url: &str) -> (Vec<String>, Value) {
     let list = modern_request(url, "tools/list", json!({}), &[]).json();

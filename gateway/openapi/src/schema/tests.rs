@@ -55,7 +55,7 @@ fn openapi_3_0_schemas_become_json_schema() {
         ),
     ];
     for (schema, expected) in cases {
-        let got = Inliner::new(&root, true).schema(&schema);
+        let got = Inliner::new(&root, true, &DocumentBudget::new()).schema(&schema);
         assert_eq!(got, Ok(expected), "{schema}");
     }
 }
@@ -102,7 +102,7 @@ fn openapi_3_1_schemas_pass_through_with_references_inlined() {
         ),
     ];
     for (schema, expected) in cases {
-        let got = Inliner::new(&root, false).schema(&schema);
+        let got = Inliner::new(&root, false, &DocumentBudget::new()).schema(&schema);
         assert_eq!(got, Ok(expected), "{schema}");
     }
 }
@@ -126,14 +126,18 @@ fn cycles_are_refused_naming_the_chain() {
     ];
     for (schema, expected) in cases {
         assert_eq!(
-            Inliner::new(&root, false).schema(&schema),
+            Inliner::new(&root, false, &DocumentBudget::new()).schema(&schema),
             Err(expected.to_owned()),
             "{schema}"
         );
     }
     // The same schema twice, side by side, is no cycle.
     let twice = json!({"properties": {"a": {"$ref": "#/components/schemas/Tagged"}, "b": {"$ref": "#/components/schemas/Tagged"}}});
-    assert!(Inliner::new(&root, false).schema(&twice).is_ok());
+    assert!(
+        Inliner::new(&root, false, &DocumentBudget::new())
+            .schema(&twice)
+            .is_ok()
+    );
 }
 
 #[test]

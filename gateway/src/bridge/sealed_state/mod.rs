@@ -30,6 +30,9 @@ const AAD: &[u8] = b"mcpgw/request-state/v1";
 const LIFETIME: Duration = Duration::from_secs(15 * 60);
 /// Single-use ids remembered at most (each until its state expires); a full set refuses new states.
 const REMEMBERED: usize = 100_000;
+/// Single-use ids one holder (a principal, else a client address) may hold at once: a hundredth of the
+/// set, so one party cannot fill it for everyone.
+pub const PER_HOLDER: usize = REMEMBERED / 100;
 
 /// Why a client's `requestState` is refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -53,6 +56,32 @@ pub enum StateError {
     /// would let its state be replayed). Not used up: the same state opens once room is made.
     #[error("the gateway holds its maximum of request states in use; retry later")]
     TooManyInUse,
+    /// The holder (principal or client address) holds its maximum of unexpired single-use ids; refused, not
+    /// used up, so that it cannot fill the set for everyone.
+    #[error(
+        "you hold the maximum of {PER_HOLDER} request states used in the last 15 minutes; retry later"
+    )]
+    TooManyHeld,
+}
+
+/// Who uses a state, for the cap on single-use ids per holder: the principal when authentication
+/// established one, else the client's address (an IPv6 address by its /64, which one client usually
+/// holds whole), else (stdio) the one local client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder(String);
+
+impl Holder {
+    /// The holder of a request from `principal` at `client`.
+    pub fn of(
+        principal: Option<&crate::auth::Principal>,
+        client: Option<std::net::IpAddr>,
+    ) -> Holder {
+        Holder(match (principal, client) {
+            (Some(p), _) => format!("principal {}", p.id()),
+            (None, Some(ip)) => format!("address {}", crate::auth::proxies::limited_as(ip)),
+            (None, None) => "local".to_owned(),
+        })
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -95,7 +124,7 @@ pub struct Opened {
 impl StateSealer {
     /// A sealer with the ring of `keys` (re-read on reload: each seal and open uses the ring of the moment).
     pub fn new(keys: Arc<ClusterKeys>) -> StateSealer {
-        StateSealer::remembering(keys, REMEMBERED)
+        StateSealer::remembering(keys, REMEMBERED, PER_HOLDER)
     }
 
     /// A sealer with one given ring (tests).
@@ -106,11 +135,11 @@ impl StateSealer {
         )))
     }
 
-    /// A sealer remembering at most `remembered` single-use ids.
-    fn remembering(keys: Arc<ClusterKeys>, remembered: usize) -> StateSealer {
+    /// A sealer remembering at most `remembered` single-use ids, `per_holder` of one holder.
+    fn remembering(keys: Arc<ClusterKeys>, remembered: usize, per_holder: usize) -> StateSealer {
         StateSealer {
             keys,
-            used: UsedIds::new(remembered),
+            used: UsedIds::new(remembered, per_holder),
         }
     }
 
@@ -140,10 +169,11 @@ impl StateSealer {
             .seal_text(Purpose::RequestState, AAD, &plain)
     }
 
-    /// Opens a client's state for the request `params` of `method`, once.
+    /// Opens a client's state for the request `params` of `method`, once, used by `holder`.
     pub fn open(
         &self,
         auth: &AuthContext,
+        holder: &Holder,
         method: &str,
         params: Option<&RawValue>,
         sealed: &str,
@@ -164,7 +194,8 @@ impl StateSealer {
         if envelope.p != auth.tag() {
             return Err(StateError::OtherCredentials);
         }
-        self.used.use_once(&envelope.j, envelope.e, now)?;
+        self.used
+            .use_once(&envelope.j, envelope.e, now, &holder.0)?;
         Ok(Opened {
             backend: envelope.b,
             state: envelope.s,
@@ -195,6 +226,10 @@ fn now_ms() -> u64 {
 mod tests {
     use super::*;
 
+    fn local() -> Holder {
+        Holder::of(None, None)
+    }
+
     fn raw(text: &str) -> Box<RawValue> {
         RawValue::from_string(text.to_owned()).unwrap()
     }
@@ -223,13 +258,25 @@ mod tests {
             r#"{"arguments":{"b":2,"a":1},"name":"t","inputResponses":{},"requestState":"x","_meta":{}}"#,
         );
         let opened = sealer
-            .open(&AuthContext::ANONYMOUS, "tools/call", Some(&retry), &sealed)
+            .open(
+                &AuthContext::ANONYMOUS,
+                &local(),
+                "tools/call",
+                Some(&retry),
+                &sealed,
+            )
             .unwrap();
         assert_eq!(opened.backend, "web");
         assert_eq!(opened.state.get(), r#""backend-state""#);
         assert_eq!(
             sealer
-                .open(&AuthContext::ANONYMOUS, "tools/call", Some(&retry), &sealed)
+                .open(
+                    &AuthContext::ANONYMOUS,
+                    &local(),
+                    "tools/call",
+                    Some(&retry),
+                    &sealed
+                )
                 .unwrap_err(),
             StateError::Replayed
         );
@@ -242,6 +289,7 @@ mod tests {
                 ring(7),
                 crate::cluster::KeySource::Random,
             )),
+            2,
             2,
         );
         let params = raw(r#"{"name":"t"}"#);
@@ -258,7 +306,13 @@ mod tests {
             .collect();
         let open = |state: &str| {
             sealer
-                .open(&AuthContext::ANONYMOUS, "tools/call", Some(&params), state)
+                .open(
+                    &AuthContext::ANONYMOUS,
+                    &local(),
+                    "tools/call",
+                    Some(&params),
+                    state,
+                )
                 .map(|opened| opened.state.get().to_owned())
         };
         // (state, outcome), in order
@@ -321,7 +375,13 @@ mod tests {
         for (method, p, state, want) in table {
             assert_eq!(
                 sealer
-                    .open(&AuthContext::ANONYMOUS, method, Some(&raw(p)), state)
+                    .open(
+                        &AuthContext::ANONYMOUS,
+                        &local(),
+                        method,
+                        Some(&raw(p)),
+                        state
+                    )
                     .unwrap_err(),
                 want,
                 "{method} {p}"
@@ -332,6 +392,7 @@ mod tests {
             other_key
                 .open(
                     &AuthContext::ANONYMOUS,
+                    &local(),
                     "tools/call",
                     Some(&params),
                     &sealed
@@ -344,13 +405,19 @@ mod tests {
         let hers = sealer.seal(&alice, "web", "tools/call", Some(&params), &raw("1"));
         assert_eq!(
             sealer
-                .open(&AuthContext::ANONYMOUS, "tools/call", Some(&params), &hers)
+                .open(
+                    &AuthContext::ANONYMOUS,
+                    &local(),
+                    "tools/call",
+                    Some(&params),
+                    &hers
+                )
                 .unwrap_err(),
             StateError::OtherCredentials
         );
         assert!(
             sealer
-                .open(&alice, "tools/call", Some(&params), &hers)
+                .open(&alice, &local(), "tools/call", Some(&params), &hers)
                 .is_ok()
         );
     }

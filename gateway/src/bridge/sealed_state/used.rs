@@ -7,9 +7,14 @@
 //! of ids whose states have not expired, a new id is refused (`TooManyInUse`) rather than any id forgotten:
 //! a forgotten id would let its state be replayed. The refused state is not used up; it opens once an id
 //! expires and makes room.
+//!
+//! Each id is held by whoever used it (a [`super::Holder`]: the principal, else the client's address), and
+//! one holder may hold at most `per_holder` ids: past that its next state is refused (`TooManyHeld`) while
+//! everyone else's still open, so one party cannot fill the set for all. Nothing is evicted to make room for
+//! anyone.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::StateError;
@@ -17,36 +22,50 @@ use super::StateError;
 /// Expired ids removed at most per use: more than the one a use adds, so a backlog drains.
 const DRAIN_PER_USE: usize = 16;
 
-/// Single-use ids remembered until their expiry, at most `cap` of them.
+/// Single-use ids remembered until their expiry, at most `cap` of them, at most `per_holder` per holder.
 #[derive(Debug)]
 pub(super) struct UsedIds {
     cap: usize,
+    per_holder: usize,
     inner: Mutex<Inner>,
 }
+
+/// One id used: its expiry, the id, its holder.
+type Used = (u64, Arc<str>, Arc<str>);
 
 #[derive(Debug, Default)]
 struct Inner {
     /// The ids remembered; always the same ids as `by_expiry`.
     ids: HashSet<Arc<str>>,
-    /// The same ids by expiry, soonest on top.
-    by_expiry: BinaryHeap<Reverse<(u64, Arc<str>)>>,
+    /// The same ids by expiry, soonest on top, each with its holder.
+    by_expiry: BinaryHeap<Reverse<Used>>,
+    /// How many ids each holder holds (holders with none are not kept).
+    held: HashMap<Arc<str>, usize>,
     /// The latest `now` seen: ids expired by it are gone, so a state expired by it stays expired even if
     /// the wall clock steps back.
     horizon: u64,
 }
 
 impl UsedIds {
-    /// Remembers at most `cap` ids.
-    pub(super) fn new(cap: usize) -> UsedIds {
+    /// Remembers at most `cap` ids, at most `per_holder` of one holder.
+    pub(super) fn new(cap: usize, per_holder: usize) -> UsedIds {
         UsedIds {
             cap,
+            per_holder: per_holder.clamp(1, cap.max(1)),
             inner: Mutex::default(),
         }
     }
 
-    /// Uses `id` (whose state expires at `expiry`, milliseconds since the epoch) once at `now`: refused when
-    /// its state has expired, when it was used already, or when the set is full of unexpired ids.
-    pub(super) fn use_once(&self, id: &str, expiry: u64, now: u64) -> Result<(), StateError> {
+    /// Uses `id` (whose state expires at `expiry`, milliseconds since the epoch) once at `now` for `holder`:
+    /// refused when its state has expired, when it was used already, when `holder` holds its maximum of
+    /// unexpired ids, or when the set is full of unexpired ids.
+    pub(super) fn use_once(
+        &self,
+        id: &str,
+        expiry: u64,
+        now: u64,
+        holder: &str,
+    ) -> Result<(), StateError> {
         // Only map operations under the lock; never held across an await (there is none).
         let mut guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let inner = &mut *guard;
@@ -54,11 +73,17 @@ impl UsedIds {
         let horizon = inner.horizon;
         for _ in 0..DRAIN_PER_USE {
             match inner.by_expiry.peek() {
-                Some(Reverse((e, _))) if *e < horizon => {}
+                Some(Reverse((e, _, _))) if *e < horizon => {}
                 _ => break,
             }
-            if let Some(Reverse((_, gone))) = inner.by_expiry.pop() {
+            if let Some(Reverse((_, gone, by))) = inner.by_expiry.pop() {
                 inner.ids.remove(&gone);
+                if let Some(n) = inner.held.get_mut(&by) {
+                    *n -= 1;
+                    if *n == 0 {
+                        inner.held.remove(&by);
+                    }
+                }
             }
         }
         if expiry < horizon {
@@ -70,9 +95,17 @@ impl UsedIds {
         if inner.ids.len() >= self.cap {
             return Err(StateError::TooManyInUse);
         }
+        let (by, held) = match inner.held.get_key_value(holder) {
+            Some((by, n)) => (by.clone(), *n),
+            None => (Arc::from(holder), 0),
+        };
+        if held >= self.per_holder {
+            return Err(StateError::TooManyHeld);
+        }
         let id: Arc<str> = Arc::from(id);
         inner.ids.insert(id.clone());
-        inner.by_expiry.push(Reverse((expiry, id)));
+        inner.held.insert(by.clone(), held + 1);
+        inner.by_expiry.push(Reverse((expiry, id, by)));
         Ok(())
     }
 
@@ -82,12 +115,70 @@ impl UsedIds {
         let inner = self.inner.lock().unwrap();
         (inner.ids.len(), inner.by_expiry.len())
     }
+
+    /// Ids `holder` holds.
+    #[cfg(test)]
+    fn held_by(&self, holder: &str) -> usize {
+        let inner = self.inner.lock().unwrap();
+        inner.held.get(holder).copied().unwrap_or(0)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use StateError::{Expired, Replayed, TooManyInUse};
+    use StateError::{Expired, Replayed, TooManyHeld, TooManyInUse};
+
+    #[test]
+    fn one_holder_at_its_cap_is_refused_while_others_still_use_states_and_nothing_unexpired_is_forgotten()
+     {
+        // 10 ids in all, 4 per holder.
+        let used = UsedIds::new(10, 4);
+        for i in 0..4 {
+            assert_eq!(
+                used.use_once(&format!("a{i}"), 100, 0, "alice"),
+                Ok(()),
+                "a{i}"
+            );
+        }
+        // Alice fills her share and is refused, however often she tries...
+        for i in 4..50 {
+            assert_eq!(
+                used.use_once(&format!("a{i}"), 100, 1, "alice"),
+                Err(TooManyHeld),
+                "a{i}"
+            );
+        }
+        // ...while Bob and Carol still use theirs.
+        for i in 0..4 {
+            assert_eq!(
+                used.use_once(&format!("b{i}"), 100, 2, "bob"),
+                Ok(()),
+                "b{i}"
+            );
+        }
+        assert_eq!(used.use_once("c0", 100, 2, "carol"), Ok(()));
+        // Nothing unexpired was forgotten to make room: every id used is still a replay.
+        for id in ["a0", "a1", "a2", "a3", "b0", "b1", "b2", "b3", "c0"] {
+            assert_eq!(used.use_once(id, 100, 3, "mallory"), Err(Replayed), "{id}");
+        }
+        assert_eq!(used.len(), (9, 9));
+        assert_eq!(
+            (
+                used.held_by("alice"),
+                used.held_by("bob"),
+                used.held_by("carol")
+            ),
+            (4, 4, 1)
+        );
+        // The whole set full: a holder under its share is refused too, still without forgetting anything.
+        assert_eq!(used.use_once("c1", 100, 3, "carol"), Ok(()));
+        assert_eq!(used.use_once("d0", 100, 3, "dave"), Err(TooManyInUse));
+        // Once Alice's ids expire, her share is hers again (the refused state was not used up).
+        assert_eq!(used.use_once("a4", 200, 101, "alice"), Ok(()));
+        assert_eq!(used.held_by("alice"), 1);
+        assert_eq!(used.held_by("bob"), 0, "bob's expired with alice's");
+    }
 
     #[test]
     fn ids_are_used_once_expire_in_order_and_a_full_set_refuses() {
@@ -172,9 +263,13 @@ mod tests {
             ),
         ];
         for (what, cap, steps, left) in table {
-            let used = UsedIds::new(cap);
+            let used = UsedIds::new(cap, cap);
             for (i, (id, expiry, now, want)) in steps.iter().enumerate() {
-                assert_eq!(used.use_once(id, *expiry, *now), *want, "{what}: step {i}");
+                assert_eq!(
+                    used.use_once(id, *expiry, *now, "h"),
+                    *want,
+                    "{what}: step {i}"
+                );
                 let (ids, heap) = used.len();
                 assert!(ids <= cap, "{what}: step {i}: {ids} ids, cap {cap}");
                 assert_eq!(ids, heap, "{what}: step {i}");
@@ -185,9 +280,9 @@ mod tests {
 
     #[test]
     fn a_burst_of_expired_ids_drains_a_few_per_use_and_still_makes_room() {
-        let used = UsedIds::new(40);
+        let used = UsedIds::new(40, 40);
         for i in 0..40 {
-            used.use_once(&format!("old{i}"), 10, 0).unwrap();
+            used.use_once(&format!("old{i}"), 10, 0, "h").unwrap();
         }
         // (id, expiry, now, outcome, ids held after): the 40 expire at once and leave 16 per use
         let table = [
@@ -199,7 +294,7 @@ mod tests {
             ("new1", 100, 11, Err(Replayed), 2),
         ];
         for (i, (id, expiry, now, want, held)) in table.into_iter().enumerate() {
-            assert_eq!(used.use_once(id, expiry, now), want, "step {i}");
+            assert_eq!(used.use_once(id, expiry, now, "h"), want, "step {i}");
             assert_eq!(used.len(), (held, held), "step {i}");
         }
     }
@@ -209,14 +304,14 @@ mod tests {
         // Far more states than the cap, opened over time with lifetimes that vary: the set stays within
         // its cap at every step, every state opens at most once, and a full set refuses rather than forgets.
         const CAP: usize = 64;
-        let used = UsedIds::new(CAP);
+        let used = UsedIds::new(CAP, CAP);
         let (mut opened, mut full) = (0, 0);
         let mut open_ids = Vec::new();
         for i in 0..20_000u64 {
             let now = i / 4;
             let expiry = now + 1 + (i * 7919) % 97;
             let id = format!("id{i}");
-            match used.use_once(&id, expiry, now) {
+            match used.use_once(&id, expiry, now, "h") {
                 Ok(()) => {
                     opened += 1;
                     open_ids.push((id, expiry));
@@ -230,7 +325,7 @@ mod tests {
             // the latest ids opened and not expired are refused as replays
             for (id, expiry) in open_ids.iter().rev().take(3) {
                 if *expiry >= now {
-                    assert_eq!(used.use_once(id, *expiry, now), Err(Replayed), "{id}");
+                    assert_eq!(used.use_once(id, *expiry, now, "h"), Err(Replayed), "{id}");
                 }
             }
         }

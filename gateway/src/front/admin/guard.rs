@@ -3,9 +3,9 @@
 //! 1. `Host`: without `[auth]` (the listener is on loopback then), a loopback name with the admin port —
 //!    `127.0.0.1`, `[::1]`, `localhost` — else 403: a page whose DNS name was rebound to 127.0.0.1 must
 //!    not read what the gateway holds.
-//! 2. Cross-site: a request with an `Origin` other than the listener's own (`http://` + its `Host`), or a
-//!    `Sec-Fetch-Site` of `cross-site` or `same-site`, is 403; no response carries a CORS header, so
-//!    preflights fail and no other origin reads a JSON view.
+//! 2. Cross-site: a request with an `Origin` other than the listener's own (`http://`, or `https://` over
+//!    TLS, + its `Host`), or a `Sec-Fetch-Site` of `cross-site` or `same-site`, is 403; no response
+//!    carries a CORS header, so preflights fail and no other origin reads a JSON view.
 //! 3. `POST`: also the `X-Mcpgw-Admin` header, which a browser sends cross-origin only after a preflight
 //!    (never granted here): 403 without it, naming it.
 //! 4. With `[auth]`: the JSON views and `POST`s are authenticated by the gateway's own authenticator
@@ -121,7 +121,7 @@ pub(super) async fn check(
         return Err(Refusal::Host);
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let own = format!("http://{host}");
+        let own = format!("{}://{host}", admin.scheme());
         if !origin.as_bytes().eq_ignore_ascii_case(own.as_bytes()) {
             return Err(Refusal::CrossSite);
         }
@@ -142,7 +142,15 @@ pub(super) async fn check(
     }
     match auth.authenticate(headers).await {
         Err(reason) => Err(Refusal::Unauthenticated(auth.challenge(reason))),
-        Ok(principal) if admin.gw.config.admin.admits(&principal.groups) => Ok(()),
+        Ok(principal)
+            if admin
+                .gw
+                .config
+                .admin
+                .admits(principal.source.qualifier(), &principal.groups) =>
+        {
+            Ok(())
+        }
         Ok(principal) => {
             tracing::info!(principal = %principal.name, "admin: refused, in none of [admin] groups");
             Err(Refusal::NotAdmin)

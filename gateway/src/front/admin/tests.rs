@@ -50,6 +50,7 @@ fn admin(gw: Arc<Gateway>) -> Admin {
         gw,
         reload: Reloader::new(None, parts),
         addr: HOST.parse().unwrap(),
+        tls: None,
     }
 }
 
@@ -449,7 +450,9 @@ async fn a_session_bound_to_an_api_keys_principal_shows_its_name() {
     let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     let gw = Gateway::new(config, Default::default(), keys).with_auth(auth);
-    let binding = crate::auth_context::AuthContext::of_principal("olga").binding();
+    let binding =
+        crate::auth_context::AuthContext::of_principal(&crate::auth::Principal::api_key_id("olga"))
+            .binding();
     initialize(&gw, Some(binding));
     initialize(&gw, Some([7; 16]));
     let body = super::views::sessions_json(&gw, 10);
@@ -480,3 +483,6 @@ async fn the_admin_listener_serves_the_metrics_behind_its_guard() {
     assert_eq!(test::call_service(&app, foreign).await.status(), 403);
     shutdown(&gw);
 }
+
+mod detail;
+mod tls;

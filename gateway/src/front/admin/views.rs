@@ -127,7 +127,8 @@ fn known_principals(gw: &Gateway) -> BTreeMap<[u8; 16], String> {
         .iter()
         .map(|k| {
             (
-                AuthContext::of_principal(&k.principal).binding(),
+                AuthContext::of_principal(&crate::auth::Principal::api_key_id(&k.principal))
+                    .binding(),
                 k.principal.clone(),
             )
         })

@@ -13,6 +13,13 @@
 //! has been sent). [`ConnectionLimit::close_idle`] shuts (its read side: actix-web then closes it) every
 //! connection that served a request and has none in progress; one that finishes its last response after
 //! that is shut as it finishes.
+//!
+//! The same count bounds an HTTP/2 connection's requests in progress at once
+//! ([`ConnectionLimit::with_max_streams`], `[server] h2_max_concurrent_streams`): actix-web builds its h2
+//! server with h2's defaults (no `SETTINGS_MAX_CONCURRENT_STREAMS`, so no limit) and exposes none of its
+//! settings, so one client could hold any number of streams, each a request the gateway works on. A request
+//! beyond the bound is answered 503 with `Retry-After` at once by `guard` ([`Connection::over_streams`]),
+//! before anything reads its body or routes it.
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -35,6 +42,7 @@ pub struct ConnectionLimit {
     open: Arc<AtomicUsize>,
     max: usize,
     live: Arc<Live>,
+    max_streams: usize,
 }
 
 /// The open connections, for a shutdown to find the idle ones.
@@ -60,6 +68,8 @@ pub struct Connection {
     /// No request has reached the gateway on it yet: its first may be on the way (a shutdown leaves it to
     /// actix-web's own deadline for a first request, `client_request_timeout`).
     fresh: AtomicBool,
+    /// Responses in progress at once beyond which an HTTP/2 request is refused.
+    max_streams: usize,
 }
 
 impl Drop for Connection {
@@ -79,6 +89,17 @@ impl Connection {
         self.active.fetch_add(1, Ordering::AcqRel);
         self.fresh.store(false, Ordering::Release);
         Active(Arc::clone(self))
+    }
+
+    /// More responses in progress than the bound of HTTP/2 streams (call it after [`Connection::begin`]:
+    /// the request asking is counted).
+    pub fn over_streams(&self) -> bool {
+        self.active.load(Ordering::Acquire) > self.max_streams
+    }
+
+    /// The bound of [`Connection::over_streams`].
+    pub fn max_streams(&self) -> usize {
+        self.max_streams
     }
 
     /// Idle: it served a request and has none in progress.
@@ -136,7 +157,14 @@ impl ConnectionLimit {
             open: Arc::new(AtomicUsize::new(0)),
             max,
             live: Arc::default(),
+            max_streams: usize::MAX,
         }
+    }
+
+    /// At most `max` requests in progress at once on one HTTP/2 connection (see [the module](self)).
+    pub fn with_max_streams(mut self, max: usize) -> ConnectionLimit {
+        self.max_streams = max;
+        self
     }
 
     /// Connections open now.
@@ -160,6 +188,7 @@ impl ConnectionLimit {
             socket,
             active: AtomicUsize::new(0),
             fresh: AtomicBool::new(true),
+            max_streams: self.max_streams,
         });
         self.live
             .by_id

@@ -11,6 +11,9 @@
 //!   h1 codec already refuses (400, closed) several `Content-Length` or several `Transfer-Encoding` headers, a
 //!   `+` or non-numeric length and codings other than `chunked` and `identity`; HTTP/2 has no
 //!   `Transfer-Encoding` (the h2 codec resets such a stream), so this only ever fires on HTTP/1.x.
+//! - **HTTP/2 streams**: a request on an HTTP/2 connection that already has
+//!   `[server] h2_max_concurrent_streams` requests in progress is answered 503 with `Retry-After`
+//!   (`connections`: actix-web does not let its h2 server advertise a limit).
 //! - **Host and Origin** ([`super::origin::single_host_and_origin`]): several `Host` or `Origin` headers, or a
 //!   `Host` header naming another host than the request's authority (HTTP/2's `:authority`, an absolute-form
 //!   HTTP/1.1 target): DNS rebinding would pass on whichever value a check happened to read.
@@ -79,7 +82,18 @@ pub async fn middleware(
     }
     // Counted on its connection until the response's body has been sent: a shutdown shuts only idle
     // connections.
-    let active = req.conn_data::<Arc<Connection>>().map(Connection::begin);
+    let connection = req.conn_data::<Arc<Connection>>();
+    let active = connection.map(Connection::begin);
+    if let Some(conn) = connection.filter(|c| req.version() == Version::HTTP_2 && c.over_streams())
+    {
+        let why = format!(
+            "more than {} requests at once on one HTTP/2 connection (server.h2_max_concurrent_streams)",
+            conn.max_streams()
+        );
+        drop(active);
+        let resp: HttpResponse = rejection_response(&Rejection::overloaded(&why, None));
+        return Ok(req.into_response(resp).map_into_right_body());
+    }
     let worker = req.app_data::<web::Data<super::Worker>>().cloned();
     let mut res = next.call(req).await?;
     // Asked when the answer is ready, not when the request came: one that was in flight when the drain

@@ -2,27 +2,18 @@
 //! the `Accept` header asks for it. The counted series come from `Gateway::metrics`; the states (backends,
 //! sessions, requests in flight, messages dropped) are read here, at scrape time, from their sources.
 //!
-//! It must not serve anything but the metrics (no session ids, no principals), and is mounted on the main
-//! listener by [`configure`] (or, through [`respond`], on another listener).
+//! It must not serve anything but the metrics (no session ids, no principals). It is served by the admin
+//! listener only (`front::admin`, through [`respond`], behind its guard): the series name every backend,
+//! which a `[[policy]]` may hide from clients, so the front door never serves them.
 
 use std::sync::Arc;
 
 use actix_web::http::header::{ACCEPT, CONTENT_TYPE};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 use handlers::BackendState;
 
-use super::Worker;
 use crate::metrics::{BackendGauges, Format, State, encode};
 use crate::state::Gateway;
-
-/// Mounts `GET /metrics` (the `Worker` of [`super::configure`] must be app data).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/metrics").route(web::get().to(handler)));
-}
-
-async fn handler(req: HttpRequest, worker: web::Data<Worker>) -> HttpResponse {
-    respond(&req, &worker.gw)
-}
 
 /// The scrape of `gw` as an HTTP response, in the format `req`'s `Accept` header asks for.
 pub fn respond(req: &HttpRequest, gw: &Arc<Gateway>) -> HttpResponse {

@@ -1,18 +1,26 @@
 //! The HTTP front door (actix-web): `POST/GET/DELETE /mcp` for both eras side by side, the 2024-11-05
-//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and `/healthz`, `/readyz`, `/metrics`; CORS on the
-//! MCP endpoints when origins are configured.
+//! HTTP+SSE transport on `GET /sse` + `POST /messages`, and the probes `/healthz` and a status-only
+//! `/readyz`; CORS on the MCP endpoints when origins are configured. `/metrics` and the readiness detail are
+//! the admin listener's (`front::admin`), never the front door's.
 
 mod body;
 pub mod connections;
 pub mod cors;
 pub mod gate;
 pub mod guard;
-mod health;
+pub(crate) mod health;
 mod http_sse;
 mod mcp;
 pub mod metrics;
 mod origin;
 mod stream;
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod health_tests;
+#[cfg(test)]
+mod streams_tests;
 
 pub use cors::CorsPolicy;
 pub use origin::OriginPolicy;
@@ -129,10 +137,8 @@ fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
     )
     .service(web::resource("/healthz").to(health::healthz))
     .service(web::resource("/readyz").to(health::readyz));
-    // `/metrics` is the admin listener's when there is one (operators' data stays off the front door).
-    if gw.config.admin.listen.is_none() {
-        cfg.configure(metrics::configure);
-    }
+    // No `/metrics` here: backend names, states and counts are operators' data, served by the admin
+    // listener (`[admin] listen`) behind its guard.
 }
 
 /// The client's IP address: the socket's peer, or behind a trusted proxy the client it names

@@ -1,9 +1,20 @@
 //! DNS-rebinding protection: a request whose `Host` is not one the gateway answers to, or whose `Origin` is
-//! present and not allowed, is refused with 403 before anything else. A gateway listening on loopback answers
-//! only to loopback names by default; one listening elsewhere checks only what the config lists. An origin
-//! allowed for CORS (`cors_allowed_origins`) is always allowed here too, so the two never disagree. A request
-//! naming its host or origin twice is refused with 400 before that, on every route ([`single_host_and_origin`],
-//! applied by `http::guard`).
+//! present and not allowed, is refused with 403 before anything else, whatever the listen address.
+//!
+//! - **Host**: checked against `allowed_hosts`, or, with none configured, against loopback names when the
+//!   gateway listens on loopback; a gateway listening elsewhere with no `allowed_hosts` takes any `Host`.
+//! - **Origin** (only on a request that carries one: SDK clients send none and are served as before): it
+//!   passes when `allowed_origins` lists it (`"*"`: any), or when `cors_allowed_origins` does (so the two
+//!   never disagree). With no `allowed_origins` configured, the default list is the loopback origins on a
+//!   loopback listener and empty elsewhere, and a **same-origin** request passes too: an `http`/`https`
+//!   Origin whose host and port are the request's `Host` (the scheme's default port when either omits it),
+//!   where that `Host` is one `allowed_hosts` (or the loopback default) names — not `"*"`, and not "any
+//!   host" beyond loopback, since a rebound name is same-origin with itself. So beyond loopback with
+//!   neither list configured, every request carrying an `Origin` is refused: a web page cannot drive the
+//!   tools through DNS rebinding, whatever the bind address.
+//!
+//! A request naming its host or origin twice is refused with 400 before that, on every route
+//! ([`single_host_and_origin`], applied by `http::guard`).
 
 use actix_web::HttpRequest;
 use actix_web::http::header::{HOST, HeaderMap, ORIGIN};
@@ -14,8 +25,12 @@ use crate::config::{ServerConfig, normalize_origin};
 /// The Host and Origin policy of one deployment.
 #[derive(Debug, Clone)]
 pub struct OriginPolicy {
+    /// The `Host` names accepted; `None`: any.
     hosts: Option<Vec<String>>,
-    origins: Option<Vec<String>>,
+    /// The origins accepted (`"*"`: any).
+    origins: Vec<String>,
+    /// Whether a same-origin request under a listed host passes too (no `allowed_origins` configured).
+    same_origin: bool,
 }
 
 const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
@@ -28,55 +43,93 @@ impl OriginPolicy {
             .allowed_hosts
             .clone()
             .or_else(|| loopback.then(|| LOOPBACK_NAMES.iter().map(|h| h.to_string()).collect()));
-        let mut origins = server.allowed_origins.clone().or_else(|| {
-            loopback.then(|| {
+        let same_origin = server.allowed_origins.is_none();
+        let mut origins = server.allowed_origins.clone().unwrap_or_else(|| {
+            if loopback {
                 LOOPBACK_NAMES
                     .iter()
                     .flat_map(|h| [format!("http://{h}"), format!("https://{h}")])
                     .collect()
-            })
+            } else {
+                Vec::new()
+            }
         });
         // An origin allowed for CORS passes this check too (in its normal form: exactly that origin).
-        if let Some(list) = &mut origins {
-            let cors = server.cors_allowed_origins.iter();
-            list.extend(cors.filter_map(|o| normalize_origin(o).ok()));
+        let cors = server.cors_allowed_origins.iter();
+        origins.extend(cors.filter_map(|o| normalize_origin(o).ok()));
+        OriginPolicy {
+            hosts,
+            origins,
+            same_origin,
         }
-        OriginPolicy { hosts, origins }
     }
 
     /// Refuses a request with a Host or Origin outside the policy.
     pub fn check(&self, req: &HttpRequest) -> Result<(), Rejection> {
         let headers = req.headers();
+        // HTTP/2 carries the host as the `:authority` pseudo-header, which is the URI's authority here.
+        let host = headers
+            .get("host")
+            .and_then(|v| v.to_str().ok())
+            .or_else(|| req.uri().authority().map(|a| a.as_str()))
+            .unwrap_or_default();
         if let Some(allowed) = &self.hosts {
-            // HTTP/2 carries the host as the `:authority` pseudo-header, which is the URI's authority here.
-            let host = headers
-                .get("host")
-                .and_then(|v| v.to_str().ok())
-                .or_else(|| req.uri().authority().map(|a| a.as_str()))
-                .unwrap_or_default();
             if !allowed.iter().any(|a| a == "*" || host_matches(a, host)) {
-                return Err(forbidden(format!("host {host:?} is not allowed")));
+                return Err(forbidden(format!(
+                    "host {host:?} is not allowed (see [server] allowed_hosts)"
+                )));
             }
         }
         if let Some(origin) = headers.get("origin") {
             let origin = origin.to_str().unwrap_or_default();
-            if !self.origin_allowed(origin) {
-                return Err(forbidden(format!("origin {origin:?} is not allowed")));
+            if !self.origin_allowed(origin, host) {
+                return Err(forbidden(format!(
+                    "origin {origin:?} is not allowed (see [server] allowed_origins)"
+                )));
             }
         }
         Ok(())
     }
 
-    /// Whether a request carrying this `Origin` passes.
-    pub fn origin_allowed(&self, origin: &str) -> bool {
-        let Some(allowed) = &self.origins else {
-            return true;
-        };
+    /// Whether a request carrying this `Origin`, sent to this `Host`, passes.
+    pub fn origin_allowed(&self, origin: &str, host: &str) -> bool {
         let normal = normalize_origin(origin).ok();
-        allowed.iter().any(|a| {
+        let listed = self.origins.iter().any(|a| {
             a == "*" || origin_matches(a, origin) || normal.as_deref().is_some_and(|n| n == a)
-        })
+        });
+        listed
+            || (self.same_origin
+                && self.names_host(host)
+                && normal.is_some_and(|n| same_origin(&n, host)))
     }
+
+    /// Whether the host list names `host` (a `"*"` entry or no list names nothing: any host would pass).
+    fn names_host(&self, host: &str) -> bool {
+        self.hosts
+            .as_ref()
+            .is_some_and(|list| list.iter().any(|a| a != "*" && host_matches(a, host)))
+    }
+}
+
+/// Whether `origin` (in its normal form: lower-case, the scheme's default port dropped) is an http(s) origin
+/// whose host and port are those of `host` (a `Host` header: `name[:port]`).
+fn same_origin(origin: &str, host: &str) -> bool {
+    let Some((scheme, authority)) = origin.split_once("://") else {
+        return false;
+    };
+    let default_port = match scheme {
+        "http" => "80",
+        "https" => "443",
+        _ => return false,
+    };
+    let host = host.to_ascii_lowercase();
+    let name = strip_port(&host);
+    let port = host[name.len()..].strip_prefix(':');
+    let host = match port {
+        Some(p) if p == default_port => name,
+        _ => host.as_str(),
+    };
+    !host.is_empty() && host == authority
 }
 
 /// Refuses a request that names its host or its origin more than once: several `Host` or several `Origin`
@@ -146,148 +199,4 @@ fn forbidden(why: String) -> Rejection {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_and_origin_matching() {
-        // (allowed, received, matches)
-        let hosts = [
-            ("localhost", "localhost:7800", true),
-            ("localhost", "localhost", true),
-            ("127.0.0.1", "127.0.0.1:1", true),
-            ("[::1]", "[::1]:7800", true),
-            ("localhost", "evil.example:7800", false),
-            ("localhost", "localhost.evil.example", false),
-        ];
-        for (allowed, host, want) in hosts {
-            assert_eq!(host_matches(allowed, host), want, "{allowed} {host}");
-        }
-        let origins = [
-            ("http://localhost", "http://localhost:3000", true),
-            ("http://localhost", "https://localhost:3000", false),
-            ("http://localhost", "http://evil.example", false),
-            ("https://app.example", "https://app.example", true),
-            ("http://localhost", "null", false),
-        ];
-        for (allowed, origin, want) in origins {
-            assert_eq!(origin_matches(allowed, origin), want, "{allowed} {origin}");
-        }
-    }
-
-    #[test]
-    fn a_host_or_origin_named_twice_is_refused() {
-        use actix_web::http::header::{HeaderName, HeaderValue};
-        // (headers, authority of the target, refused)
-        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, bool);
-        let table: [Case; 9] = [
-            (&[("host", "localhost:7800")], None, false),
-            (&[], Some("localhost:7800"), false),
-            (&[("host", "LOCALHOST:7800")], Some("localhost:7800"), false),
-            (
-                &[("origin", "http://localhost"), ("host", "localhost")],
-                None,
-                false,
-            ),
-            (
-                &[("host", "localhost"), ("host", "evil.example")],
-                None,
-                true,
-            ),
-            (&[("host", "localhost"), ("host", "localhost")], None, true),
-            (
-                &[
-                    ("origin", "http://localhost"),
-                    ("origin", "http://evil.example"),
-                ],
-                None,
-                true,
-            ),
-            (
-                &[("host", "localhost:7800")],
-                Some("evil.example:7800"),
-                true,
-            ),
-            (&[("host", "evil.example")], Some("localhost"), true),
-        ];
-        for (pairs, authority, refused) in table {
-            let mut headers = HeaderMap::new();
-            for (k, v) in pairs {
-                headers.append(
-                    HeaderName::from_bytes(k.as_bytes()).unwrap(),
-                    HeaderValue::from_str(v).unwrap(),
-                );
-            }
-            let got = single_host_and_origin(&headers, authority);
-            assert_eq!(got.is_err(), refused, "{pairs:?} {authority:?}");
-            if let Err(r) = got {
-                assert_eq!(r.status, 400);
-            }
-        }
-    }
-
-    #[test]
-    fn an_origin_allowed_for_cors_passes_the_origin_check() {
-        // (listen, allowed_origins, cors_allowed_origins, origin received, passes)
-        type Case<'a> = (&'a str, Option<&'a [&'a str]>, &'a [&'a str], &'a str, bool);
-        let table: [Case; 7] = [
-            (
-                "127.0.0.1:7800",
-                None,
-                &["https://app.example"],
-                "https://app.example",
-                true,
-            ),
-            (
-                "127.0.0.1:7800",
-                None,
-                &["https://app.example:443"],
-                "https://app.example",
-                true,
-            ),
-            (
-                "127.0.0.1:7800",
-                None,
-                &["https://app.example"],
-                "https://evil.example",
-                false,
-            ),
-            (
-                "127.0.0.1:7800",
-                None,
-                &["https://app.example"],
-                "http://localhost:5173",
-                true,
-            ),
-            (
-                "127.0.0.1:7800",
-                Some(&["https://other.example"]),
-                &["https://app.example"],
-                "https://app.example",
-                true,
-            ),
-            (
-                "127.0.0.1:7800",
-                Some(&["https://other.example"]),
-                &[],
-                "https://app.example",
-                false,
-            ),
-            ("0.0.0.0:7800", None, &[], "https://anything.example", true),
-        ];
-        for (listen, allowed, cors, origin, want) in table {
-            let server = ServerConfig {
-                listen: listen.parse().unwrap(),
-                allowed_origins: allowed.map(|a| a.iter().map(|s| s.to_string()).collect()),
-                cors_allowed_origins: cors.iter().map(|s| s.to_string()).collect(),
-                ..ServerConfig::default()
-            };
-            let policy = OriginPolicy::from_config(&server);
-            assert_eq!(
-                policy.origin_allowed(origin),
-                want,
-                "{listen} {allowed:?} {cors:?} {origin}"
-            );
-        }
-    }
-}
+mod tests;

@@ -23,7 +23,7 @@ use crate::pipeline::context::RequestContext;
 pub mod replay;
 mod search;
 
-use crate::bridge::sealed_state::StateError;
+use crate::bridge::sealed_state::{Holder, StateError};
 use crate::pipeline::response::{Outcome, backend_outcome};
 use crate::session::Session;
 use crate::state::Gateway;
@@ -57,6 +57,8 @@ pub struct Dispatch<'a> {
     pub related: Option<RelatedSink>,
     /// Who is asking: sealed states are bound to it, private cache entries keyed by it.
     pub auth: AuthContext,
+    /// Who holds the single-use ids of the states it uses (its principal, else its address).
+    pub holder: Holder,
     /// Who the call counts against for a backend's per-caller share (the context's caller).
     pub caller: Option<Caller>,
     /// The backend the call was routed to, once dispatch knows it (for the access log).
@@ -85,6 +87,7 @@ impl<'a> Dispatch<'a> {
             session: request.session().map(|s| &**s),
             related: None,
             auth: request.auth(),
+            holder: Holder::of(principal, request.client()),
             caller: request.caller(),
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
@@ -103,6 +106,7 @@ impl<'a> Dispatch<'a> {
             session: self.session,
             related: Some(sink),
             auth: self.auth,
+            holder: self.holder.clone(),
             caller: self.caller,
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
@@ -497,6 +501,7 @@ impl Dispatch<'_> {
             .sealer
             .open(
                 &self.auth,
+                &self.holder,
                 call.method().as_str(),
                 call.request().params.as_deref(),
                 &sealed,
@@ -504,6 +509,11 @@ impl Dispatch<'_> {
             .map_err(|e| match e {
                 // Not the client's fault: the same state opens once the gateway has room.
                 StateError::TooManyInUse => Error::new(ErrorCode::InternalError, e.to_string()),
+                // The client's own doing, and not used up either: the same state opens later.
+                StateError::TooManyHeld => Error::new(
+                    ErrorCode::InvalidParams,
+                    format!("requestState refused: {e}"),
+                ),
                 e => invalid(e.to_string()),
             })?;
         if opened.backend != backend {

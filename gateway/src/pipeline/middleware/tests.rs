@@ -193,6 +193,7 @@ fn a_panicking_middleware_is_answered_with_an_internal_error() {
 async fn sets_alice(mut ctx: MwContext, next: Next) -> Response {
     ctx.set_principal(Principal {
         name: "alice".into(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: vec!["ops".into()],
         scopes: vec![],
         token: None,

@@ -16,6 +16,7 @@ use crate::auth::Principal;
 pub(super) fn principal(name: &str, groups: &[&str], scopes: &[&str]) -> Option<Arc<Principal>> {
     Some(Arc::new(Principal {
         name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: groups.iter().map(|g| (*g).to_owned()).collect(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         token: None,

@@ -53,3 +53,57 @@ async fn a_reload_reads_the_document_again_and_a_changed_one_changes_the_catalog
     );
     assert_ne!(gw.gateway().catalog.snapshot().version(), before);
 }
+
+/// A YAML document whose aliases, nested three deep, copy 150 scalars 10,000 times: 1.5 million values from
+/// about 2 KB of text.
+fn alias_bomb() -> String {
+    let scalars = vec!["lol"; 150].join(", ");
+    let a = vec!["*a"; 100].join(", ");
+    let b = vec!["*b"; 100].join(", ");
+    format!(
+        "openapi: 3.0.3\ninfo: {{title: laughs, version: '1'}}\npaths: {{}}\nx-laughs:\n  a: &a [{scalars}]\n  b: &b [{a}]\n  c: [{b}]\n"
+    )
+}
+
+#[actix_rt::test]
+async fn an_openapi_alias_bomb_is_refused_and_the_other_backends_keep_serving() {
+    let dir = std::env::temp_dir().join(format!("mcpgw-openapi-bomb-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bomb = dir.join("bomb.yaml");
+    std::fs::write(&bomb, alias_bomb()).unwrap();
+    let good = dir.join("good.json");
+    std::fs::write(&good, document(&["list_things"])).unwrap();
+    let toml = format!(
+        "[[backend]]\nname = \"bomb\"\nopenapi = {:?}\nbase_url = \"http://127.0.0.1:9\"\n\n\
+         [[backend]]\nname = \"api\"\nopenapi = {:?}\nbase_url = \"http://127.0.0.1:9\"\n\n\
+         [[backend]]\nname = \"mock\"\nbuiltin = [\"mock-backend\"]\n",
+        bomb.display().to_string(),
+        good.display().to_string()
+    );
+    let config = Config::from_toml_str(&toml, Path::new("bomb.toml")).unwrap();
+    let gw = InProcessGateway::start(config).await.unwrap();
+
+    let status = gw.gateway().live().backend("bomb").unwrap().status();
+    let why = status.last_error.unwrap_or_default();
+    assert!(
+        why.contains("once its aliases are copied") && why.contains("refused"),
+        "{why}"
+    );
+    let (headers, body) = modern_request("tools/list", json!({}), &[]);
+    let tools = tool_names(&gw.post(headers, body).await);
+    assert!(tools.contains(&"api__list_things".to_owned()), "{tools:?}");
+    assert!(tools.iter().any(|t| t.starts_with("mock__")), "{tools:?}");
+    assert!(!tools.iter().any(|t| t.starts_with("bomb__")), "{tools:?}");
+    let (headers, body) = modern_request(
+        "tools/call",
+        json!({"name": "mock__echo", "arguments": {"text": "still serving"}}),
+        &[],
+    );
+    let answer = gw.post(headers, body).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert!(
+        String::from_utf8_lossy(&answer.body).contains("still serving"),
+        "{answer:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -17,6 +17,11 @@ use crate::auth::Principal;
 use crate::config::Config;
 
 const POLICY: &str = r#"
+# The rules name principals: they apply only with [auth] (the tests give each request its principal).
+[[auth.api_key]]
+principal = "tester"
+digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
 [[backend]]
 name = "m"
 builtin = ["mock-backend"]
@@ -38,6 +43,7 @@ async fn gateway() -> InProcessGateway {
 fn who(name: &str) -> Option<Arc<Principal>> {
     Some(Arc::new(Principal {
         name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: Vec::new(),
         scopes: Vec::new(),
         token: None,

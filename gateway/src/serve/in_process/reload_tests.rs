@@ -17,11 +17,13 @@ use crate::config::Config;
 use crate::reload::config::apply;
 
 const ONE: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
+/// `ONE` with `[auth]` on (an API key nobody holds: the tests give each request its principal).
+const ONE_WITH_AUTH: &str = "[[auth.api_key]]\nprincipal = \"tester\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
 const TWO: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[backend]]\nname = \"n\"\nbuiltin = [\"mock-backend\", \"--name\", \"n\"]\n";
 const ONLY_N: &str = "[[backend]]\nname = \"n\"\nbuiltin = [\"mock-backend\", \"--name\", \"n\"]\n";
 /// `m` and `n` both exposed without a prefix: every tool collides.
 const COLLIDING: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[backend]]\nname = \"n\"\nprefix = \"\"\nbuiltin = [\"mock-backend\"]\n\n[[backend]]\nname = \"o\"\nprefix = \"\"\nbuiltin = [\"mock-backend\"]\n";
-const GUARDED: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[policy]]\nprincipal = \"bob\"\nallow = [\"m__echo\"]\n\n[[rate_limit]]\nname = \"calls\"\nper = [\"principal\"]\nrate = 0.001\nburst = 2\nmethods = [\"tools/call\"]\n";
+const GUARDED: &str = "[[auth.api_key]]\nprincipal = \"tester\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[[policy]]\nprincipal = \"bob\"\nallow = [\"m__echo\"]\n\n[[rate_limit]]\nname = \"calls\"\nper = [\"principal\"]\nrate = 0.001\nburst = 2\nmethods = [\"tools/call\"]\n";
 
 fn config(toml: &str) -> Config {
     Config::from_toml_str(toml, Path::new("reload.toml")).unwrap()
@@ -30,6 +32,7 @@ fn config(toml: &str) -> Config {
 fn bob() -> Option<Arc<Principal>> {
     Some(Arc::new(Principal {
         name: "bob".to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
         groups: Vec::new(),
         scopes: Vec::new(),
         token: None,
@@ -109,7 +112,9 @@ async fn a_reload_adds_a_backend_and_a_removed_backends_tools_are_answered_as_un
 
 #[actix_rt::test]
 async fn a_reload_applies_the_policy_and_the_rate_limits_to_the_next_request() {
-    let gw = InProcessGateway::start(config(ONE)).await.unwrap();
+    let gw = InProcessGateway::start(config(ONE_WITH_AUTH))
+        .await
+        .unwrap();
     assert!(
         !unknown_tool(&call(&gw, bob(), "m__add").await, "m__add"),
         "no policy yet"
@@ -157,4 +162,23 @@ async fn a_config_whose_catalog_collides_is_refused_whole_and_the_old_one_stays(
     assert!(gw.gateway().live().backend("n").is_none());
     assert!(echoed(&call(&gw, None, "m__echo").await));
     assert!(unknown_tool(&call(&gw, None, "echo").await, "echo"));
+}
+
+/// Before: `[auth]` applies only at a restart, so a reload of a gateway started without it, to a file that
+/// adds `[auth]` and a `[[policy]]` naming principals, applied the rules with no authentication: no request
+/// had a principal and every tool vanished for every client. Now the reload is refused naming the rule, and
+/// the old config stays.
+#[actix_rt::test]
+async fn a_reload_whose_policy_needs_the_auth_it_cannot_apply_is_refused_and_the_old_config_stays()
+{
+    let gw = InProcessGateway::start(config(ONE)).await.unwrap();
+    let why = apply(gw.gateway(), config(GUARDED)).await.unwrap_err();
+    assert!(
+        why.contains("policy[0].principal") && why.contains("a reload keeps the [auth]"),
+        "{why}"
+    );
+    assert_eq!(gw.gateway().live().version, 0, "nothing was applied");
+    assert!(gw.gateway().live().policy.is_none());
+    assert!(echoed(&call(&gw, None, "m__echo").await));
+    assert!(!unknown_tool(&call(&gw, None, "m__add").await, "m__add"));
 }

@@ -107,7 +107,8 @@ async fn a_listen_naming_more_uris_than_its_cap_is_refused_naming_the_cap() {
 async fn a_principals_listen_streams_are_bounded_per_principal() {
     let gw = gateway("").await;
     let alice = principal("alice", &[], &[]);
-    let caller = Some(handlers::Caller::new("principal", b"alice"));
+    let id = alice.as_ref().unwrap().id();
+    let caller = Some(handlers::Caller::new("principal", id.as_bytes()));
     let (tx, _rx) = mpsc::channel(1);
     let subscriptions = &gw.gateway().subscriptions;
     let reader = Arc::new(crate::session::Reader::new(0, alice.as_deref()));

@@ -19,6 +19,11 @@ use super::{Exchange, InProcessGateway};
 use crate::config::Config;
 
 const FILES: &str = r#"
+# The rules name principals: they apply only with [auth] (the tests give each request its principal).
+[[auth.api_key]]
+principal = "tester"
+digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
 [[backend]]
 name = "files"
 builtin = ["mock-backend"]

@@ -16,6 +16,11 @@ use super::{Exchange, InProcessGateway};
 use crate::config::Config;
 
 const OVERLAP: &str = r#"
+# The rules name principals: they apply only with [auth] (the tests give each request its principal).
+[[auth.api_key]]
+principal = "tester"
+digest = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
 [[backend]]
 name = "a"
 builtin = ["mock-backend", "--name", "m", "--ttl-ms", "60000"]

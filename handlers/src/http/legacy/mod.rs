@@ -161,6 +161,9 @@ async fn initialize(
             .send()
             .await
             .map_err(|e| Refused::Outage(format!("initialize failed: {}", super::chain(&e))))?;
+        if let Some(refused) = super::edge::redirect_refusal(&response) {
+            return Err(Refused::Outage(refused));
+        }
         let status = response.status();
         if is_outage(status) {
             return Err(Refused::Outage(format!(
@@ -200,7 +203,12 @@ async fn initialize(
             .body(initialized)
             .send()
             .await
-            .map_err(|e| Refused::Outage(format!("notifications/initialized failed: {e}")))?;
+            .map_err(|e| {
+                Refused::Outage(format!(
+                    "notifications/initialized failed: {}",
+                    super::chain(&e)
+                ))
+            })?;
         if !response.status().is_success() {
             return Err(Refused::Failed(format!(
                 "notifications/initialized answered HTTP {}",

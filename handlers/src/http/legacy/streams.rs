@@ -60,7 +60,7 @@ impl LegacyLink {
                 .headers(headers)
                 .send()
                 .await
-                .map_err(|e| ReadError::Io(e.to_string()))?;
+                .map_err(|e| ReadError::Io(super::super::chain(&e)))?;
             if response.status() != StatusCode::OK {
                 debug!(backend = %inner.ctx.name(), status = %response.status(),
                     "the backend refused to resume its response stream");

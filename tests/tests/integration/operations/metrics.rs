@@ -1,4 +1,4 @@
-//! `GET /metrics` of a real mcpgw, read by Prometheus's own Python parsers (`prometheus_client`, from the
+//! `GET /metrics` of a real mcpgw (on its admin listener), read by Prometheus's own Python parsers (`prometheus_client`, from the
 //! interop venv): the 0.0.4 text and the OpenMetrics text both parse, hold the families the issue names with
 //! their types and labels, and count exactly the traffic the test sent. The shipped Grafana dashboard and
 //! Prometheus scrape config are checked against the same scrape: every `mcpgw_*` name they use is exported.
@@ -114,11 +114,12 @@ fn metrics_parse_in_both_formats_and_count_the_traffic_sent() {
     };
     let dir = TempDir::new("metrics");
     let gw = gateway(
-        "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n",
+        &format!("[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n{ADMIN}"),
         &dir,
     );
-    let base = gw.url.trim_end_matches("/mcp").to_owned();
-    wait_ready(&base);
+    wait_ready(gw.url.trim_end_matches("/mcp"));
+    // The metrics are the admin listener's: scraped there.
+    let base = admin_base(&gw);
 
     // The traffic: 3 results, 2 tool errors, 1 JSON-RPC error, 1 rejection (2026-07-28); a legacy session
     // with 1 call, then DELETEd.

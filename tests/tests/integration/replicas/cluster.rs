@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{Running, TempDir, free_port, mcpgw, start, wait_ready};
+use crate::support::{Running, TempDir, admin_base, free_port, mcpgw, start, wait_ready};
 
 /// Whether `program` runs here (the replica tests need Debian's redis-server and nginx: `.ci/run`
 /// installs them).
@@ -401,9 +401,12 @@ impl Replica {
         }
     }
 
-    /// Its `/readyz` body (once it answers 200).
+    /// Its admin listener's `/readyz` body, with the detail (once it answers 200; the config must have
+    /// `support::ADMIN`).
     pub fn ready_body(&self) -> serde_json::Value {
-        wait_ready(&self.base())
+        wait_ready(&admin_base(
+            self.process.as_ref().expect("a running replica"),
+        ))
     }
 
     /// Sends SIGHUP and waits (bounded: 10 s) for the log line saying the key ring was read again.

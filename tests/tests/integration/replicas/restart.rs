@@ -10,10 +10,12 @@ use serde_json::{Value, json};
 
 use crate::interop::peers::{ScriptClient, deps, script_client};
 use crate::support::{
-    JSON_HEADERS, LegacyClient, Running, TempDir, free_port, mcpgw, post_raw, start, wait_ready,
+    JSON_HEADERS, LegacyClient, Running, TempDir, admin_base, free_port, mcpgw, post_raw, start,
+    wait_ready,
 };
 
-const CONFIG: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
+/// The mock, and the admin listener whose `/readyz` counts the sessions resumed.
+const CONFIG: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n\n[admin]\nlisten = \"127.0.0.1:0\"\n";
 
 /// `mcpgw serve` on `port` with `config`, the ring (if any) in `MCPGW_SESSION_KEYS`.
 fn serve(config: &Path, port: u16, ring: Option<&str>) -> Running {
@@ -104,7 +106,7 @@ fn a_restart_with_the_same_key_ring_loses_no_session_and_without_one_loses_it() 
         "after",
         "{after:?}"
     );
-    let ready = wait_ready(&base(port));
+    let ready = wait_ready(&admin_base(&gw));
     assert_eq!(ready["sessions_resumed"], 1, "{ready}");
 
     // A forged or altered id is 404 exactly like an unknown one.
@@ -244,7 +246,7 @@ fn python_and_typescript_clients_keep_their_sessions_across_a_restart() {
         }
     }
     // The new process rebuilt both sessions from their ids; no client started a new one.
-    let ready = wait_ready(&base(port));
+    let ready = wait_ready(&admin_base(&gw));
     assert_eq!(ready["sessions_resumed"], 2, "{ready}");
     let log = gw.log_lines();
     assert!(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::cluster::{Redis, Replica, have};
-use crate::support::{LegacyClient, TempDir, client};
+use crate::support::{ADMIN, LegacyClient, TempDir, client};
 
 fn replicas(dir: &TempDir, redis: &Redis, backend: &str) -> (Replica, Replica) {
     replicas_with(dir, redis, backend, &[])
@@ -133,7 +133,8 @@ fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_wh
     needs_redis();
     let dir = TempDir::new("replicas-delete");
     let mut redis = Redis::start(&dir);
-    let (a, b) = replicas(&dir, &redis, MOCK);
+    // The admin listener's `/readyz` counts Redis's failures.
+    let (a, b) = replicas(&dir, &redis, &format!("{MOCK}{ADMIN}"));
     let url_a = format!("{}/mcp", a.base());
 
     // Both replicas hold the session's actor; a DELETE on one ends it on the other within a second.
@@ -182,7 +183,7 @@ fn a_delete_on_one_replica_is_a_404_on_the_other_within_a_second_and_one_made_wh
     let ready = a.ready_body();
     assert!(
         ready["redis"]["failures"].as_u64().unwrap() > 0,
-        "/readyz counts what failed while redis was down: {ready}"
+        "the admin listener's /readyz counts what failed while redis was down: {ready}"
     );
     assert_eq!(
         ready["ready"], true,

@@ -184,6 +184,7 @@ async fn per_principal_buckets_do_not_count_another_principals_calls() {
     let principal = |name: &str| {
         Some(Arc::new(crate::auth::Principal {
             name: name.to_owned(),
+            source: crate::auth::PrincipalSource::ApiKey,
             groups: Vec::new(),
             scopes: Vec::new(),
             token: None,
