@@ -163,12 +163,15 @@ fn a_listener_beyond_loopback_is_warned_about_and_the_check_still_passes() {
     let c = check_toml(&dir, &toml, LIMIT);
     assert!(c.ok, "{}\n{}", c.stdout, c.stderr);
     let problems = c.problems();
-    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems.len(), 3, "{problems:?}");
     let prefix = "mcpgw check: warning: [server] listen: listening on 0.0.0.0:7800 (beyond loopback) with no [auth]";
     assert!(problems[0].starts_with(prefix), "{problems:?}");
     assert!(problems[0].contains("strict = true"), "{problems:?}");
     let origins = "mcpgw check: warning: [server] allowed_origins: listening on 0.0.0.0:7800";
     assert!(problems[1].starts_with(origins), "{problems:?}");
+    let admin =
+        "mcpgw check: warning: [admin] listen: /metrics and the backends' detail of /readyz";
+    assert!(problems[2].starts_with(admin), "{problems:?}");
     assert!(
         c.stdout
             .contains("ok: every backend started and listed, no collisions"),
