@@ -201,9 +201,26 @@ fn the_kubernetes_jobs_generators_print_reports_that_merge() {
         .unwrap()
         .as_millis()
         + 3000;
+    // The clients' key, mounted from its Secret in the pod: a file here.
+    let key_dir = TempDir::new("load-job-key");
+    let key_file = key_dir.0.join("client-key");
+    std::fs::write(&key_file, "a-client-key-0123456789abcdef\n").unwrap();
+    let secret = "/run/secrets/mcpgw-load/client-key";
+    let bearer = args.iter().position(|a| a == "--bearer-file");
+    assert_eq!(
+        bearer.map(|i| args[i + 1].as_str()),
+        Some(secret),
+        "the Job sends the clients' key"
+    );
+    let volume = &job["spec"]["template"]["spec"]["volumes"][0];
+    assert_eq!(volume["secret"]["secretName"], "mcpgw-load");
+    let mount = &container["volumeMounts"][0];
+    assert_eq!(mount["name"], volume["name"]);
+    assert_eq!(mount["mountPath"], "/run/secrets/mcpgw-load");
     let words = |a: &String| -> String {
         match a.as_str() {
             "$(TARGET_URL)" => mock.url.clone(),
+            s if s == secret => key_file.display().to_string(),
             "$(START_AT)" => start.to_string(),
             _ => a.clone(),
         }
