@@ -169,6 +169,7 @@ impl KeySet {
             return;
         };
         let mut failing = false;
+        let mut fetched = false;
         loop {
             let outcome = {
                 let _serialised = self.fetching.lock().await;
@@ -176,12 +177,17 @@ impl KeySet {
             };
             match outcome {
                 Ok(n) => {
-                    if failing {
+                    // The first set held is said once (tokens verify from then on), a recovery too.
+                    if !fetched {
+                        let url = handlers::shown_url_text(url);
+                        tracing::info!(keys = n, %url, "JWK set fetched: tokens are verified with it");
+                    } else if failing {
                         let url = handlers::shown_url_text(url);
                         tracing::info!(keys = n, %url, "the JWK set is reachable again");
                     } else {
                         tracing::debug!(keys = n, %url, "JWK set fetched");
                     }
+                    fetched = true;
                     failing = false;
                 }
                 Err(why) => {

@@ -45,6 +45,13 @@ fn a_token_of_a_key_added_to_the_jwks_is_accepted_by_the_request_that_fetches_fo
     // No background refresh within the test: every fetch after the first is for an unknown kid.
     let gw = gateway("rotation-add", &jwks, 3600);
     assert!(jwks.wait_until(Jwks::served, 1, Duration::from_secs(15)));
+    // Fetched is not yet held: the gateway says when it verifies with the set (a request for an unknown kid
+    // does not wait for a fetch it did not start).
+    assert!(
+        gw.wait_log("JWK set fetched", Duration::from_secs(15)),
+        "{}",
+        gw.log()
+    );
     assert_echoed(&call(&gw, &token(&old), "old"), "old");
     jwks.set_keys(&[&old, &new]);
     // The first request naming the new kid makes the gateway fetch the set, and is verified with it: a
@@ -74,14 +81,22 @@ fn a_key_removed_from_the_jwks_verifies_until_the_set_is_fetched_again_then_its_
     let jwks = Jwks::start(&[&old, &new], Availability::Up);
     let gw = gateway("rotation-remove", &jwks, 30);
     assert!(jwks.wait_until(Jwks::served, 1, Duration::from_secs(15)));
+    // Fetched is not yet held: the gateway says when it verifies with the set (a request for an unknown kid
+    // does not wait for a fetch it did not start).
+    assert!(
+        gw.wait_log("JWK set fetched", Duration::from_secs(15)),
+        "{}",
+        gw.log()
+    );
     let still_valid = token(&old);
     assert_echoed(&call(&gw, &still_valid, "before"), "before");
     jwks.set_keys(&[&new]);
     let deadline = Instant::now() + PERIOD_BOUND;
     loop {
         let r = call(&gw, &still_valid, "cached");
-        if jwks.served() == 1 {
-            // Not fetched again yet: the key the gateway holds still verifies.
+        if jwks.attempts() == 1 {
+            // Not asked again yet (counted before the answer is written, so the gateway cannot hold a newer
+            // set): the key the gateway holds still verifies.
             assert_echoed(&r, "cached");
         } else if r.status == 401 {
             assert_401(&r, &gw.metadata_url(), Some("invalid_token"));
@@ -159,6 +174,13 @@ fn once_keys_were_fetched_the_jwks_going_down_keeps_them_verifying() {
     let jwks = Jwks::start(&[&key], Availability::Up);
     let gw = gateway("down-later", &jwks, 30);
     assert!(jwks.wait_until(Jwks::served, 1, Duration::from_secs(15)));
+    // Fetched is not yet held: the gateway says when it verifies with the set (a request for an unknown kid
+    // does not wait for a fetch it did not start).
+    assert!(
+        gw.wait_log("JWK set fetched", Duration::from_secs(15)),
+        "{}",
+        gw.log()
+    );
     assert_echoed(&call(&gw, &token(&key), "up"), "up");
     // 503 at the next refresh (30 s), then connections closed at the retry after it (10 s).
     for (n, down) in [(2, Availability::Unavailable), (3, Availability::Closing)] {

@@ -24,6 +24,13 @@ fn through_gateway(client: ScriptClient, mode: &str) {
         jwt_config(&jwks.url(), port, 300, "")
     });
     assert!(jwks.wait_until(Jwks::served, 1, Duration::from_secs(15)));
+    // Fetched is not yet held: the gateway says when it verifies with the set (a request for an unknown kid
+    // does not wait for a fetch it did not start).
+    assert!(
+        gw.wait_log("JWK set fetched", Duration::from_secs(15)),
+        "{}",
+        gw.log()
+    );
     let token = key.sign(&claims("alice", "mcp:tools"));
     let text = format!("{client:?} {mode} with a token");
     let args = [

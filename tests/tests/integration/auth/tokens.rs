@@ -49,6 +49,12 @@ impl Issuer {
             "the gateway never fetched the JWK set\n{}",
             gw.log()
         );
+        // Fetched is not yet held: the gateway says when it verifies with the set.
+        assert!(
+            gw.wait_log("JWK set fetched", Duration::from_secs(15)),
+            "{}",
+            gw.log()
+        );
         gw
     }
 }
