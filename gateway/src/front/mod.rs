@@ -5,6 +5,8 @@
 //! It must not validate, route or shape anything itself: that is the pipeline's, through `protocol`.
 
 pub mod admin;
+#[cfg(test)]
+mod fixtures;
 pub mod http;
 pub mod limits;
 pub mod stdio;

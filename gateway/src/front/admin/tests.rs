@@ -11,13 +11,13 @@ use std::sync::Arc;
 
 use actix_web::dev::ServiceResponse;
 use actix_web::{App, test};
-use handlers::BackendHandle;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::{Admin, configure};
 use crate::auth::api_key::digest_text;
 use crate::config::Config;
+use crate::front::fixtures::mocked as mocked_with;
 use crate::reload::{Reload, Reloader};
 use crate::state::Gateway;
 
@@ -76,24 +76,6 @@ fn authenticated() -> Arc<Gateway> {
     let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth))
-}
-
-/// A gateway with the builtin mock as backend `m` and its first catalog (the events the backend sends are
-/// kept, unread, in the receiver returned).
-async fn mocked() -> (Arc<Gateway>, mpsc::Receiver<handlers::BackendEvent>) {
-    let text = format!(
-        "[admin]\nlisten = \"{HOST}\"\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n"
-    );
-    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let (events, rx) = mpsc::channel(64);
-    let mock = mock::InProcessMock::from_words(&[]).unwrap();
-    let transport = handlers::Transport::InProcess(handlers::InProcess(Arc::new(mock)));
-    let m = BackendHandle::start(handlers::BackendConfig::new("m", transport), events);
-    let keys = Arc::new(crate::cluster::ClusterKeys::random());
-    let gw = Arc::new(Gateway::new(config, [("m".to_owned(), m)].into(), keys));
-    let first = crate::notify::listing::first_catalog(&gw).await.unwrap();
-    gw.catalog.replace(Arc::new(first));
-    (gw, rx)
 }
 
 fn shutdown(gw: &Gateway) {
@@ -486,3 +468,8 @@ async fn the_admin_listener_serves_the_metrics_behind_its_guard() {
 
 mod detail;
 mod tls;
+
+/// A gateway with an admin listener and the builtin mock as backend `m` (its events kept, unread).
+async fn mocked() -> (Arc<Gateway>, mpsc::Receiver<handlers::BackendEvent>) {
+    mocked_with(&format!("[admin]\nlisten = \"{HOST}\"")).await
+}

@@ -3,34 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::Path;
-use std::sync::Arc;
-
 use actix_web::{App, test};
-use handlers::BackendHandle;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::configure;
-use crate::config::Config;
-use crate::state::Gateway;
-
-/// A gateway configured by `server` (a `[server]` table's lines) with the builtin mock as backend `m`, and
-/// its first catalog (the backend's events kept, unread, in the receiver returned).
-async fn mocked(server: &str) -> (Arc<Gateway>, mpsc::Receiver<handlers::BackendEvent>) {
-    let text =
-        format!("[server]\n{server}\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n");
-    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let (events, rx) = mpsc::channel(64);
-    let mock = mock::InProcessMock::from_words(&[]).unwrap();
-    let transport = handlers::Transport::InProcess(handlers::InProcess(Arc::new(mock)));
-    let m = BackendHandle::start(handlers::BackendConfig::new("m", transport), events);
-    let keys = Arc::new(crate::cluster::ClusterKeys::random());
-    let gw = Arc::new(Gateway::new(config, [("m".to_owned(), m)].into(), keys));
-    let first = crate::notify::listing::first_catalog(&gw).await.unwrap();
-    gw.catalog.replace(Arc::new(first));
-    (gw, rx)
-}
 
 /// A 2026-07-28 `tools/call` of `m__echo` to `/mcp`, with these `Host` and `Origin` headers.
 fn echo_call(host: &str, origin: Option<&str>) -> test::TestRequest {
@@ -80,7 +56,7 @@ async fn dns_rebinding_beyond_loopback_is_refused_at_the_front_door() {
         ),
     ];
     for (server, origin, status) in cases {
-        let (gw, _events) = mocked(server).await;
+        let (gw, _events) = crate::front::fixtures::mocked(&format!("[server]\n{server}")).await;
         let app = test::init_service(App::new().configure({
             let gw = gw.clone();
             move |cfg| configure(cfg, gw)
