@@ -4,6 +4,7 @@
 //!
 //! It must not be on a request's path with I/O: the ring is read at start and on reload, never per request.
 
+mod event;
 pub mod keys;
 mod listen;
 pub mod redis;
