@@ -18,6 +18,9 @@ pub struct AdminConfig {
     pub listen: Option<SocketAddr>,
     /// With `[auth]` on: the groups whose principals may use the admin view (at least one).
     pub groups: Vec<String>,
+    /// With `[auth]` on: groups whose principals may only read `GET /metrics` and `GET /readyz` (a scraper's
+    /// or a probe's credential, which then opens no view and reloads nothing).
+    pub scrape_groups: Vec<String>,
 }
 
 impl AdminConfig {
@@ -25,7 +28,7 @@ impl AdminConfig {
     /// own address.
     pub(super) fn validate(&self, auth_on: bool, front: SocketAddr) -> Result<(), ConfigError> {
         let Some(listen) = self.listen else {
-            if !self.groups.is_empty() {
+            if !self.groups.is_empty() || !self.scrape_groups.is_empty() {
                 return Err(invalid(
                     "admin.groups",
                     "groups apply to the admin listener: set admin.listen too",
@@ -47,7 +50,8 @@ impl AdminConfig {
                 "with [auth] on, name the groups whose principals may use the admin view",
             ));
         }
-        if !auth_on && !self.groups.is_empty() {
+        let any_group = !self.groups.is_empty() || !self.scrape_groups.is_empty();
+        if !auth_on && any_group {
             return Err(invalid(
                 "admin.groups",
                 "groups need [auth]: without it the admin view is open to loopback",
@@ -55,6 +59,12 @@ impl AdminConfig {
         }
         if let Some(i) = self.groups.iter().position(|g| g.trim().is_empty()) {
             return Err(invalid(format!("admin.groups[{i}]"), "must not be empty"));
+        }
+        if let Some(i) = self.scrape_groups.iter().position(|g| g.trim().is_empty()) {
+            return Err(invalid(
+                format!("admin.scrape_groups[{i}]"),
+                "must not be empty",
+            ));
         }
         if listen.port() != 0 && listen.port() == front.port() {
             return Err(invalid(
@@ -68,12 +78,22 @@ impl AdminConfig {
     /// Whether a principal from `source` (`api_key`, `jwt`) in `groups` may use the admin view (a group
     /// qualified `api_key:`/`jwt:` admits that source only: [`super::qualified`]).
     pub fn admits(&self, source: &str, groups: &[String]) -> bool {
-        self.groups.iter().any(|wanted| {
-            groups
-                .iter()
-                .any(|g| super::qualified::matches(wanted, source, g, false))
-        })
+        any_of(&self.groups, source, groups)
     }
+
+    /// Whether such a principal may read what a scraper reads (`GET /metrics`, `GET /readyz`): one of
+    /// `groups` or of `scrape_groups`.
+    pub fn admits_scraper(&self, source: &str, groups: &[String]) -> bool {
+        self.admits(source, groups) || any_of(&self.scrape_groups, source, groups)
+    }
+}
+
+fn any_of(wanted: &[String], source: &str, groups: &[String]) -> bool {
+    wanted.iter().any(|wanted| {
+        groups
+            .iter()
+            .any(|g| super::qualified::matches(wanted, source, g, false))
+    })
 }
 
 #[cfg(test)]
@@ -88,6 +108,7 @@ mod tests {
         AdminConfig {
             listen: Some(listen.parse().unwrap()),
             groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+            scrape_groups: Vec::new(),
         }
     }
 
@@ -142,8 +163,32 @@ mod tests {
         let no_listen = AdminConfig {
             listen: None,
             groups: vec!["ops".into()],
+            scrape_groups: Vec::new(),
         };
         assert_eq!(field(no_listen.validate(true, front())), "admin.groups");
+        // A scraper's group, like the operators': with [auth] and a listener only, and never empty.
+        let scrapers = |listen: Option<&str>, group: &str| AdminConfig {
+            listen: listen.map(|l| l.parse().unwrap()),
+            groups: vec!["ops".into()],
+            scrape_groups: vec![group.into()],
+        };
+        assert_eq!(
+            field(scrapers(None, "metrics").validate(true, front())),
+            "admin.groups"
+        );
+        assert_eq!(
+            field(scrapers(Some("127.0.0.1:7801"), "metrics").validate(false, front())),
+            "admin.groups"
+        );
+        assert_eq!(
+            field(scrapers(Some("127.0.0.1:7801"), " ").validate(true, front())),
+            "admin.scrape_groups[0]"
+        );
+        assert!(
+            scrapers(Some("0.0.0.0:7801"), "metrics")
+                .validate(true, front())
+                .is_ok()
+        );
         assert_eq!(
             field(admin("127.0.0.1:7800", &[]).validate(false, front())),
             "admin.listen"

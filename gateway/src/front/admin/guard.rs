@@ -68,7 +68,9 @@ impl Refusal {
                 "a POST to the admin view needs the header X-Mcpgw-Admin (any value)"
             }
             Refusal::Unauthenticated(_) => "authentication required",
-            Refusal::NotAdmin => "the principal is in none of [admin] groups",
+            Refusal::NotAdmin => {
+                "the principal is in none of [admin] groups (scrape_groups read only GET /metrics and /readyz)"
+            }
         }
     }
 }
@@ -153,14 +155,14 @@ pub(super) async fn check(
     if page_file(method, path) {
         return Ok(());
     }
+    let scraping = method == Method::GET && matches!(path, "/metrics" | "/readyz");
+    let config = &admin.gw.config.admin;
     match auth.authenticate(headers).await {
         Err(reason) => Err(Refusal::Unauthenticated(auth.challenge(reason))),
+        Ok(principal) if config.admits(principal.source.qualifier(), &principal.groups) => Ok(()),
         Ok(principal)
-            if admin
-                .gw
-                .config
-                .admin
-                .admits(principal.source.qualifier(), &principal.groups) =>
+            if scraping
+                && config.admits_scraper(principal.source.qualifier(), &principal.groups) =>
         {
             Ok(())
         }

@@ -46,8 +46,12 @@ fn file_name(path: &str) -> &str {
 }
 
 /// The key of a principal in one of `[admin] groups` (`admin`) or in none (a client).
+/// Whether `key`'s principal may scrape the admin listener (one of `[admin] groups` or `scrape_groups`).
 fn is_admin(config: &Value, key: &Value) -> bool {
-    let groups = strings(&config["admin"]["groups"]);
+    let mut groups = strings(&config["admin"]["groups"]);
+    if config["admin"]["scrape_groups"].is_array() {
+        groups.extend(strings(&config["admin"]["scrape_groups"]));
+    }
     key["groups"]
         .as_array()
         .into_iter()
@@ -75,7 +79,7 @@ fn deploy_ships_auth_on_allowed_hosts_a_redis_password_and_probes_on_the_status_
     );
     assert!(
         keys.iter().any(|k| is_admin(&config, k)),
-        "a scraper's key, of an admin group"
+        "a scraper's key, of an admin or scrape group"
     );
     // Allowed hosts: a list of names, not everything.
     let hosts = strings(&config["server"]["allowed_hosts"]);
@@ -391,4 +395,13 @@ pub(super) fn served_as_shipped(base: &str, admin_port: u16, auth: &AuthSecret, 
     );
     let scraped = metrics(Some(&auth.metrics_key));
     assert_eq!(scraped.status, 200, "{scraped:?}");
+    // Prometheus's key scrapes and does nothing else (a scrape group, not an operator's).
+    let view = into_reply(
+        client()
+            .get(format!("http://127.0.0.1:{admin_port}/admin/config"))
+            .header("Authorization", format!("Bearer {}", auth.metrics_key))
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(view.status, 403, "the scraper read the config: {view:?}");
 }

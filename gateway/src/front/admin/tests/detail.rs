@@ -82,3 +82,49 @@ async fn with_auth_a_rebound_host_name_is_refused_even_with_a_credential() {
         );
     }
 }
+
+/// A scraper's credential (`[admin] scrape_groups`) reads `GET /metrics` and `GET /readyz` and nothing else:
+/// no view, no config, no reload.
+#[actix_rt::test]
+async fn a_scrape_group_reads_the_metrics_and_readiness_and_nothing_else() {
+    let text = format!(
+        "[admin]\nlisten = \"{HOST}\"\ngroups = [\"ops\"]\nscrape_groups = [\"metrics\"]\n\
+         [[auth.api_key]]\nprincipal = \"prometheus\"\ndigest = \"{}\"\ngroups = [\"metrics\"]\n\
+         [[auth.api_key]]\nprincipal = \"olga\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n",
+        digest_text(DEV_KEY),
+        digest_text(OPS_KEY)
+    );
+    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
+    let keys = Arc::new(crate::cluster::ClusterKeys::random());
+    let gw = Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth));
+    let app = app!(admin(gw));
+    let scraper = ("Authorization", format!("Bearer {DEV_KEY}"));
+    let operator = ("Authorization", format!("Bearer {OPS_KEY}"));
+    // No catalog yet: the detail says "starting" (503); the metrics answer 200.
+    for (path, want) in [("/metrics", 200), ("/readyz", 503)] {
+        let res = test::call_service(&app, get(path).insert_header(scraper.clone()).to_request());
+        assert_eq!(res.await.status(), want, "{path}");
+    }
+    for path in [
+        "/admin/summary",
+        "/admin/sessions",
+        "/admin/backends",
+        "/admin/catalog",
+        "/admin/config",
+    ] {
+        let res = test::call_service(&app, get(path).insert_header(scraper.clone()).to_request());
+        assert_eq!(res.await.status(), 403, "{path}");
+        let res = test::call_service(&app, get(path).insert_header(operator.clone()).to_request());
+        assert_eq!(res.await.status(), 200, "{path}");
+    }
+    let reload = test::TestRequest::post()
+        .uri("/admin/reload")
+        .insert_header(("Host", HOST))
+        .insert_header(("X-Mcpgw-Admin", "1"))
+        .insert_header(scraper);
+    assert_eq!(
+        test::call_service(&app, reload.to_request()).await.status(),
+        403
+    );
+}
