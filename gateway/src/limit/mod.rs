@@ -34,8 +34,8 @@ use lease::{Leases, Local, WORKER_KEYS};
 /// Who a bucket counts.
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {
-    /// The principal authentication established, by its id (`api_key:NAME`, `jwt:…`).
-    Principal(&'a str),
+    /// The principal authentication established, counted by its id (`api_key:NAME`, `jwt:…`).
+    Principal(&'a crate::auth::Principal),
     /// The client's IP address (a request without a principal over HTTP): the same key on every replica.
     /// An IPv6 address counts as its /64 (`auth::proxies::limited_as`): one client holds a whole /64.
     Address(std::net::IpAddr),
@@ -227,7 +227,10 @@ fn bucket_id(i: usize, rule: &Rule, f: &Facts<'_>) -> u64 {
     let per = |p| rule.per.contains(&p);
     if per(LimitPer::Principal) {
         match f.subject {
-            Subject::Principal(name) => (0u8, name).hash(&mut h),
+            Subject::Principal(p) => {
+                0u8.hash(&mut h);
+                p.hash_id(&mut h);
+            }
             Subject::Address(_) => (1u8, f.subject.address()).hash(&mut h),
             Subject::Local => 2u8.hash(&mut h),
         }
@@ -246,8 +249,9 @@ fn bucket_key(i: usize, rule: &Rule, f: &Facts<'_>) -> String {
     let per = |p| rule.per.contains(&p);
     if per(LimitPer::Principal) {
         match f.subject {
-            Subject::Principal(name) => {
-                let _ = write!(key, "p{}:{name}", name.len());
+            Subject::Principal(p) => {
+                let id = p.id();
+                let _ = write!(key, "p{}:{id}", id.len());
             }
             Subject::Address(_) => {
                 let ip = f

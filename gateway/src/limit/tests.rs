@@ -16,10 +16,21 @@ fn limits(tables: &str) -> Arc<Limits> {
     Limits::new(&config.rate_limits, None).expect("limits configured")
 }
 
-fn call<'a>(who: &'a str, backend: &'a str, tool: &'a str) -> Facts<'a> {
+/// An API key's principal named `name` (kept for the test's life: facts borrow it).
+fn who(name: &str) -> &'static crate::auth::Principal {
+    Box::leak(Box::new(crate::auth::Principal {
+        name: name.to_owned(),
+        source: crate::auth::PrincipalSource::ApiKey,
+        groups: Vec::new(),
+        scopes: Vec::new(),
+        token: None,
+    }))
+}
+
+fn call<'a>(name: &str, backend: &'a str, tool: &'a str) -> Facts<'a> {
     Facts {
         method: Method::ToolsCall,
-        subject: Subject::Principal(who),
+        subject: Subject::Principal(who(name)),
         backend: Some(backend),
         tool: Some(tool),
     }
@@ -95,6 +106,16 @@ fn buckets_are_kept_per_what_the_rule_names_and_nothing_else() {
     let tricky = keys(&call("a|x", "m", "m__echo"));
     let plain = keys(&call("a", "m", "m__echo"));
     assert!(!same(&tricky[0], &plain[0]));
+    // An API key and a token of one name are two principals, two buckets.
+    let token = crate::auth::Principal {
+        source: crate::auth::PrincipalSource::Jwt { issuer: None },
+        ..who("a").clone()
+    };
+    let by_token = keys(&Facts {
+        subject: Subject::Principal(&token),
+        ..call("a", "m", "m__echo")
+    });
+    assert!(!same(&by_token[0], &plain[0]));
     // Without a principal: the address, and on stdio one local subject.
     let caller: std::net::IpAddr = "10.0.0.1".parse().unwrap();
     let other: std::net::IpAddr = "10.0.0.2".parse().unwrap();

@@ -15,7 +15,6 @@ use protocol::{Error, ErrorCode, Method};
 use serde_json::json;
 
 use super::middleware::{Middleware, MwContext, Next, Response};
-use crate::auth::Principal;
 use crate::limit::{Facts, Limits, Refused, Step, Subject, WorkerLimits};
 
 /// The JSON-RPC code of a rate-limited request that is not a `tools/call` (the implementation-defined
@@ -40,11 +39,10 @@ impl Middleware for RateLimit {
 
     fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
         let limits = self.0.limits();
-        let principal = ctx.principal().map(Principal::id);
         let facts = Facts {
             method: ctx.method(),
-            subject: match (&principal, ctx.client()) {
-                (Some(id), _) => Subject::Principal(id),
+            subject: match (ctx.principal(), ctx.client()) {
+                (Some(p), _) => Subject::Principal(p),
                 (None, Some(address)) => Subject::Address(address),
                 (None, None) => Subject::Local,
             },

@@ -72,7 +72,12 @@ fn authenticated() -> Arc<Gateway> {
         digest_text(OPS_KEY),
         digest_text(DEV_KEY)
     );
-    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
+    authenticated_by(&text)
+}
+
+/// A gateway (no backend) of this config, with the `[auth]` it configures.
+fn authenticated_by(text: &str) -> Arc<Gateway> {
+    let config = Config::from_toml_str(text, Path::new("t.toml")).unwrap();
     let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
     let keys = Arc::new(crate::cluster::ClusterKeys::random());
     Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth))
@@ -428,10 +433,7 @@ async fn a_session_bound_to_an_api_keys_principal_shows_its_name() {
          [[auth.api_key]]\nprincipal = \"olga\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n",
         digest_text(OPS_KEY)
     );
-    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
-    let keys = Arc::new(crate::cluster::ClusterKeys::random());
-    let gw = Gateway::new(config, Default::default(), keys).with_auth(auth);
+    let gw = authenticated_by(&text);
     let binding =
         crate::auth_context::AuthContext::of_principal(&crate::auth::Principal::api_key_id("olga"))
             .binding();

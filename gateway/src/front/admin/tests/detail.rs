@@ -53,14 +53,7 @@ async fn with_auth_a_rebound_host_name_is_refused_even_with_a_credential() {
          [[auth.api_key]]\nprincipal = \"olga\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n",
         digest_text(OPS_KEY)
     );
-    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let auth = crate::auth::Authenticator::from_config(
-        &config.auth,
-        &std::sync::Arc::new(crate::egress::Egress::from_config(&config.egress)),
-    )
-    .unwrap();
-    let keys = Arc::new(crate::cluster::ClusterKeys::random());
-    let gw = Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth));
+    let gw = authenticated_by(&text);
     let app = app!(admin(gw));
     let bearer = ("Authorization", format!("Bearer {OPS_KEY}"));
     let at = |host: &str| {
@@ -94,10 +87,7 @@ async fn a_scrape_group_reads_the_metrics_and_readiness_and_nothing_else() {
         digest_text(DEV_KEY),
         digest_text(OPS_KEY)
     );
-    let config = Config::from_toml_str(&text, Path::new("t.toml")).unwrap();
-    let auth = crate::auth::Authenticator::from_config(&config.auth, &Default::default()).unwrap();
-    let keys = Arc::new(crate::cluster::ClusterKeys::random());
-    let gw = Arc::new(Gateway::new(config, Default::default(), keys).with_auth(auth));
+    let gw = authenticated_by(&text);
     let app = app!(admin(gw));
     let scraper = ("Authorization", format!("Bearer {DEV_KEY}"));
     let operator = ("Authorization", format!("Bearer {OPS_KEY}"));
