@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks of mcpgw (issue 5 §3): every figure measured beside its baseline in the same run.
 #
-#   bench/run.sh [--quick] [--only d|h]
+#   bench/run.sh [--quick] [--only d|h|n]
 #
 #   (a) tools/call through mcpgw vs directly to the same HTTP mock backend: (a1) mock latency 1 ms,
 #       64 sessions; (a2) zero latency, CPU-bound, with the CPU split between generator, gateway and mock
@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --only)
-      case "${2:-}" in d|h) ;; *) printf 'bench/run.sh: --only takes d or h (the figures that run alone)\n' >&2; exit 2 ;; esac
+      case "${2:-}" in d|h|n) ;; *) printf 'bench/run.sh: --only takes d, h or n (the figures that run alone)\n' >&2; exit 2 ;; esac
       only=$2; shift 2 ;;
     -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'bench/run.sh: unknown argument: %s (see --help)\n' "$1" >&2; exit 2 ;;
@@ -141,66 +141,8 @@ measure() {
 }
 load() { echo "$MCPGW" load --timeout 10s "$@"; }
 
-# (h) idle keep-alive connections: mcpgw with the built-in mock (no backend process), $H_COUNT connections.
-figure_h() {
-  step "(h) idle keep-alive connections: RSS of mcpgw at $H_COUNT connections, each after one GET /healthz"
-  # mcpgw raises its own soft open-files limit to the hard one, but a binary from before issue 11 does not,
-  # and the driver needs as many: this shell's soft limit goes up first (its children inherit it).
-  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-  printf '[server]\nlisten = "127.0.0.1:0"\n[[backend]]\nname = "mock"\nbuiltin = ["mock-backend"]\n' >"$WORK/gwh.toml"
-  start_gw gwh "$WORK/gwh.toml"; GWH_PID=$SRV_PID; GWH_URL=$SRV_URL
-  timeout 300 "$PY" "$HERE/lib/idle_conns.py" measure --url "$GWH_URL" --pid "$GWH_PID" --count "$H_COUNT" \
-    --out "$RESULTS" || printf '    (this run had errors: see above)\n'
-  stop "$GWH_PID"
-}
-
-# (d) idle legacy sessions. Both gateways without middlewares and with logs at warn (a line per request or per
-# session would be 2-3 million lines at 1,000,000 sessions); the driver uses one keep-alive connection per
-# process (and one for the pings): no ephemeral ports or descriptors are needed beyond that.
-d_config() { # FILE BACKEND_URL MAX_SESSIONS
-  printf '[server]\nlisten = "127.0.0.1:0"\nmax_sessions = %s\nsession_idle_secs = 7200\n[admin]\nlisten = "127.0.0.1:0"\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n' \
-    "$3" "$2" >"$1"
-}
-# admin_url NAME: the admin listener's base URL that the gateway started as NAME printed (its /readyz counts
-# the sessions; the front door's says the status alone).
-admin_url() { sed -n 's#^mcpgw admin view on \(http[^ ]*\)/admin/$#\1#p' "$WORK/$1.log" | head -n 1; }
-d_gw() { # NAME CONFIG [VAR=VALUE]...: a (d) gateway with logs at warn and the variables given
-  local name="$1" config="$2"; shift 2
-  start "$name" "$GW_RE" env RUST_LOG=warn "$@" "$MCPGW" serve --config "$config"
-}
-figure_d() {
-  local small="" large="" c
-  for c in ${D_COUNTS//,/ }; do
-    if [ "$c" -le "$D_ACTORS" ]; then small="${small:+$small,}$c"; else large="${large:+$large,}$c"; fi
-  done
-  step "(d) idle legacy sessions: RSS of mcpgw at ${D_COUNTS//,/, } sessions"
-  start_mock mockd; MOCKD_PID=$SRV_PID; MOCKD_URL=$SRV_URL
-  if [ -n "$small" ]; then
-    d_config "$WORK/gwd.toml" "$MOCKD_URL" "$D_ACTORS"
-    d_gw gwd "$WORK/gwd.toml"; GWD_PID=$SRV_PID; GWD_URL=$SRV_URL
-    timeout 900 "$PY" "$BENCH_PY" sessions --url "$GWD_URL" --admin-url "$(admin_url gwd)" --pid "$GWD_PID" \
-      --counts "$small" \
-      --max-sessions "$D_ACTORS" --out "$RESULTS" || printf '    (this run had errors: see above)\n'
-    stop "$GWD_PID"
-  fi
-  if [ -n "$large" ]; then
-    # Two replicas sharing a key ring: the second is only asked at the end, for sessions it never saw.
-    local ring
-    ring="$("$MCPGW" cluster new-key)"
-    d_config "$WORK/gwd-rest.toml" "$MOCKD_URL" "$D_REST_MAX"
-    d_gw gwd-rest "$WORK/gwd-rest.toml" MCPGW_SESSION_KEYS="$ring"; GWDR_PID=$SRV_PID; GWDR_URL=$SRV_URL
-    d_gw gwd-replica "$WORK/gwd-rest.toml" MCPGW_SESSION_KEYS="$ring"; GWDO_PID=$SRV_PID; GWDO_URL=$SRV_URL
-    printf '    the gateway (max_sessions = %s) %s; a second replica with the same key ring %s\n' \
-      "$D_REST_MAX" "$GWDR_URL" "$GWDO_URL"
-    timeout $(( D_OPEN_SECS + 300 )) "$PY" "$BENCH_PY" sessions --url "$GWDR_URL" --pid "$GWDR_PID" \
-      --counts "$large" --also-at "$D_REST_MAX" --max-sessions "$D_REST_MAX" --sample 1000 \
-      --replica-url "$GWDO_URL" --replica-admin-url "$(admin_url gwd-replica)" --admin-url "$(admin_url gwd-rest)" \
-      --max-seconds "$D_OPEN_SECS" --out "$RESULTS" \
-      || printf '    (this run had errors or failed checks: see above)\n'
-    stop "$GWDO_PID"; stop "$GWDR_PID"
-  fi
-  stop "$MOCKD_PID"
-}
+. "$HERE/lib/memory.sh"  # figures (d) and (h): resident memory
+. "$HERE/lib/floor.sh"   # figure (n): the floor, nginx as a plain reverse proxy
 
 # --- build ------------------------------------------------------------------------------------------
 given_binary="${MCPGW:-}"
@@ -215,7 +157,7 @@ fi
 # A private copy: a rebuild of target/ during the run does not change what is measured.
 cp "$MCPGW" "$WORK/mcpgw"
 MCPGW="$WORK/mcpgw"
-if [ -n "$only" ]; then
+if [ -n "$only" ] && [ "$only" != n ]; then
   step "machine: $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg), open files $(ulimit -n) (hard $(ulimit -Hn)), ephemeral ports $(tr '\t' '-' </proc/sys/net/ipv4/ip_local_port_range); mcpgw $("$MCPGW" --version | awk '{print $2}') (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
   status=0
   if [ "$only" = h ]; then
@@ -231,6 +173,7 @@ if [ -n "$only" ]; then
   printf '\nraw: %s; %s s\n' "$WORK/$only.jsonl" "$(( $(date +%s) - started ))"
   exit "$status"
 fi
+if [ "$only" != n ]; then
 step "cargo build --release (bench/echo)"
 timeout 1800 cargo build --release --locked --manifest-path "$HERE/echo/Cargo.toml"
 ECHO="$HERE/echo/target/release/mcpgw-bench-echo"
@@ -263,6 +206,8 @@ fi
 [ "$proxy_ok" = 1 ] && [ -f "$proxy_js" ] || { proxy_ok=0; printf 'Node 22 / mcp-proxy unavailable: (c) is skipped\n'; }
 NODE_VERSION="$( [ "$proxy_ok" = 1 ] && "$node_bin_dir/node" --version || echo n/a)"
 
+fi
+
 # --- the machine ------------------------------------------------------------------------------------
 cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 machine="$(nproc) cores (${cpu_model:-unknown CPU}), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r), load average at start $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -288,6 +233,18 @@ gw_config() {
   printf '[server]\nlisten = "127.0.0.1:0"\n%s\n[[backend]]\nname = "mock"\nurl = "%s"\nmax_in_flight = 4096\n\n%s' \
     "${3:-}" "$2" "$MIDDLEWARES" >"$1"
 }
+
+if [ "$only" = n ]; then
+  start_mock mock0; MOCK0_PID=$SRV_PID; MOCK0_URL=$SRV_URL
+  figure_n
+  stop "$MOCK0_PID"
+  printf '\n'
+  status=0
+  "$PY" "$HERE/lib/floor.py" section --results "$RESULTS" --dir "$WORK" || status=$?
+  cp "$RESULTS" "$WORK/n.jsonl"
+  printf '\nraw: %s; %s s\n' "$WORK/n.jsonl" "$(( $(date +%s) - started ))"
+  exit "$status"
+fi
 
 step "(a1) tools/call, mock latency 1 ms, $A1_SESSIONS sessions: direct vs through mcpgw (closed loop, then ${A1_RATE}/s)"
 start_mock mock1 --latency-ms 1; MOCK1_PID=$SRV_PID; MOCK1_URL=$SRV_URL

@@ -133,7 +133,9 @@ pub(crate) fn start(
         .workers(workers);
     let server = match tls {
         Some(tls) => server.bind_rustls_0_23(addr, tls)?,
-        None => server.bind(addr)?,
+        // HTTP/1.1, and HTTP/2 with prior knowledge (h2c) on the same port: backends that speak h2c are measured
+        // with it (bench/run.sh (n)).
+        None => server.bind_auto_h2c(addr)?,
     };
     let addrs = server.addrs();
     Ok((server.run(), addrs))
