@@ -1,10 +1,14 @@
 //! One 2026-07-28 `tools/call` of `m__echo` through the gateway's pipeline in-process
 //! (`serve::in_process::InProcessGateway`: the routing actor's validation → the `[[middleware]]` chain →
-//! the dispatch to the builtin mock, `builtin = ["mock-backend"]`, zero latency → the response actor's
-//! shaping), with no socket, against the baseline of `serde_json::from_slice` into a `Value` of the same
-//! request bytes, measured in the same run. Two pipelines: with no middleware, and with the two built-ins
-//! (`access_log`, then `allow_methods` allowing `tools/call`), so the chain's cost shows. Prints the
-//! ratios at the end. Run: `cargo bench -p gateway --bench pipeline`.
+//! the dispatch to the builtin mock, `builtin = ["mock-backend"]`, zero latency → the response's
+//! shaping), with no socket, against two baselines measured in the same run: `baseline_mock_alone`, the
+//! in-process mock answering the same request without the gateway — handed, by value, the bytes the
+//! gateway hands it for this request (recorded once from the gateway; each iteration gets its own copy, as
+//! the gateway writes a fresh `Vec` per call; see `mock_alone`) — the baseline of issue 34 (goal ≤ 5×);
+//! and `baseline_from_slice`, `serde_json::from_slice` into a `Value` of the request bytes (the older
+//! baseline, which leaves out the mock's own work). Two pipelines: with no middleware, and with the two
+//! built-ins (`access_log`, then `allow_methods` allowing `tools/call`), so the chain's cost shows. Prints
+//! the ratios at the end. Run: `cargo bench -p gateway --bench pipeline`.
 //!
 //! The rate limiter (`[[rate_limit]]`): its per-request check on the warm path (the request's bucket keys
 //! built, a token taken from the worker's lease — `limit::WorkerLimits::check`), and the pipeline with a
@@ -21,10 +25,10 @@
 //!
 //! One actix `System` is created once, and each gateway is started on it (its actors on the system's
 //! arbiter, as on one HTTP worker). Each sample runs its iterations inside one `block_on`
-//! (`iter_custom`): a request awaits the routing actor, the backend's worker actor and the response actor
-//! in turn, all on this thread; entering the runtime per request, which production never does (its
-//! workers' runtimes are already running), is left out. The global allocator is the `mcpgw` binary's
-//! (mimalloc), for the baseline too.
+//! (`iter_custom`): a request awaits the routing actor and the backend's worker actor in turn (shaping is
+//! a function call), all on this thread, and the mock alone is awaited the same way; entering the runtime
+//! per request, which production never does (its workers' runtimes are already running), is left out. The
+//! global allocator is the `mcpgw` binary's (mimalloc), for the baselines too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -37,7 +41,11 @@ use bytes::Bytes;
 use criterion::{Criterion, criterion_group};
 use gateway::config::Config;
 use gateway::serve::in_process::{InProcessGateway, header_map};
+use handlers::InProcessServer;
 use serde_json::Value;
+
+#[path = "pipeline/mock_alone.rs"]
+mod mock_alone;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -118,6 +126,38 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group(GROUP);
     g.bench_function("baseline_from_slice", |b| {
         b.iter(|| serde_json::from_slice::<Value>(black_box(REQUEST.as_bytes())).unwrap())
+    });
+    // The mock alone, handed the bytes the gateway hands it for this request (recorded once, here).
+    let handed = mock_alone::bytes_the_gateway_hands_the_mock(
+        &system,
+        Config::from_toml_str(MOCK, Path::new("bench.toml")).unwrap(),
+        headers.clone(),
+        REQUEST.as_bytes(),
+    );
+    println!(
+        "the gateway hands the mock {} bytes for the client's {}: {}",
+        handed.len(),
+        REQUEST.len(),
+        String::from_utf8_lossy(&handed)
+    );
+    let mock = mock_alone::the_builtin_mock();
+    mock_alone::assert_it_answers(&system, &mock, &handed);
+    g.bench_function("baseline_mock_alone", |b| {
+        b.iter_custom(|iters| {
+            system.block_on(async {
+                let started = Instant::now();
+                for _ in 0..iters {
+                    // `handle` takes the bytes by value, as the gateway hands them over.
+                    let answer = mock.handle(black_box(&handed).clone()).await;
+                    black_box(answer);
+                }
+                started.elapsed()
+            })
+        })
+    });
+    g.bench_function("mock_alone_clone_of_the_bytes", |b| {
+        // The baseline's own copy of the bytes per iteration, to subtract.
+        b.iter(|| black_box(black_box(&handed).clone()))
     });
     let floor = system.block_on(async { floor::Floor::start() });
     g.bench_function("floor_three_empty_actor_turns", |b| {
@@ -394,6 +434,23 @@ fn main() {
         "the chain of two: {:.2} µs per request",
         (chained - bare) / 1000.0
     );
+    if let Some(alone) = mean_ns("baseline_mock_alone") {
+        let clone = mean_ns("mock_alone_clone_of_the_bytes").unwrap_or(f64::NAN);
+        println!(
+            "baseline the in-process mock alone (handed the bytes the gateway hands it, answering): {:.2} µs ({clone:.0} ns of it the bench's copy of the bytes)",
+            alone / 1000.0
+        );
+        for (what, ns) in [
+            ("pipeline_no_middleware", bare),
+            ("pipeline_two_middlewares", chained),
+        ] {
+            let ratio = ns / alone;
+            println!(
+                "{what} / baseline_mock_alone: {ratio:.2}x (goal <= 5x: {})",
+                if ratio <= 5.0 { "met" } else { "MISSED" }
+            );
+        }
+    }
     if let (Some(recording), Some(clone)) = (
         mean_ns("metrics_recording_one_forwarded_call"),
         mean_ns("metrics_clone_of_the_result_alone"),
