@@ -1,7 +1,8 @@
 //! The backend actor: owns one backend's connection and everything that lives longer than a request: the
 //! connect and handshake, the remembered era, the reconnect schedule, the renewal of expired legacy
-//! sessions, and the shutdown. It publishes the current link in [`Shared`]; requests run on the worker
-//! that received them, in that worker's actor for the backend (`worker`).
+//! sessions, and the shutdown. It publishes the current link in [`Shared`]; requests run on the task (and
+//! worker thread) that asked, on that link, through [`crate::BackendHandle::call`]: a hop through an actor
+//! there would carry no state.
 //!
 //! Messages come only from this crate's [`crate::BackendHandle`], which bounds them with its permits.
 

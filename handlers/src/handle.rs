@@ -16,28 +16,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use actix::{Actor, Addr, MailboxError};
+use actix::{Actor, Addr};
 use protocol::shape::Failure;
 use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::actor::BackendActor;
+use crate::actor::{BackendActor, renewer};
 use crate::callers::{Asker, Callers};
 use crate::circuit::{Circuit, CircuitState};
 use crate::config::BackendConfig;
 use crate::description::{ServerDescription, TransportKind};
 use crate::events::{BackendEvent, Notifier};
+use crate::link::Link;
 use crate::listen::ListenFilter;
 use crate::related::ProgressRoutes;
 use crate::request::BackendRequest;
 use crate::share::Shares;
 use crate::shared::{CONTROL_PERMITS, Shared, State};
-use crate::worker::{self, Call};
 
-/// How much longer than the request deadline the handle waits for the actor's answer. The actor's own
-/// deadline answers first; this only guards against an actor that cannot run.
+/// How much longer than the request deadline the handle waits for the link's answer. The link's own
+/// deadline answers first; this only guards against a link that cannot keep it.
 const DELIVERY_SLACK: Duration = Duration::from_millis(250);
 
 /// Where a backend stands, as [`BackendHandle::status`] reports it.
@@ -118,9 +118,7 @@ impl BackendHandle {
     /// System) and begins connecting at once. Events go to `events` without ever blocking the backend.
     pub fn start(config: BackendConfig, events: mpsc::Sender<BackendEvent>) -> BackendHandle {
         let (state, _) = watch::channel(State::Connecting);
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let shared = Arc::new(Shared {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             name: config.name.clone(),
             request_timeout: config.request_timeout,
             max_in_flight: config.max_in_flight.max(1),
@@ -151,12 +149,6 @@ impl BackendHandle {
             shares,
             control: Arc::new(Semaphore::new(CONTROL_PERMITS)),
         }
-    }
-
-    /// The process-unique id of the backend (keys its worker actors).
-    #[cfg(test)]
-    pub(crate) fn shared_id(&self) -> u64 {
-        self.shared.id
     }
 
     /// The backend's name.
@@ -237,31 +229,33 @@ impl BackendHandle {
                 request.client_capabilities.as_ref(),
             ))
         });
-        let cancel = CancellationToken::new();
-        let _abandon_on_drop = cancel.clone().drop_guard();
-        // `send` is bounded here by the permit held until the answer. The request runs in this worker's
-        // actor for the backend, on this thread.
-        let answer = worker::local(&self.shared, &self.addr).send(Call {
-            request,
-            deadline,
-            cancel,
-            span: tracing::Span::current(),
-        });
+        // The request runs here, on the caller's task and thread: what it needs of the backend is the link
+        // the backend actor published (shared state, cloned out), so a mailbox hop would carry nothing (the
+        // design card: such a hop is a function call). Dropping this future cancels the backend request.
         let after_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        let outcome = match tokio::time::timeout_at(deadline + DELIVERY_SLACK, answer).await {
-            // The link names the backend's own timeout; this request's may be a tool's.
-            Ok(Ok(outcome)) => outcome.map_err(|f| match f {
-                Failure::Timeout { backend, .. } => Failure::Timeout { backend, after_ms },
-                f => f,
-            }),
-            Ok(Err(MailboxError::Closed)) => Err(Failure::Unavailable {
-                backend: self.shared.name.clone(),
-                reason: "the backend was shut down".to_owned(),
-            }),
-            Ok(Err(MailboxError::Timeout)) | Err(_) => Err(Failure::Timeout {
-                backend: self.shared.name.clone(),
-                after_ms,
-            }),
+        let outcome = match self.shared.link() {
+            None => Err(self.not_connected()),
+            Some(link) => {
+                let renew = matches!(link, Link::Legacy(_))
+                    .then(|| renewer(self.addr.downgrade(), self.shared.name.clone()));
+                // The link keeps `deadline` itself; this bound only guards against a link that cannot.
+                match tokio::time::timeout_at(
+                    deadline + DELIVERY_SLACK,
+                    link.call(request, deadline, renew),
+                )
+                .await
+                {
+                    // The link names the backend's own timeout; this request's may be a tool's.
+                    Ok(outcome) => outcome.map_err(|f| match f {
+                        Failure::Timeout { backend, .. } => Failure::Timeout { backend, after_ms },
+                        f => f,
+                    }),
+                    Err(_) => Err(Failure::Timeout {
+                        backend: self.shared.name.clone(),
+                        after_ms,
+                    }),
+                }
+            }
         };
         if let Some(pass) = pass {
             self.shared.circuit.record(
@@ -271,6 +265,19 @@ impl BackendHandle {
             );
         }
         outcome
+    }
+
+    /// Why a request finds no connection to run on (the backend actor has withdrawn its link).
+    fn not_connected(&self) -> Failure {
+        let reason = match self.shared.state() {
+            State::Down(reason) => format!("the backend is down: {reason}"),
+            State::Stopped => "the backend was shut down".to_owned(),
+            _ => "the backend is not connected".to_owned(),
+        };
+        Failure::Unavailable {
+            backend: self.shared.name.clone(),
+            reason,
+        }
     }
 
     /// The deadline of one request to it.
@@ -374,5 +381,68 @@ impl BackendHandle {
     pub fn shutdown(&self) {
         self.shared.set(State::Stopped);
         self.shared.stop.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use protocol::method::Method;
+    use tokio::sync::{mpsc, oneshot};
+
+    use super::*;
+    use crate::Transport;
+
+    fn echo() -> BackendRequest {
+        let params =
+            serde_json::value::to_raw_value(&serde_json::json!({"name": "echo", "arguments": {}}))
+                .ok();
+        BackendRequest::new(Method::ToolsCall, params)
+    }
+
+    /// A request runs on its caller's task, whichever arbiter that is: no actor of the backend's stands in
+    /// between (a handle taken to another arbiter answers there), and a shut-down backend answers at once.
+    #[actix_rt::test]
+    async fn a_request_runs_where_its_caller_is_and_a_shut_down_backend_answers_at_once() {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/fake_mcp_server.py"
+        );
+        let (events, _rx) = mpsc::channel(64);
+        let backend = BackendHandle::start(
+            BackendConfig::new(
+                "w",
+                Transport::stdio(["python3", "-u", script, "--era", "modern"]),
+            ),
+            events,
+        );
+        assert!(backend.wait_ready(Duration::from_secs(20)).await.is_some());
+        assert!(backend.call(echo()).await.is_ok());
+
+        let arbiter = actix_rt::Arbiter::new();
+        let (tx, rx) = oneshot::channel();
+        let there = backend.clone();
+        // The call's future stays on the arbiter that made it (it is not `Send`): started there.
+        assert!(arbiter.spawn_fn(move || {
+            actix_rt::spawn(async move {
+                let answered = there.call(echo()).await.is_ok();
+                let _ = tx.send((answered, std::thread::current().id()));
+            });
+        }));
+        let (answered, thread) = rx.await.unwrap();
+        assert!(answered);
+        assert_ne!(thread, std::thread::current().id());
+
+        backend.shutdown();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let refused = tokio::time::timeout(Duration::from_secs(1), backend.call(echo()))
+            .await
+            .expect("answered at once");
+        assert!(
+            matches!(refused, Err(Failure::Unavailable { .. })),
+            "{refused:?}"
+        );
+        arbiter.stop();
     }
 }

@@ -48,7 +48,6 @@ mod shared;
 mod stdio;
 mod trace;
 mod wire;
-mod worker;
 
 pub use circuit::{CircuitConfig, CircuitState, counts_against};
 pub use config::{

@@ -1,4 +1,4 @@
-//! What a backend's actor, its worker actors and its handles share ([`Shared`]): the backend's state as
+//! What a backend's actor and its handles share ([`Shared`]): the backend's state as
 //! every handle sees it, the connection the actor publishes, the listen filter, the circuit breaker; and
 //! the control traffic's permits ([`CONTROL_PERMITS`]) every actor's mailbox is bounded by.
 
@@ -31,11 +31,9 @@ pub(crate) enum State {
     Stopped,
 }
 
-/// What the actor, its worker actors and its handles share.
+/// What the actor and its handles share.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    /// Unique in the process (keys each thread's worker actor for this backend).
-    pub(crate) id: u64,
     pub(crate) name: String,
     pub(crate) request_timeout: Duration,
     pub(crate) max_in_flight: usize,

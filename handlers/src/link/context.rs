@@ -5,7 +5,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use futures_util::future::LocalBoxFuture;
+use futures_util::future::BoxFuture;
 use protocol::method::Method;
 use protocol::shape::Failure;
 use protocol::{Error, ErrorCode, Generation};
@@ -307,5 +307,6 @@ impl Lifeline {
 
 /// Asks the actor to replace an expired legacy session (given the session id that expired); however many
 /// requests saw it expire, one `initialize` is sent.
+/// `Send`: a request's future, which holds it, may be handed across threads before it runs.
 pub(crate) type Renew =
-    Box<dyn FnOnce(Option<String>) -> LocalBoxFuture<'static, Result<(), Failure>>>;
+    Box<dyn FnOnce(Option<String>) -> BoxFuture<'static, Result<(), Failure>> + Send>;
