@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks of mcpgw (issue 5 §3): every figure measured beside its baseline in the same run.
 #
-#   bench/run.sh [--quick] [--only d|h|n]
+#   bench/run.sh [--quick] [--only d|h|n|k]
 #
 #   (a) tools/call through mcpgw vs directly to the same HTTP mock backend: (a1) mock latency 1 ms,
 #       64 sessions; (a2) zero latency, CPU-bound, with the CPU split between generator, gateway and mock
@@ -14,6 +14,8 @@
 #   (f) tools/list across 50 backends, one of which never answers
 #   (g) 1,000 legacy sessions and 1,000 modern clients at once (60 s; --quick: 10 s)
 #   (h) resident memory per idle keep-alive connection at 5,000 connections
+#   (k) how the CPU per forwarded call grows with the catalog, idle sessions, argument size (beside nginx)
+#       and backends (bench/lib/growth.sh); (n), run alone: the floor, nginx as a reverse proxy (floor.sh)
 #
 # Builds `cargo build --release -p gateway` (set MCPGW=/path/to/mcpgw to use a binary instead) and
 # bench/echo (its own cargo workspace), installs mcp-proxy with npm ci into bench/mcp-proxy/node_modules
@@ -21,11 +23,12 @@
 # Everything listens on loopback ports chosen at run time and is stopped on exit; every step has a
 # deadline. Prints the report and writes it to bench/results/<date>.md (git-ignored); the raw JSON lines
 # and logs stay in a temporary directory (printed). --quick: one repetition of 4 s per figure
-# (about 3 minutes); the full run: three alternating repetitions of 10 s (about 25 minutes). --only h: the
+# (about 5 minutes); the full run: three alternating repetitions of 10 s (about 32 minutes). --only h: the
 # build of mcpgw and figure (h) alone (about half a minute), its section printed, no report written; --only d
 # likewise for figure (d) (4 to 6 minutes on 2 shared cores; D_COUNTS=10000,100000,1000000 by default, a
 # comma-separated list from the environment replaces it: counts up to 150,000 on the gateway with an actor per
-# session, larger ones on the one with max_sessions = 65,536).
+# session, larger ones on the one with max_sessions = 65,536). --only n, --only k: figure (n) or (k) alone, its
+# section printed, no report written ((k): about 2 minutes with --quick, 6 to 7 without).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -39,17 +42,17 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --only)
-      case "${2:-}" in d|h|n) ;; *) printf 'bench/run.sh: --only takes d, h or n (the figures that run alone)\n' >&2; exit 2 ;; esac
+      case "${2:-}" in d|h|n|k) ;; *) printf 'bench/run.sh: --only takes d, h, n or k (the figures that run alone)\n' >&2; exit 2 ;; esac
       only=$2; shift 2 ;;
-    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'bench/run.sh: unknown argument: %s (see --help)\n' "$1" >&2; exit 2 ;;
   esac
 done
 
 if [ "$quick" = 1 ]; then
-  DUR=4; REPS=1; G_DUR=10; LIMIT=900; D_DEFAULT="10000,100000"
+  DUR=4; REPS=1; G_DUR=10; LIMIT=900; D_DEFAULT="10000,100000"; K_DUR=3
 else
-  DUR=10; REPS=3; G_DUR=60; LIMIT=3600; D_DEFAULT="10000,100000,1000000"
+  DUR=10; REPS=3; G_DUR=60; LIMIT=3600; D_DEFAULT="10000,100000,1000000"; K_DUR=6
 fi
 [ "$only" = d ] && LIMIT=2400
 A1_SESSIONS=64; A1_RATE=5000; A2_SESSIONS=64; B_SESSIONS=64; C_SESSIONS=16; E_SESSIONS=32; F_SESSIONS=16
@@ -143,6 +146,7 @@ load() { echo "$MCPGW" load --timeout 10s "$@"; }
 
 . "$HERE/lib/memory.sh"  # figures (d) and (h): resident memory
 . "$HERE/lib/floor.sh"   # figure (n): the floor, nginx as a plain reverse proxy
+. "$HERE/lib/growth.sh"  # figure (k): how the cost of a forwarded call grows
 
 # --- build ------------------------------------------------------------------------------------------
 given_binary="${MCPGW:-}"
@@ -152,12 +156,13 @@ if [ -n "${MCPGW:-}" ]; then
 else
   step "cargo build --release -p gateway"
   (cd "$ROOT" && timeout 1800 cargo build --release -p gateway)
-  MCPGW="$ROOT/target/release/mcpgw"
+  MCPGW="${CARGO_TARGET_DIR:-target}/release/mcpgw"  # where that build put it
+  case "$MCPGW" in /*) ;; *) MCPGW="$ROOT/$MCPGW" ;; esac
 fi
 # A private copy: a rebuild of target/ during the run does not change what is measured.
 cp "$MCPGW" "$WORK/mcpgw"
 MCPGW="$WORK/mcpgw"
-if [ -n "$only" ] && [ "$only" != n ]; then
+if [ "$only" = d ] || [ "$only" = h ]; then
   step "machine: $(nproc) cores, load average at start $(cut -d' ' -f1-3 /proc/loadavg), open files $(ulimit -n) (hard $(ulimit -Hn)), ephemeral ports $(tr '\t' '-' </proc/sys/net/ipv4/ip_local_port_range); mcpgw $("$MCPGW" --version | awk '{print $2}') (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
   status=0
   if [ "$only" = h ]; then
@@ -173,7 +178,7 @@ if [ -n "$only" ] && [ "$only" != n ]; then
   printf '\nraw: %s; %s s\n' "$WORK/$only.jsonl" "$(( $(date +%s) - started ))"
   exit "$status"
 fi
-if [ "$only" != n ]; then
+if [ -z "$only" ]; then
 step "cargo build --release (bench/echo)"
 timeout 1800 cargo build --release --locked --manifest-path "$HERE/echo/Cargo.toml"
 ECHO="$HERE/echo/target/release/mcpgw-bench-echo"
@@ -234,15 +239,22 @@ gw_config() {
     "${3:-}" "$2" "$MIDDLEWARES" >"$1"
 }
 
-if [ "$only" = n ]; then
-  start_mock mock0; MOCK0_PID=$SRV_PID; MOCK0_URL=$SRV_URL
-  figure_n
-  stop "$MOCK0_PID"
-  printf '\n'
+if [ "$only" = n ] || [ "$only" = k ]; then
   status=0
-  "$PY" "$HERE/lib/floor.py" section --results "$RESULTS" --dir "$WORK" || status=$?
-  cp "$RESULTS" "$WORK/n.jsonl"
-  printf '\nraw: %s; %s s\n' "$WORK/n.jsonl" "$(( $(date +%s) - started ))"
+  if [ "$only" = n ]; then
+    start_mock mock0; MOCK0_PID=$SRV_PID; MOCK0_URL=$SRV_URL
+    figure_n
+    stop "$MOCK0_PID"
+    printf '\n'
+    "$PY" "$HERE/lib/floor.py" section --results "$RESULTS" --dir "$WORK" || status=$?
+  else
+    step "mcpgw $("$MCPGW" --version | awk '{print $2}') (commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown))"
+    figure_k
+    printf '\n'
+    "$PY" "$HERE/lib/growth.py" section --results "$RESULTS" --dir "$WORK" || status=$?
+  fi
+  cp "$RESULTS" "$WORK/$only.jsonl"
+  printf '\nraw: %s; %s s\n' "$WORK/$only.jsonl" "$(( $(date +%s) - started ))"
   exit "$status"
 fi
 
@@ -424,6 +436,9 @@ done
   --announce-every 2 --out "$RESULTS"
 stop "$GWFG_PID"; stop "$GWFH_PID"
 for pid in "${mockf_pids[@]}"; do stop "$pid"; done
+
+# --- (k) how the cost of a forwarded call grows (bench/lib/growth.sh) -------------------------------
+figure_k
 
 # --- the report -------------------------------------------------------------------------------------
 step "report"

@@ -976,6 +976,10 @@ class Report:
         self.section_g()
         import idle_conns  # figure (h), in its own file (which imports this one)
         idle_conns.section(self.r, self.out, self.goal)
+        import growth  # figure (k), likewise
+        growth.section(self.r, self.out, self.goal)
+        import floor  # figure (n), likewise (with `--only n`; no section when the run has no (n) runs)
+        floor.section(self.r, self.out, self.goal)
         summary = ["## Summary", "", "| | What | Goal | Measured | |", "| --- | --- | --- | --- | --- |"]
         for gid, what, goal, measured, met in self.goals:
             summary.append(f"| {gid} | {what} | {goal} | {measured} | {'met' if met else '**missed**'} |")
