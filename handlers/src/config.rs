@@ -21,6 +21,8 @@ pub struct BackendConfig {
     pub request_timeout: Duration,
     /// The deadline of a handshake (era probe, `initialize`, the HTTP+SSE `endpoint` event).
     pub connect_timeout: Duration,
+    /// HTTP/2 with prior knowledge (h2c) to an `http://` backend; `https://` ones negotiate it by ALPN.
+    pub http2: bool,
     /// How many requests may be in flight at once; one more is answered `Overloaded` at once.
     pub max_in_flight: usize,
     /// Each caller's share of those (a principal, a session, or a client address); `None`: a quarter of
@@ -95,6 +97,7 @@ impl BackendConfig {
             transport,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
+            http2: false,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,
             max_in_flight_per_caller: None,
             circuit: crate::CircuitConfig::default(),

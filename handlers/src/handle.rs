@@ -239,9 +239,11 @@ impl BackendHandle {
                 let renew = matches!(link, Link::Legacy(_))
                     .then(|| renewer(self.addr.downgrade(), self.shared.name.clone()));
                 // The link keeps `deadline` itself; this bound only guards against a link that cannot.
+                // Boxed: the exchange's state lives on the heap once, and the futures above this one, which
+                // are moved several times on their way to the runtime, stay small.
                 match tokio::time::timeout_at(
                     deadline + DELIVERY_SLACK,
-                    link.call(request, deadline, renew),
+                    Box::pin(link.call(request, deadline, renew)),
                 )
                 .await
                 {

@@ -47,35 +47,31 @@ impl RetryBudget {
             .is_ok()
     }
 
-    /// Awaits `first`; when it fails with an error `never_sent` says the backend cannot have received, and
-    /// `again` has a second attempt, awaits that after a short pause if the budget allows.
-    pub(crate) async fn run<T, E, Fut>(
+    /// `attempt(first)`; when it fails with an error from which `unsent` takes back what was never sent
+    /// (the backend cannot have received it), `attempt` once more with that, after a short pause, if the
+    /// budget allows. Nothing is copied for the retry: only what came back unsent is sent again.
+    pub(crate) async fn run<I, T, E, Fut>(
         &self,
-        first: Fut,
-        again: impl FnOnce() -> Option<Fut>,
-        never_sent: impl Fn(&E) -> bool,
+        attempt: impl Fn(I) -> Fut,
+        first: I,
+        unsent: impl Fn(&mut E) -> Option<I>,
     ) -> Result<T, E>
     where
         Fut: Future<Output = Result<T, E>>,
     {
         self.deposit();
-        match first.await {
-            Err(e) if never_sent(&e) => match again() {
-                Some(retry) if self.withdraw() => {
+        match attempt(first).await {
+            Err(mut e) => match unsent(&mut e) {
+                Some(again) if self.withdraw() => {
                     tracing::debug!("the request never reached the backend: sending it once more");
                     tokio::time::sleep(PAUSE).await;
-                    retry.await
+                    attempt(again).await
                 }
                 _ => Err(e),
             },
             outcome => outcome,
         }
     }
-}
-
-/// Whether a failed HTTP request was never written: its connection could not be made.
-pub(crate) fn never_sent(e: &reqwest::Error) -> bool {
-    e.is_connect()
 }
 
 #[cfg(test)]
@@ -100,11 +96,9 @@ mod tests {
             }
         };
         let outcome = budget
-            .run(
-                attempt(Err(first)),
-                || Some(attempt(Ok(()))),
-                |e| *e == Sent::Never,
-            )
+            .run(attempt, Err(first), |e: &mut Sent| {
+                (*e == Sent::Never).then_some(Ok(()))
+            })
             .await;
         (outcome, n.load(Ordering::SeqCst))
     }

@@ -355,6 +355,10 @@ pub struct BackendEntry {
     /// https: no certificate verification at all (warned at start; refused under `[server] strict`).
     #[serde(default)]
     pub tls_insecure_skip_verify: bool,
+    /// http: speak HTTP/2 to it with prior knowledge (h2c) instead of HTTP/1.1; https backends negotiate
+    /// HTTP/2 by ALPN either way.
+    #[serde(default)]
+    pub http2: bool,
     /// `file://` URIs the gateway answers the backend's `roots/list` with, whoever's request it arrives in;
     /// none: `roots/list` goes to the client whose request it belongs to, and gets no roots outside any.
     #[serde(default)]

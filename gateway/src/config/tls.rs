@@ -59,6 +59,9 @@ pub(super) fn validate_backend(
     if let Some((name, _)) = set.iter().find(|(_, given)| *given).filter(|_| !https) {
         return Err(invalid(field(name), "applies to https:// backends only"));
     }
+    if b.http2 && b.url.is_none() {
+        return Err(invalid(field("http2"), "applies to url backends only"));
+    }
     match (&b.tls_client_cert_file, &b.tls_client_key_file) {
         (Some(_), None) => {
             return Err(invalid(

@@ -64,7 +64,9 @@ pub(crate) async fn answer(
     let in_backends = Rc::new(Cell::new(Duration::ZERO));
     let waited = Rc::clone(&in_backends);
     let dispatch_gw = gw.clone();
-    let work = async {
+    // Boxed (here and the dispatch below): the futures above are moved several times on their way to the
+    // runtime (instrumented, selected, boxed by actix-web), and a large one is copied whole each time.
+    let work = Box::pin(async {
         let dispatched = chain.run(ctx, move |ctx| async move {
             let request = Rc::clone(ctx.request());
             let dispatch = Dispatch::new(&dispatch_gw, &request, ctx.principal());
@@ -83,7 +85,7 @@ pub(crate) async fn answer(
             }
             Response::dispatched(outcome, dispatch.backend.into_inner())
         });
-        let outcome = unless_cut_off(gw, dispatched).await;
+        let outcome = unless_cut_off(gw, Box::pin(dispatched)).await;
         record_outcome(&outcome);
         let counted = outcome.metric(method);
         let shaping = spans::child("mcpgw.shape");
@@ -98,7 +100,7 @@ pub(crate) async fn answer(
             in_backends: in_backends.get(),
         });
         shaped
-    };
+    });
     let cancellable = async {
         match &registered {
             Some(r) => tokio::select! {

@@ -52,6 +52,7 @@ pub fn start_backends(
             bc.client_info = client_info.clone();
             bc.roots.clone_from(&entry.roots);
             bc.tls = entry.tls();
+            bc.http2 = entry.http2;
             if let Some(c) = credentials.get(&entry.name) {
                 bc.credential = c.clone();
             }

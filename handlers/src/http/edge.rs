@@ -29,18 +29,20 @@ pub(super) fn redact(text: String, url: &Url) -> String {
     text.replace(full, &shown)
 }
 
-/// Why a redirect answer is refused, naming the target's host only (its path and query can carry what
+/// Why a redirect answer (to a request for `url`) is refused, naming the target's host only (its path and query can carry what
 /// the backend wants to reach or leak); `None` for any other answer.
-pub(crate) fn redirect_refusal(response: &reqwest::Response) -> Option<String> {
-    let status = response.status();
+pub(crate) fn redirect_refusal(
+    status: reqwest::StatusCode,
+    headers: &reqwest::header::HeaderMap,
+    url: &Url,
+) -> Option<String> {
     if !status.is_redirection() {
         return None;
     }
-    let target = response
-        .headers()
+    let target = headers
         .get(reqwest::header::LOCATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|location| response.url().join(location).ok());
+        .and_then(|location| url.join(location).ok());
     let host = match target
         .as_ref()
         .and_then(|t| Some((t.host_str()?, t.port())))

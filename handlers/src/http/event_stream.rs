@@ -1,5 +1,5 @@
 //! Reading `text/event-stream` bodies (the WHATWG server-sent events format): a pure, bounded decoder and
-//! an adapter over a reqwest response body.
+//! an adapter over a backend's response body (`response`).
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -154,7 +154,7 @@ impl Decoder {
     }
 }
 
-type Body = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
+type Body = Pin<Box<dyn Stream<Item = Result<Bytes, String>> + Send>>;
 
 /// The events of a response body.
 pub(crate) struct EventStream {
@@ -165,9 +165,9 @@ pub(crate) struct EventStream {
 
 impl EventStream {
     /// Reads `response`'s body as events of at most `max` bytes.
-    pub(crate) fn new(response: reqwest::Response, max: usize) -> EventStream {
+    pub(crate) fn new(response: impl Into<super::response::BackendResponse>, max: usize) -> EventStream {
         EventStream {
-            body: Box::pin(response.bytes_stream()),
+            body: Box::pin(response.into().into_stream()),
             decoder: Decoder::new(max),
             ready: VecDeque::new(),
         }
@@ -191,7 +191,7 @@ impl EventStream {
                         return Some(Err(e));
                     }
                 }
-                Err(e) => return Some(Err(StreamError::Io(super::chain(&e)))),
+                Err(e) => return Some(Err(StreamError::Io(e))),
             }
         }
     }

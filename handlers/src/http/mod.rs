@@ -13,9 +13,11 @@
 
 pub mod edge;
 mod event_stream;
+mod exchange;
 mod legacy;
 mod modern;
 mod reply;
+mod response;
 mod sse;
 pub mod tls;
 
@@ -26,7 +28,9 @@ pub(crate) use legacy::LegacyLink;
 pub(crate) use modern::ModernLink;
 pub(crate) use sse::SseLink;
 
+pub(crate) use exchange::Exchange;
 pub(crate) use reply::{ReadError, Resume, error_body, read_reply, read_stream_reply};
+pub(crate) use response::BackendResponse;
 
 use protocol::Generation;
 use protocol::method::Method;
@@ -52,7 +56,7 @@ const POST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an idle pooled connection to a backend is reused: below the keep-alive of common servers
 /// (actix-web closes an idle connection after 5 s), so a request never goes out on a connection the backend
 /// is closing at that moment (a spurious "connection closed before message completed").
-const POOL_IDLE: Duration = Duration::from_secs(4);
+pub(crate) const POOL_IDLE: Duration = Duration::from_secs(4);
 
 /// The HTTP client of one backend, with its TLS settings. No overall timeout: event streams are long-lived,
 /// and every request has its own deadline.
@@ -63,10 +67,13 @@ pub(crate) fn client(ctx: &LinkContext) -> Result<reqwest::Client, String> {
         _ => "",
     };
     // No redirect is followed: a 3xx is refused with its target's host named (`edge::redirect_refusal`).
-    let builder = reqwest::Client::builder()
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(config.connect_timeout)
         .pool_idle_timeout(POOL_IDLE)
         .redirect(reqwest::redirect::Policy::none());
+    if config.http2 && url.starts_with("http://") {
+        builder = builder.http2_prior_knowledge();
+    }
     tls::configure(builder, ctx.tls()?.clone(), &config.tls, url)?
         .build()
         .map_err(|e| format!("cannot build the http client: {}", chain(&e)))
@@ -187,7 +194,8 @@ where
     if matches!(remembered, None | Some(Verdict::Modern)) {
         match modern::probe(&ctx, &client, &url).await {
             modern::Probed::Judged(Probe::Modern(d)) => {
-                return Ok(modern::connected(ctx, client, url, d).map(L::from));
+                let exchange = Exchange::new(&ctx, &url).map_err(ConnectFailure::outage)?;
+                return Ok(modern::connected(ctx, client, url, exchange, d).map(L::from));
             }
             modern::Probed::Judged(Probe::ModernRefused(reason)) => {
                 return Err(ConnectFailure::new(
@@ -278,32 +286,16 @@ fn version_header(generation: Generation) -> HeaderValue {
     HeaderValue::from_static(generation.as_str())
 }
 
-/// What a non-200 answer to a request means: the JSON-RPC error in its body (such as -32020 when an
-/// `Mcp-Param` header did not match), or an outage.
-/// Sends `request`, and once more if it never reached the backend and the backend's retry budget allows
-/// (`crate::retry`). The copy for the retry is made before the first send (the body is bytes: a copy is a
-/// reference count).
-pub(crate) async fn send_retrying(
-    ctx: &LinkContext,
-    request: reqwest::RequestBuilder,
-) -> Result<reqwest::Response, reqwest::Error> {
-    let spare = request.try_clone();
-    ctx.retries
-        .run(
-            request.send(),
-            || spare.map(reqwest::RequestBuilder::send),
-            crate::retry::never_sent,
-        )
-        .await
-}
-
+/// What a non-200 answer to a request for `url` means: a refused redirect, the JSON-RPC error in its body
+/// (such as -32020 when an `Mcp-Param` header did not match), or an outage.
 async fn status_failure(
     ctx: &LinkContext,
     generation: Generation,
     method: Method,
-    response: reqwest::Response,
+    response: BackendResponse,
+    url: &Url,
 ) -> Failure {
-    if let Some(refused) = edge::redirect_refusal(&response) {
+    if let Some(refused) = edge::redirect_refusal(response.status(), response.headers(), url) {
         return ctx.unavailable(refused);
     }
     let status = response.status();

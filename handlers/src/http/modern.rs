@@ -21,7 +21,8 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::{
-    Poster, is_outage, json_headers, read_reply, status_failure, thread_client, version_header,
+    BackendResponse, Exchange, Poster, is_outage, json_headers, read_reply, status_failure,
+    version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
 use crate::handshake::{self, MODERN, Probe};
@@ -38,8 +39,9 @@ pub(crate) struct ModernLink(Arc<Inner>);
 #[derive(Debug)]
 struct Inner {
     ctx: Arc<LinkContext>,
-    client: reqwest::Client,
     url: Url,
+    /// The data path's requests (`exchange`; the probe and best-effort posts go through reqwest).
+    exchange: Exchange,
     last_id: AtomicI64,
     /// Messages on response streams: notifications, and the backend's requests, answered through an
     /// [`EndpointPoster`].
@@ -73,7 +75,7 @@ pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url:
             .send()
             .await
             .map_err(|e| format!("server/discover failed: {}", super::chain(&e)))?;
-        if let Some(refused) = super::edge::redirect_refusal(&response) {
+        if let Some(refused) = super::edge::redirect_refusal(response.status(), response.headers(), response.url()) {
             return Err(refused);
         }
         let status = response.status();
@@ -107,12 +109,13 @@ pub(super) fn connected(
     ctx: Arc<LinkContext>,
     client: reqwest::Client,
     url: Url,
+    exchange: Exchange,
     discover: DiscoverResult,
 ) -> Connected<ModernLink> {
     let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
     let outbox: Arc<dyn Outbox> = Arc::new(EndpointPoster {
         poster: Poster::start(
-            client.clone(),
+            client,
             Arc::from(ctx.name()),
             ctx.config.credential.clone(),
         ),
@@ -122,8 +125,8 @@ pub(super) fn connected(
     let lifeline = Lifeline::default();
     let link = ModernLink(Arc::new(Inner {
         ctx,
-        client,
         url,
+        exchange,
         last_id: AtomicI64::new(0),
         inbound,
         lifeline: lifeline.clone(),
@@ -180,7 +183,7 @@ impl ModernLink {
         &self,
         method: protocol::Method,
         id: i64,
-        response: reqwest::Response,
+        response: BackendResponse,
         inbound: &Inbound,
     ) -> Result<Box<RawValue>, Failure> {
         let ctx = &*self.0.ctx;
@@ -193,7 +196,7 @@ impl ModernLink {
 
     /// POSTs a request under a fresh id; its id and the 200 response (whose body the caller reads), or
     /// the failure the answer means.
-    async fn post(&self, mut request: BackendRequest) -> Result<(i64, reqwest::Response), Failure> {
+    async fn post(&self, mut request: BackendRequest) -> Result<(i64, BackendResponse), Failure> {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
         let params = ctx.params_for(MODERN, &mut request)?;
@@ -208,17 +211,15 @@ impl ModernLink {
         }
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, request.method.as_str(), params.as_deref());
-        let post = thread_client(&inner.ctx, &inner.client)
-            .post(inner.url.clone())
-            .headers(headers)
-            .body(body);
-        // Sent once more only if it never reached the backend (its connection could not be made).
-        let response = super::send_retrying(ctx, post)
+        // Sent once more only if it never reached the backend (`exchange`).
+        let response = inner
+            .exchange
+            .post(ctx, headers, body)
             .await
-            .map_err(|e| ctx.unavailable(format!("the request failed: {}", super::chain(&e))))?;
+            .map_err(|reason| ctx.unavailable(reason))?;
         let status = response.status();
         if status != StatusCode::OK {
-            let failure = status_failure(ctx, MODERN, request.method, response).await;
+            let failure = status_failure(ctx, MODERN, request.method, response, &inner.url).await;
             if let Some(why) = era_assumption_failed(status, &failure) {
                 inner.lifeline.cut(why);
             }

@@ -8,24 +8,21 @@ use serde_json::value::RawValue;
 use tracing::{debug, warn};
 
 use super::event_stream::{EventStream, StreamError};
-use super::{MAX_ERROR_BODY, MAX_MESSAGE_BYTES, chain};
+use super::response::BackendResponse;
+use super::{MAX_ERROR_BODY, MAX_MESSAGE_BYTES};
 use crate::inbound::Inbound;
 use crate::link::context::LinkContext;
 use crate::pending::Reply;
 use protocol::shape::Failure;
 
 /// Reads a body up to `max` bytes.
-async fn read_body(response: reqwest::Response, max: usize) -> Result<Vec<u8>, ReadError> {
+async fn read_body(response: BackendResponse, max: usize) -> Result<Vec<u8>, ReadError> {
     if response.content_length().is_some_and(|n| n > max as u64) {
         return Err(ReadError::TooLarge(max));
     }
     let mut body = Vec::new();
     let mut response = response;
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| ReadError::Io(chain(&e)))?
-    {
+    while let Some(chunk) = response.chunk().await.map_err(ReadError::Io)? {
         if body.len() + chunk.len() > max {
             return Err(ReadError::TooLarge(max));
         }
@@ -35,8 +32,8 @@ async fn read_body(response: reqwest::Response, max: usize) -> Result<Vec<u8>, R
 }
 
 /// An error body, for the JSON-RPC error it may carry (empty when unreadable).
-pub(crate) async fn error_body(response: reqwest::Response) -> Vec<u8> {
-    read_body(response, MAX_ERROR_BODY)
+pub(crate) async fn error_body(response: impl Into<BackendResponse>) -> Vec<u8> {
+    read_body(response.into(), MAX_ERROR_BODY)
         .await
         .unwrap_or_default()
 }
@@ -90,10 +87,11 @@ pub(crate) struct Resume {
 /// several messages one after the other, as some SDK servers send notifications before the response), or an
 /// event stream read until the response with that id (other messages on it go to `inbound`).
 pub(crate) async fn read_reply(
-    response: reqwest::Response,
+    response: impl Into<BackendResponse>,
     id: i64,
     inbound: &Inbound,
 ) -> Result<Reply, ReadError> {
+    let response = response.into();
     let content_type = response
         .headers()
         .get(CONTENT_TYPE)

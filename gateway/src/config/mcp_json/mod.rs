@@ -197,6 +197,7 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         tls_client_key_file: None,
         tls_server_name: None,
         tls_insecure_skip_verify: false,
+        http2: false,
         roots: Vec::new(),
         tools: None,
         prompts: None,

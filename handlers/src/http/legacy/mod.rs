@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::{
-    Poster, ReadError, error_body, is_outage, json_headers, read_reply, status_failure,
-    thread_client, version_header,
+    Exchange, Poster, ReadError, error_body, is_outage, json_headers, read_reply, status_failure,
+    version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
 use crate::handshake::{self, modern_refusal_in_body};
@@ -50,6 +50,9 @@ struct Inner {
     ctx: Arc<LinkContext>,
     client: reqwest::Client,
     url: Url,
+    /// The data path's requests in the shared session (`exchange`); `client` serves the handshake, the
+    /// GET stream, best-effort posts and the principals' own sessions.
+    exchange: Exchange,
     session: RwLock<Session>,
     last_id: AtomicI64,
     poster: Poster,
@@ -96,6 +99,7 @@ pub(super) async fn connect(
     client: &reqwest::Client,
     url: &Url,
 ) -> Result<Connected<LegacyLink>, Refused> {
+    let exchange = Exchange::new(ctx, url).map_err(Refused::Outage)?;
     let last_id = AtomicI64::new(0);
     let (session, init) =
         initialize(ctx, client, url, &last_id, ctx.config.credential.clone()).await?;
@@ -117,6 +121,7 @@ pub(super) async fn connect(
             ctx: Arc::clone(ctx),
             client: client.clone(),
             url: url.clone(),
+            exchange,
             session: RwLock::new(session),
             last_id,
             poster,
@@ -161,7 +166,7 @@ async fn initialize(
             .send()
             .await
             .map_err(|e| Refused::Outage(format!("initialize failed: {}", super::chain(&e))))?;
-        if let Some(refused) = super::edge::redirect_refusal(&response) {
+        if let Some(refused) = super::edge::redirect_refusal(response.status(), response.headers(), response.url()) {
             return Err(Refused::Outage(refused));
         }
         let status = response.status();
@@ -354,14 +359,12 @@ impl LegacyLink {
             trace.apply(&mut headers);
         }
         let exchange = async {
-            let post = thread_client(&inner.ctx, &inner.client)
-                .post(inner.url.clone())
-                .headers(headers)
-                .body(body);
-            // Sent once more only if it never reached the backend (its connection could not be made).
-            let response = super::send_retrying(ctx, post)
+            // Sent once more only if it never reached the backend (`exchange`).
+            let response = inner
+                .exchange
+                .post(ctx, headers, body)
                 .await
-                .map_err(|e| ctx.unavailable(format!("the request failed: {}", super::chain(&e))));
+                .map_err(|reason| ctx.unavailable(reason));
             let response = match response {
                 Ok(r) => r,
                 Err(failure) => return Attempt::Done(Err(failure)),
@@ -371,7 +374,8 @@ impl LegacyLink {
                 return Attempt::Expired(session.id.clone());
             }
             if status != StatusCode::OK {
-                let failure = status_failure(ctx, session.generation, method, response).await;
+                let failure =
+                    status_failure(ctx, session.generation, method, response, &inner.url).await;
                 return Attempt::Done(Err(failure));
             }
             let reply = match read_reply(response, id, inbound).await {
