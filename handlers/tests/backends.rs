@@ -31,3 +31,6 @@ mod circuit;
 
 #[path = "backends/edge.rs"]
 mod edge;
+
+#[path = "backends/exchange.rs"]
+mod exchange;

@@ -165,7 +165,10 @@ pub(crate) struct EventStream {
 
 impl EventStream {
     /// Reads `response`'s body as events of at most `max` bytes.
-    pub(crate) fn new(response: impl Into<super::response::BackendResponse>, max: usize) -> EventStream {
+    pub(crate) fn new(
+        response: impl Into<super::response::BackendResponse>,
+        max: usize,
+    ) -> EventStream {
         EventStream {
             body: Box::pin(response.into().into_stream()),
             decoder: Decoder::new(max),

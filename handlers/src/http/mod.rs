@@ -11,6 +11,7 @@
 //! No redirect is followed: a 3xx is refused with its target's host named, and URLs are shown without their
 //! userinfo or query (`edge`). Answers are read in `reply`, whose errors never carry what a body held.
 
+mod connections;
 pub mod edge;
 mod event_stream;
 mod exchange;

@@ -75,7 +75,9 @@ pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url:
             .send()
             .await
             .map_err(|e| format!("server/discover failed: {}", super::chain(&e)))?;
-        if let Some(refused) = super::edge::redirect_refusal(response.status(), response.headers(), response.url()) {
+        if let Some(refused) =
+            super::edge::redirect_refusal(response.status(), response.headers(), response.url())
+        {
             return Err(refused);
         }
         let status = response.status();
@@ -114,11 +116,7 @@ pub(super) fn connected(
 ) -> Connected<ModernLink> {
     let description = ServerDescription::from_discover(discover, TransportKind::StreamableHttp);
     let outbox: Arc<dyn Outbox> = Arc::new(EndpointPoster {
-        poster: Poster::start(
-            client,
-            Arc::from(ctx.name()),
-            ctx.config.credential.clone(),
-        ),
+        poster: Poster::start(client, Arc::from(ctx.name()), ctx.config.credential.clone()),
         url: url.clone(),
     });
     let inbound = Inbound::new(ctx.notifier.clone(), None, Some(outbox));

@@ -9,7 +9,7 @@ use hyper::body::Incoming;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_LENGTH, HeaderMap};
 
-use super::exchange::Checkin;
+use super::connections::Checkin;
 
 /// One answer: its status and headers, and a body read once.
 #[derive(Debug)]
@@ -32,7 +32,10 @@ enum Body {
 }
 
 impl BackendResponse {
-    pub(super) fn from_hyper(response: hyper::Response<Incoming>, checkin: Option<Checkin>) -> Self {
+    pub(super) fn from_hyper(
+        response: hyper::Response<Incoming>,
+        checkin: Option<Checkin>,
+    ) -> Self {
         let (parts, incoming) = response.into_parts();
         BackendResponse {
             status: parts.status,

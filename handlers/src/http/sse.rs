@@ -140,7 +140,9 @@ async fn open(
                 super::chain(&e)
             ))
         })?;
-    if let Some(refused) = super::edge::redirect_refusal(response.status(), response.headers(), response.url()) {
+    if let Some(refused) =
+        super::edge::redirect_refusal(response.status(), response.headers(), response.url())
+    {
         return Err(Refused::Outage(refused));
     }
     let status = response.status();
@@ -289,7 +291,9 @@ impl SseLink {
             .send()
             .await
             .map_err(|e| format!("posting to the backend failed: {}", super::chain(&e)))?;
-        if let Some(refused) = super::edge::redirect_refusal(response.status(), response.headers(), response.url()) {
+        if let Some(refused) =
+            super::edge::redirect_refusal(response.status(), response.headers(), response.url())
+        {
             return Err(refused);
         }
         let status = response.status();

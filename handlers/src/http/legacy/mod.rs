@@ -166,7 +166,9 @@ async fn initialize(
             .send()
             .await
             .map_err(|e| Refused::Outage(format!("initialize failed: {}", super::chain(&e))))?;
-        if let Some(refused) = super::edge::redirect_refusal(response.status(), response.headers(), response.url()) {
+        if let Some(refused) =
+            super::edge::redirect_refusal(response.status(), response.headers(), response.url())
+        {
             return Err(Refused::Outage(refused));
         }
         let status = response.status();
