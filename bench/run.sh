@@ -14,6 +14,7 @@
 #   (f) tools/list across 50 backends, one of which never answers
 #   (g) 1,000 legacy sessions and 1,000 modern clients at once (60 s; --quick: 10 s)
 #   (h) resident memory per idle keep-alive connection at 5,000 connections
+#   (n) the floor: tools/call through nginx (a plain reverse proxy) vs mcpgw vs directly, both eras
 #   (k) how the CPU per forwarded call grows with the catalog, idle sessions, argument size (beside nginx)
 #       and backends (bench/lib/growth.sh); (n), run alone: the floor, nginx as a reverse proxy (floor.sh)
 #
@@ -23,7 +24,7 @@
 # Everything listens on loopback ports chosen at run time and is stopped on exit; every step has a
 # deadline. Prints the report and writes it to bench/results/<date>.md (git-ignored); the raw JSON lines
 # and logs stay in a temporary directory (printed). --quick: one repetition of 4 s per figure
-# (about 5 minutes); the full run: three alternating repetitions of 10 s (about 32 minutes). --only h: the
+# (about 5 minutes); the full run: three alternating repetitions of 10 s (about 42 minutes). --only h: the
 # build of mcpgw and figure (h) alone (about half a minute), its section printed, no report written; --only d
 # likewise for figure (d) (4 to 6 minutes on 2 shared cores; D_COUNTS=10000,100000,1000000 by default, a
 # comma-separated list from the environment replaces it: counts up to 150,000 on the gateway with an actor per
@@ -328,6 +329,9 @@ for rep in $(seq 1 "$REPS"); do
   done
 done
 stop "$GW0_PID"
+
+# --- (n) the floor: nginx as a plain reverse proxy in front of the same zero-latency mock ---------------
+figure_n
 
 # --- (g) 2,000 clients at once, on the 1 ms mock ------------------------------------------------------
 step "(g) 1,000 legacy + 1,000 modern clients for ${G_DUR} s: direct vs through mcpgw"

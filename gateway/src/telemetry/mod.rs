@@ -7,6 +7,7 @@
 //! exported by a client on a runtime of its own, never on an actix arbiter. This domain must not know
 //! requests' transports or the pipeline: the pipeline calls it with plain facts (names, ids, header values).
 
+mod batched;
 mod collector;
 pub mod logs;
 pub mod parent;
