@@ -28,7 +28,8 @@
 //! (`iter_custom`): a request awaits the routing actor and the backend's worker actor in turn (shaping is
 //! a function call), all on this thread, and the mock alone is awaited the same way; entering the runtime
 //! per request, which production never does (its workers' runtimes are already running), is left out. The
-//! global allocator is the `mcpgw` binary's (mimalloc), for the baselines too.
+//! global allocator is the `mcpgw` binary's (mimalloc), for the baselines too, behind atomic counters: after
+//! the benches, allocations per call are counted and held to a budget (see `allocations`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -47,8 +48,8 @@ use serde_json::Value;
 #[path = "pipeline/mock_alone.rs"]
 mod mock_alone;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+#[path = "pipeline/allocations.rs"]
+mod allocations;
 
 const REQUEST: &str = r#"{"jsonrpc":"2.0","id":"call-tool-example-41","method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"ExampleClient","version":"1.0.0"},"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}},"name":"m__echo","arguments":{"text":"Current weather in New York: temperature 22°C, partly cloudy, humidity 65%, wind 10 km/h NW."}}}"#;
 
@@ -401,6 +402,7 @@ fn paired_limiter_cost() -> (f64, f64) {
 fn main() {
     benches();
     Criterion::default().configure_from_args().final_summary();
+    allocations::report();
     let (Some(base), Some(floor), Some(bare), Some(chained)) = (
         mean_ns("baseline_from_slice"),
         mean_ns("floor_three_empty_actor_turns"),
