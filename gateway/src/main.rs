@@ -141,6 +141,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            gateway::telemetry::logs::flush();
             eprintln!("mcpgw: error: {e:#}");
             ExitCode::FAILURE
         }
@@ -152,6 +153,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         (Some(path), _) => Config::from_toml_file(path)?,
         (None, Some(path)) => from_mcp_json(path)?,
         (None, None) => {
+            gateway::telemetry::logs::flush();
             eprintln!("mcpgw: no --config given: serving the built-in demo backend");
             demo()?
         }

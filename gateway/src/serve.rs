@@ -251,6 +251,7 @@ async fn first_catalog(
     for report in gw.ledger.report(std::time::Instant::now()) {
         if let Some(reason) = report.standing.reason() {
             // Named on a start-up line: the gateway serves without it and adds it when it comes up.
+            crate::telemetry::logs::flush();
             eprintln!(
                 "mcpgw: backend {} is down at start ({reason}); serving without it until it comes up",
                 report.name
@@ -371,11 +372,13 @@ async fn serve_http(
         .transpose()?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
+        crate::telemetry::logs::flush();
         eprintln!(
             "mcpgw listening on {scheme}://{addr}/mcp ({} backends, {workers} workers)",
             gw.live().backends.len()
         );
         for endpoint in gw.endpoints.all().iter().skip(1) {
+            crate::telemetry::logs::flush();
             eprintln!(
                 "  endpoint {:?} on {scheme}://{addr}{}",
                 endpoint.server_info.name, endpoint.path
@@ -437,6 +440,7 @@ fn start_admin(
     let scheme = admin.scheme();
     let server = crate::front::admin::server(admin, listener)
         .map_err(|error| ServeError::Bind { addr, error })?;
+    crate::telemetry::logs::flush();
     eprintln!("mcpgw admin view on {scheme}://{addr}/admin/");
     let handle = server.handle();
     actix_rt::spawn(async move {

@@ -91,6 +91,12 @@ impl ProgressRoutes {
         let Some(params) = params else {
             return (None, None);
         };
+        // Most calls carry no progress token: skip the parse when the text cannot hold one. A key written
+        // with escapes (`progress\u0054oken`) is still found: any `\u` in the text means a full parse.
+        let text = params.get();
+        if !text.contains(PROGRESS_TOKEN) && !text.contains("\\u") {
+            return (Some(params), None);
+        }
         let (edited, route) = {
             let Some(mut object) = RawObject::parse(&params) else {
                 return (Some(params), None);
@@ -215,6 +221,24 @@ mod tests {
         assert!(rx.try_recv().is_err(), "no route after the request ended");
         let other = Notification::new("notifications/message", None);
         assert!(routes.deliver(other).is_err());
+    }
+
+    /// The fast path (no parse when the text cannot hold a token) must not let a token through unrewritten:
+    /// a client's own `mcpgw-N` reaching the backend would route that backend's progress to another
+    /// request's sink.
+    #[test]
+    fn a_token_under_an_escaped_key_is_still_rewritten_and_params_without_one_pass_untouched() {
+        let routes = Arc::new(ProgressRoutes::default());
+        let (tx, _rx) = mpsc::channel(4);
+        let escaped = raw(r#"{"_meta":{"progress\u0054oken":"mcpgw-7"}}"#);
+        let (edited, guard) = routes.rewrite(Some(escaped), Some(&tx));
+        let edited = edited.unwrap();
+        assert!(guard.is_some(), "{}", edited.get());
+        assert!(!edited.get().contains("mcpgw-7"), "{}", edited.get());
+        let plain = r#"{"name":"t","arguments":{"text":"no token here"}}"#;
+        let (same, none) = routes.rewrite(Some(raw(plain)), Some(&tx));
+        assert!(none.is_none());
+        assert_eq!(same.unwrap().get(), plain);
     }
 
     #[test]

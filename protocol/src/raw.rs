@@ -2,6 +2,7 @@
 //! is edited on the way through (a tool name de-prefixed, `_meta` keys added or removed, results stamped)
 //! without reformatting or re-parsing anything below the top level, so big numbers and unknown fields survive.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserialize;
@@ -12,7 +13,33 @@ use serde_json::value::RawValue;
 /// later may be owned.
 #[derive(Debug, Clone, Default)]
 pub struct RawObject<'a> {
-    fields: Vec<(String, RawText<'a>)>,
+    /// Keys borrowed from the text when it holds them unescaped (no allocation per key), owned otherwise.
+    fields: Vec<(Cow<'a, str>, RawText<'a>)>,
+}
+
+/// A key as read: borrowed when the text has it without escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -40,7 +67,7 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut fields = Vec::with_capacity(map.size_hint().unwrap_or(4));
-                while let Some((k, val)) = map.next_entry::<String, &'de RawValue>()? {
+                while let Some((Key(k), val)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
                     fields.push((k, RawText::Borrowed(val)));
                 }
                 Ok(RawObject { fields })
@@ -55,7 +82,7 @@ impl serde::Serialize for RawObject<'_> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(self.fields.len()))?;
         for (k, v) in &self.fields {
-            map.serialize_entry(k, v.get())?;
+            map.serialize_entry(k.as_ref(), v.get())?;
         }
         map.end()
     }
@@ -85,14 +112,16 @@ impl<'a> RawObject<'a> {
 
     /// The keys and raw values, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
-        self.fields.iter().map(|(k, v)| (k.as_str(), v.get()))
+        self.fields.iter().map(|(k, v)| (k.as_ref(), v.get()))
     }
 
     /// Sets `key` (replacing it in place, or appending).
     pub fn set(&mut self, key: &str, value: Box<RawValue>) {
         match self.fields.iter_mut().find(|(k, _)| k == key) {
             Some((_, v)) => *v = RawText::Owned(value),
-            None => self.fields.push((key.to_owned(), RawText::Owned(value))),
+            None => self
+                .fields
+                .push((Cow::Owned(key.to_owned()), RawText::Owned(value))),
         }
     }
 
@@ -122,7 +151,7 @@ impl<'a> RawObject<'a> {
             if i > 0 {
                 out.push(b',');
             }
-            serde_json::to_writer(&mut *out, k).expect("writing to a Vec cannot fail");
+            serde_json::to_writer(&mut *out, k.as_ref()).expect("writing to a Vec cannot fail");
             out.push(b':');
             out.extend_from_slice(v.get().get().as_bytes());
         }

@@ -4,7 +4,9 @@
 //! wakes another thread for a line (a queue per line did both: a channel send and a wake-up per request
 //! with the access log on). A thread's buffer holds at most its bound; a line that does not fit is dropped
 //! and counted ([`Batched::dropped_lines`]). Lines reach standard error at most [`FLUSH_EVERY`] after they
-//! were written, each whole; lines of different threads are in order within each thread.
+//! were written, each whole; lines of different threads are in order within each thread. Whoever writes to
+//! standard error directly (the `listening on` lines) calls [`Batched::flush`] first, so that every line
+//! logged before it comes before it.
 
 use std::cell::RefCell;
 use std::io::Write;
@@ -24,8 +26,10 @@ type Buffer = Arc<Mutex<Vec<u8>>>;
 #[derive(Debug, Clone)]
 pub struct Batched(Arc<Shared>);
 
-#[derive(Debug)]
 struct Shared {
+    /// The output and a spare buffer, held for a whole pass over the buffers (by the writer thread or by
+    /// [`Batched::flush`]), so that passes never interleave.
+    out: Mutex<(Box<dyn Write + Send>, Vec<u8>)>,
     /// Every thread's buffer (a thread's own stays here after the thread ends until it is written out).
     buffers: Mutex<Vec<Buffer>>,
     /// The most bytes a thread's buffer holds.
@@ -33,6 +37,15 @@ struct Shared {
     dropped: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared")
+            .field("bound", &self.bound)
+            .field("dropped", &self.dropped)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Keeps the writer thread; dropping it writes out every line written so far and ends the thread.
@@ -51,6 +64,7 @@ thread_local! {
 /// (named `mcpgw-log`) takes them.
 pub fn batched<W: Write + Send + 'static>(out: W, bound: usize) -> (Batched, Guard) {
     let shared = Arc::new(Shared {
+        out: Mutex::new((Box::new(out), Vec::new())),
         buffers: Mutex::new(Vec::new()),
         bound,
         dropped: AtomicU64::new(0),
@@ -60,7 +74,7 @@ pub fn batched<W: Write + Send + 'static>(out: W, bound: usize) -> (Batched, Gua
     let writer = Arc::clone(&shared);
     let thread = std::thread::Builder::new()
         .name("mcpgw-log".to_owned())
-        .spawn(move || write_out(&writer, out))
+        .spawn(move || write_out(&writer))
         .ok();
     (Batched(Arc::clone(&shared)), Guard { shared, thread })
 }
@@ -69,6 +83,12 @@ impl Batched {
     /// Lines dropped because their thread's buffer was full.
     pub fn dropped_lines(&self) -> u64 {
         self.0.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Writes out every line written so far, on the calling thread (waiting for a pass of the writer
+    /// thread under way): what the caller then writes to standard error directly comes after them.
+    pub fn flush(&self) {
+        pass(&self.0);
     }
 
     /// Appends one line (or whatever one write of the formatter holds) to this thread's buffer.
@@ -140,10 +160,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The writer thread: every [`FLUSH_EVERY`] (and once more when stopped), each buffer swapped for an
-/// empty one and written out; the buffers of threads that ended are forgotten once empty.
-fn write_out<W: Write>(shared: &Shared, mut out: W) {
-    let mut spare: Vec<u8> = Vec::new();
+/// The writer thread: every [`FLUSH_EVERY`] (and once more when stopped), a [`pass`].
+fn write_out(shared: &Shared) {
     loop {
         let stopping = {
             let stop = lock(&shared.stop);
@@ -157,27 +175,35 @@ fn write_out<W: Write>(shared: &Shared, mut out: W) {
                     .0
             }
         };
-        let buffers: Vec<Buffer> = lock(&shared.buffers).clone();
-        for buffer in &buffers {
-            {
-                let mut held = lock(buffer);
-                if held.is_empty() {
-                    continue;
-                }
-                std::mem::swap(&mut *held, &mut spare);
-            }
-            // A failed write loses these lines only; the next ones are tried again.
-            let _ = out.write_all(&spare);
-            spare.clear();
-        }
-        let _ = out.flush();
-        drop(buffers);
-        // Two owners: the list and the thread that writes into it. One: the thread has ended.
-        lock(&shared.buffers).retain(|b| Arc::strong_count(b) > 1 || !lock(b).is_empty());
+        pass(shared);
         if stopping {
             return;
         }
     }
+}
+
+/// Each buffer swapped for an empty one and written out, one write each; the buffers of threads that
+/// ended are forgotten once empty.
+fn pass(shared: &Shared) {
+    let mut out = lock(&shared.out);
+    let (out, spare) = &mut *out;
+    let buffers: Vec<Buffer> = lock(&shared.buffers).clone();
+    for buffer in &buffers {
+        {
+            let mut held = lock(buffer);
+            if held.is_empty() {
+                continue;
+            }
+            std::mem::swap(&mut *held, spare);
+        }
+        // A failed write loses these lines only; the next ones are tried again.
+        let _ = out.write_all(spare);
+        spare.clear();
+    }
+    let _ = out.flush();
+    drop(buffers);
+    // Two owners: the list and the thread that writes into it. One: the thread has ended.
+    lock(&shared.buffers).retain(|b| Arc::strong_count(b) > 1 || !lock(b).is_empty());
 }
 
 #[cfg(test)]
@@ -227,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_of_several_threads_are_written_whole_and_each_threads_in_order() {
+    fn lines_of_several_threads_are_written_whole_each_threads_in_order_and_flushed_on_demand() {
         let kept = Arc::new(Mutex::new(Vec::new()));
         struct Keep(Arc<Mutex<Vec<u8>>>);
         impl Write for Keep {
@@ -254,6 +280,10 @@ mod tests {
         for t in threads {
             t.join().ok();
         }
+        // A flush returns once every line written before it is out (what is then written to standard
+        // error directly comes after them), with no wait for the writer thread's next pass.
+        writer.flush();
+        assert_eq!(String::from_utf8_lossy(&lock(&kept)).lines().count(), 2000);
         drop(guard);
         let kept = String::from_utf8(lock(&kept).clone()).unwrap_or_default();
         for t in 0..4 {

@@ -24,7 +24,7 @@ pub const BUFFERED_BYTES: usize = 4 * 1024 * 1024;
 /// The installed subscriber's level filter, for [`set_level`].
 static LEVEL: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 /// The writer's count of dropped lines, for [`dropped_lines`].
-static DROPPED: OnceLock<Batched> = OnceLock::new();
+static WRITER: OnceLock<Batched> = OnceLock::new();
 
 /// A layer the caller adds to the subscriber (the traces' exporter), filtered by the same level.
 pub type ExtraLayer = Box<dyn Layer<Registry> + Send + Sync>;
@@ -39,7 +39,7 @@ pub struct Logging {
 /// level if set, else `level` (`[server] log_level`), else `default`. A second call (tests) changes nothing.
 pub fn init(format: LogFormat, level: Option<&str>, default: &str) -> Logging {
     let (writer, guard) = batched::batched(std::io::stderr(), BUFFERED_BYTES);
-    let _ = DROPPED.set(writer.clone());
+    let _ = WRITER.set(writer.clone());
     let filter = from_env().unwrap_or_else(|| {
         level
             .and_then(|l| EnvFilter::try_new(l).ok())
@@ -92,7 +92,15 @@ pub fn set_level(level: &str) -> Result<(), String> {
 
 /// Log lines dropped because the writer thread was behind (their thread held [`BUFFERED_BYTES`]).
 pub fn dropped_lines() -> u64 {
-    DROPPED.get().map_or(0, Batched::dropped_lines)
+    WRITER.get().map_or(0, Batched::dropped_lines)
+}
+
+/// Writes out every log line so far: call it before writing to standard error directly, so that what
+/// was logged before comes before (lines otherwise wait for the writer thread a few milliseconds).
+pub fn flush() {
+    if let Some(writer) = WRITER.get() {
+        writer.flush();
+    }
 }
 
 #[cfg(test)]
