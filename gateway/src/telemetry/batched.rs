@@ -1,10 +1,12 @@
 //! The log writer: each thread appends its lines to a buffer of its own (a lock only it and the writer
-//! thread take, the writer only to swap the buffer out), and a thread of its own writes out every thread's
-//! lines every [`FLUSH_EVERY`], one write per buffer. A worker never waits for standard error and never
-//! wakes another thread for a line (a queue per line did both: a channel send and a wake-up per request
-//! with the access log on). A thread's buffer holds at most its bound; a line that does not fit is dropped
-//! and counted ([`Batched::dropped_lines`]). Lines reach standard error at most [`FLUSH_EVERY`] after they
-//! were written, each whole; lines of different threads are in order within each thread. Whoever writes to
+//! thread take, the writer only to swap the buffer out), and a thread of its own writes them out, one write
+//! per buffer. The writer sleeps until a line arrives while it is idle (that line's thread wakes it: one
+//! wake-up, not one per line), gathers for [`GATHER`], writes every buffer out and goes idle again; under
+//! load a wake-up carries a millisecond's lines. A worker never waits for standard error (a queue per line
+//! cost every request a channel send and a wake-up with the access log on). A thread's buffer holds at
+//! most its bound; a line that does not fit is dropped and counted ([`Batched::dropped_lines`]). Lines
+//! reach standard error about [`GATHER`] after they were written, each whole; lines of different threads
+//! are in order within each thread. Whoever writes to
 //! standard error directly (the `listening on` lines) calls [`Batched::flush`] first, so that every line
 //! logged before it comes before it.
 
@@ -17,8 +19,10 @@ use std::time::Duration;
 
 use tracing_subscriber::fmt::MakeWriter;
 
-/// How long a line waits for the writer thread at most.
-pub const FLUSH_EVERY: Duration = Duration::from_millis(10);
+/// How long the writer gathers lines once woken, before it writes them out.
+pub const GATHER: Duration = Duration::from_millis(1);
+/// The longest the writer sleeps (a wake-up missed by a race costs at most this).
+const IDLE_AT_MOST: Duration = Duration::from_millis(50);
 
 type Buffer = Arc<Mutex<Vec<u8>>>;
 
@@ -37,6 +41,8 @@ struct Shared {
     dropped: AtomicU64,
     stop: Mutex<bool>,
     wake: Condvar,
+    /// The writer sleeps: the next line's thread wakes it.
+    idle: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -70,6 +76,7 @@ pub fn batched<W: Write + Send + 'static>(out: W, bound: usize) -> (Batched, Gua
         dropped: AtomicU64::new(0),
         stop: Mutex::new(false),
         wake: Condvar::new(),
+        idle: std::sync::atomic::AtomicBool::new(false),
     });
     let writer = Arc::clone(&shared);
     let thread = std::thread::Builder::new()
@@ -117,6 +124,11 @@ impl Batched {
                 true
             }
         });
+        if appended == Ok(true) && shared.idle.swap(false, Ordering::AcqRel) {
+            // Taken so that the writer is either waiting (and woken) or has not yet checked the buffers.
+            let _held = lock(&shared.stop);
+            shared.wake.notify_one();
+        }
         if appended != Ok(true) {
             shared.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -160,25 +172,29 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The writer thread: every [`FLUSH_EVERY`] (and once more when stopped), a [`pass`].
+/// The writer thread: asleep while there is nothing to write, woken by the first line after that, a
+/// [`pass`] [`GATHER`] later; once more when stopped.
 fn write_out(shared: &Shared) {
     loop {
-        let stopping = {
+        {
             let stop = lock(&shared.stop);
             if *stop {
-                true
-            } else {
-                *shared
-                    .wake
-                    .wait_timeout(stop, FLUSH_EVERY)
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .0
+                drop(stop);
+                pass(shared);
+                return;
             }
-        };
-        pass(shared);
-        if stopping {
-            return;
+            shared.idle.store(true, Ordering::Release);
+            // A line appended before `idle` was set did not wake anyone: look before sleeping.
+            if !lock(&shared.buffers).iter().any(|b| !lock(b).is_empty()) {
+                let _ = shared
+                    .wake
+                    .wait_timeout(stop, IDLE_AT_MOST)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            shared.idle.store(false, Ordering::Release);
         }
+        std::thread::sleep(GATHER);
+        pass(shared);
     }
 }
 
@@ -239,7 +255,7 @@ mod tests {
                 .write_all(format!("line {i:04}\n").as_bytes())
                 .expect("a write never fails");
             if i == 7 {
-                std::thread::sleep(FLUSH_EVERY * 5); // the writer takes the first eight and stalls
+                std::thread::sleep(IDLE_AT_MOST); // the writer takes the first eight and stalls
             }
         }
         let dropped = writer.dropped_lines();

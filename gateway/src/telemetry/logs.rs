@@ -1,7 +1,7 @@
 //! The gateway's logs: one line per event on standard error, as text or as one JSON object (timestamp,
 //! level, target, the event's fields, and the fields of the span it happened in: session, request id,
 //! method, backend, generation, principal). A line goes into its thread's bounded buffer, which a background
-//! thread writes out every few milliseconds (`batched`): a worker never waits for standard error nor wakes
+//! thread writes out about a millisecond later (`batched`): a worker never waits for standard error nor wakes
 //! another thread per line, and a line that does not fit is dropped and counted ([`dropped_lines`]:
 //! `/readyz` and the metrics report it).
 //!
@@ -96,7 +96,7 @@ pub fn dropped_lines() -> u64 {
 }
 
 /// Writes out every log line so far: call it before writing to standard error directly, so that what
-/// was logged before comes before (lines otherwise wait for the writer thread a few milliseconds).
+/// was logged before comes before (lines otherwise wait for the writer thread about a millisecond).
 pub fn flush() {
     if let Some(writer) = WRITER.get() {
         writer.flush();
