@@ -30,8 +30,9 @@ GOAL = 1.5
 STRETCH = 1.25
 
 
-def runs(results, label):
-    return sorted((x for x in results if x.get("case") == "n" and x.get("label") == label and x.get("load")),
+def runs(results, label, case="n"):
+    """The runs of `case` (this figure's by default; growth.py reads its own through it) labelled `label`."""
+    return sorted((x for x in results if x.get("case") == case and x.get("label") == label and x.get("load")),
                   key=lambda x: x.get("rep") or 0)
 
 
@@ -41,10 +42,10 @@ def per_call(run, name):
     return cpu / reqs * 1e6 if reqs and cpu is not None else None
 
 
-def ratios(results, subject, base):
+def ratios(results, subject, base, case="n"):
     """Per repetition: subject's proxy CPU per call / base's."""
-    a = {x["rep"]: per_call(x, "proxy") for x in runs(results, subject)}
-    b = {x["rep"]: per_call(x, "proxy") for x in runs(results, base)}
+    a = {x["rep"]: per_call(x, "proxy") for x in runs(results, subject, case)}
+    b = {x["rep"]: per_call(x, "proxy") for x in runs(results, base, case)}
     return [a[k] / b[k] for k in sorted(a) if k in b and a[k] and b[k]]
 
 

@@ -17,6 +17,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import fmt, load_results, median, spread  # noqa: E402
+import floor  # noqa: E402  (its run and ratio readers, keyed by case)
+from floor import per_call  # noqa: E402
 
 FLAT = 1.15  # a growth factor within this is called flat: the noise of a short run on this shared machine
 TOOLS = (10, 1000, 10000)
@@ -26,21 +28,11 @@ BACKENDS = (1, 10, 50)
 
 
 def runs(results, label):
-    return sorted((x for x in results if x.get("case") == "k" and x.get("label") == label and x.get("load")),
-                  key=lambda x: x.get("rep") or 0)
-
-
-def per_call(run, name):
-    reqs = run["load"]["requests"]
-    cpu = run["cpu_s"].get(name)
-    return cpu / reqs * 1e6 if reqs and cpu is not None else None
+    return floor.runs(results, label, "k")
 
 
 def ratios(results, subject, base):
-    """Per repetition: subject's proxy CPU per call / base's."""
-    a = {x["rep"]: per_call(x, "proxy") for x in runs(results, subject)}
-    b = {x["rep"]: per_call(x, "proxy") for x in runs(results, base)}
-    return [a[k] / b[k] for k in sorted(a) if k in b and a[k] and b[k]]
+    return floor.ratios(results, subject, base, "k")
 
 
 def cpu(rs, name="proxy"):
