@@ -85,8 +85,8 @@ pub const CALLS: u64 = 10_000;
 /// The calls run first, uncounted (lazily built state, pools and buffers reach their size).
 pub const WARM_UP: u64 = 1_000;
 /// Allocations per call allowed through the pipeline with the two middlewares (`access_log`, then
-/// `allow_methods`): 135.05 measured at e479d31, plus ~10%.
-pub const ALLOCATION_BUDGET_PER_CALL: f64 = 150.0;
+/// `allow_methods`): 108.05 measured at b1dd9c3 (135.05 at e479d31), plus ~10%.
+pub const ALLOCATION_BUDGET_PER_CALL: f64 = 120.0;
 
 /// What one call allocated, on average over a count.
 #[derive(Clone, Copy, Debug)]
