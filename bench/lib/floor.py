@@ -110,12 +110,15 @@ def section(results, out, goal):
             out()
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def section_cli(doc, section_of, profile=None):
+    """`section --results F [--dir WORK]`: one figure's section printed alone (`section_of(results, out, goal)`),
+    then the profile file `profile` of the run's work directory if given; exit status 1 when a goal is missed.
+    growth.py's command line too."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("section")
     s.add_argument("--results", required=True)
-    s.add_argument("--dir")
+    s.add_argument("--dir", help="the run's work directory (its profile, if the figure wrote one)")
     args = p.parse_args()
     lines, goals = [], []
 
@@ -123,15 +126,19 @@ def main():
         goals.append((gid, what, want, measured, met))
         return "met" if met else "**MISSED**"
 
-    section(load_results(args.results), lambda s="": lines.append(s), goal)
+    section_of(load_results(args.results), lambda s="": lines.append(s), goal)
     text = "\n".join(lines)
-    if args.dir:
-        path = os.path.join(args.dir, "profile-n-gateway.txt")
+    if args.dir and profile:
+        path = os.path.join(args.dir, profile)
         if os.path.exists(path):
             with open(path) as f:
                 text += "\n\nperf profile of mcpgw (middlewares on, modern):\n\n" + f.read()
     print(text)
     return 0 if all(g[4] for g in goals) else 1
+
+
+def main():
+    return section_cli(__doc__, section, "profile-n-gateway.txt")
 
 
 if __name__ == "__main__":

@@ -11,12 +11,11 @@ The issue expects the gateway's own cost flat in catalog size and idle sessions 
 small constant.
 """
 
-import argparse
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import fmt, load_results, median, spread  # noqa: E402
+from bench import fmt, median, spread  # noqa: E402
 import floor  # noqa: E402  (its run and ratio readers, keyed by case)
 from floor import per_call  # noqa: E402
 
@@ -161,21 +160,7 @@ def section(results, out, goal):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("section")
-    s.add_argument("--results", required=True)
-    s.add_argument("--dir", help="the run's work directory (unused: accepted as floor.py does)")
-    args = p.parse_args()
-    lines, goals = [], []
-
-    def goal(gid, what, want, measured, met):
-        goals.append((gid, what, want, measured, met))
-        return "met" if met else "**MISSED**"
-
-    section(load_results(args.results), lambda s="": lines.append(s), goal)
-    print("\n".join(lines))
-    return 0 if all(g[4] for g in goals) else 1
+    return floor.section_cli(__doc__, section)
 
 
 if __name__ == "__main__":

@@ -78,8 +78,17 @@ impl Checkin {
             let pool = pools
                 .entry(self.id)
                 .or_insert_with(|| Pool::new(&self.target));
+            // Connections idle past `POOL_IDLE` are closed here, not only when a checkout reaches them:
+            // they were returned in order, so the stale ones are at the front.
+            let now = Instant::now();
+            let stale = pool
+                .idle
+                .iter()
+                .position(|(_, since)| now.duration_since(*since) < super::POOL_IDLE)
+                .unwrap_or(pool.idle.len());
+            pool.idle.drain(..stale);
             if pool.idle.len() < MAX_IDLE {
-                pool.idle.push((self.sender, Instant::now()));
+                pool.idle.push((self.sender, now));
             }
         });
     }
