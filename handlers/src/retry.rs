@@ -65,7 +65,8 @@ impl RetryBudget {
                 Some(again) if self.withdraw() => {
                     tracing::debug!("the request never reached the backend: sending it once more");
                     tokio::time::sleep(PAUSE).await;
-                    attempt(again).await
+                    // Boxed: rare, and inline it would hold a second attempt's state in every call's future.
+                    Box::pin(attempt(again)).await
                 }
                 _ => Err(e),
             },

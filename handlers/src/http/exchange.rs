@@ -135,7 +135,9 @@ impl Exchange {
         } else {
             None
         };
-        let connected = connect(target).await;
+        // Boxed: connecting (TCP, TLS, the HTTP handshake) is rare on a warm pool, and inline its state
+        // would make every call's future several kilobytes larger.
+        let connected = Box::pin(connect(target)).await;
         drop(connecting);
         let sender = match connected {
             Ok(sender) => sender,

@@ -217,7 +217,14 @@ impl ModernLink {
             .map_err(|reason| ctx.unavailable(reason))?;
         let status = response.status();
         if status != StatusCode::OK {
-            let failure = status_failure(ctx, MODERN, request.method, response, &inner.url).await;
+            let failure = Box::pin(status_failure(
+                ctx,
+                MODERN,
+                request.method,
+                response,
+                &inner.url,
+            ))
+            .await;
             if let Some(why) = era_assumption_failed(status, &failure) {
                 inner.lifeline.cut(why);
             }

@@ -99,7 +99,9 @@ pub(crate) async fn read_reply(
         .unwrap_or("")
         .to_ascii_lowercase();
     if content_type.starts_with("text/event-stream") {
-        return read_stream_reply(EventStream::new(response, MAX_MESSAGE_BYTES), id, inbound).await;
+        // Boxed: a stream's reader holds its parser's state, which a plain JSON answer has no use for.
+        let stream = EventStream::new(response, MAX_MESSAGE_BYTES);
+        return Box::pin(read_stream_reply(stream, id, inbound)).await;
     }
     if !content_type.starts_with("application/json") && !content_type.is_empty() {
         return Err(ReadError::ContentType(content_type));

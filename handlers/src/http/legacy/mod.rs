@@ -293,16 +293,17 @@ impl LegacyLink {
         let inbound = self.0.inbound.for_request(&mut request, deadline);
         let trace = request.trace.as_ref();
         if let Some(credential) = own {
-            return self
-                .call_as(
-                    credential,
-                    method,
-                    params.as_deref(),
-                    trace,
-                    deadline,
-                    &inbound,
-                )
-                .await;
+            // Boxed, like every path below that a warm shared session does not take: inline, their state
+            // would be carried by every call's future.
+            return Box::pin(self.call_as(
+                credential,
+                method,
+                params.as_deref(),
+                trace,
+                deadline,
+                &inbound,
+            ))
+            .await;
         }
         let first = self
             .attempt(method, params.as_deref(), trace, deadline, &inbound)
@@ -320,10 +321,7 @@ impl LegacyLink {
             Ok(Err(failure)) => return Err(failure),
             Err(_) => return Err(ctx.timeout()),
         }
-        match self
-            .attempt(method, params.as_deref(), trace, deadline, &inbound)
-            .await
-        {
+        match Box::pin(self.attempt(method, params.as_deref(), trace, deadline, &inbound)).await {
             Attempt::Done(outcome) => outcome,
             Attempt::Expired(_) => Err(ctx.unavailable("the backend session expired again")),
         }
@@ -376,13 +374,19 @@ impl LegacyLink {
                 return Attempt::Expired(session.id.clone());
             }
             if status != StatusCode::OK {
-                let failure =
-                    status_failure(ctx, session.generation, method, response, &inner.url).await;
+                let failure = Box::pin(status_failure(
+                    ctx,
+                    session.generation,
+                    method,
+                    response,
+                    &inner.url,
+                ))
+                .await;
                 return Attempt::Done(Err(failure));
             }
             let reply = match read_reply(response, id, inbound).await {
                 Err(ReadError::Ended(Some(resume))) => {
-                    self.resume(&session, id, resume, inbound).await
+                    Box::pin(self.resume(&session, id, resume, inbound)).await
                 }
                 other => other,
             };
