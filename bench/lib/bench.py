@@ -49,10 +49,17 @@ PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 def cpu_seconds(pid):
     """utime + stime of one process (all its threads), in seconds; None when it is gone."""
+    times = cpu_times(pid)
+    return None if times is None else times[0] + times[1]
+
+
+def cpu_times(pid):
+    """(utime, stime) of one process (all its threads), in seconds: user space and the kernel on its behalf;
+    None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / TICK
+        return int(fields[11]) / TICK, int(fields[12]) / TICK
     except (OSError, IndexError, ValueError):
         return None
 
@@ -182,8 +189,8 @@ def cmd_measure(args):
         out = {}
         for name, (pid, tree) in procs.items():
             pids = descendants(pid) if tree else [pid]
-            vals = [cpu_seconds(p) for p in pids]
-            out[name] = (sum(v for v in vals if v is not None), threads(pid))
+            vals = [v for v in (cpu_times(p) for p in pids) if v is not None]
+            out[name] = (sum(u + k for u, k in vals), threads(pid), sum(k for _, k in vals))
         return out
 
     cmd = args.command
@@ -235,6 +242,8 @@ def cmd_measure(args):
         cpu[name] = max(0.0, after[name][0] - before[name][0])
     # Everything else the machine did meanwhile (other work on a shared machine, perf, the kernel's own).
     cpu["other"] = max(0.0, busy - sum(cpu.values()))
+    # Of each named process's CPU, the kernel's part (stime: its system calls, TCP, wake-ups).
+    kernel = {name: max(0.0, after[name][2] - before[name][2]) for name in procs}
     per_thread, switches = {}, {}
     for name in procs:
         b_threads, b_sw = before[name][1]
@@ -250,6 +259,7 @@ def cmd_measure(args):
         "wall_s": wall,
         "exit": os.waitstatus_to_exitcode(status),
         "cpu_s": cpu,
+        "sys_s": kernel,
         "cores": {k: v / wall for k, v in cpu.items()},
         "rss_kib": {name: rss_kib(pid) for name, (pid, _) in procs.items()},
         "load": report,

@@ -8,7 +8,6 @@
 //! The level comes from `RUST_LOG` when it is set, else `[server] log_level`, else the command's default;
 //! a config reload applies a new `log_level` ([`set_level`]) unless `RUST_LOG` is set.
 
-use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use tracing_subscriber::layer::SubscriberExt;
@@ -16,6 +15,7 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry, reload};
 
 use super::batched::{self, Batched, Guard};
+use super::text::{TextFields, TextLine};
 use crate::config::LogFormat;
 
 /// Bytes of lines a thread holds for the writer thread at most; past it a line is dropped and counted.
@@ -47,10 +47,12 @@ pub fn init(format: LogFormat, level: Option<&str>, default: &str) -> Logging {
     });
     let (filter, handle) = reload::Layer::new(filter);
     let formatted = match format {
+        // tracing-subscriber's `Full` line without its styling machinery (`text`): the same bytes, uncoloured.
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(writer)
-            .with_ansi(std::io::stderr().is_terminal())
-            .with_target(false)
+            .with_ansi(false)
+            .event_format(TextLine)
+            .fmt_fields(TextFields)
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()

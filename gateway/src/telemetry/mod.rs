@@ -12,4 +12,5 @@ mod collector;
 pub mod logs;
 pub mod parent;
 pub mod spans;
+mod text;
 pub mod traces;
