@@ -94,10 +94,9 @@ impl InProcessLink {
     ) -> Result<Box<RawValue>, Failure> {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
-        let params = ctx.params_for(MODERN, &mut request)?;
         let method = request.method;
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let body = wire::request(id, method.as_str(), params.as_deref());
+        let body = ctx.modern_body(id, &mut request)?;
         let answer = match tokio::time::timeout_at(deadline, inner.server.handle(body)).await {
             Ok(answer) => answer,
             Err(_) => return Err(ctx.timeout()),

@@ -34,27 +34,92 @@ pub(crate) struct ModernMeta<'a> {
 
 /// Params for a modern backend: `_meta` gets the three modern keys (replacing any the client sent), loses
 /// and keeps everything else; absent params become `{"_meta":{...}}`. A `_meta` that is
-/// not an object is replaced.
+/// not an object is replaced. (`write_modern` writes the same text into a request body.)
 pub(crate) fn for_modern(
     params: Option<&RawValue>,
     stamp: ModernMeta<'_>,
 ) -> Result<Box<RawValue>, ParamsError> {
-    let mut object = RawObject::parse_or_empty(params).ok_or(ParamsError::NotObject)?;
-    let meta = {
-        let mut meta = object
-            .get("_meta")
-            .and_then(RawObject::parse)
-            .unwrap_or_default();
-        for key in REMOVED_FOR_LEGACY {
-            meta.remove(key);
+    let mut out = Vec::with_capacity(params.map_or(0, |p| p.get().len()) + 256);
+    write_modern(&mut out, params, stamp)?;
+    // Every part written is JSON already (raw values as read, keys escaped); the check costs one scan on
+    // the paths that need an owned value (stdio, the legacy SSE transport), never on a Streamable HTTP call.
+    String::from_utf8(out)
+        .ok()
+        .and_then(|text| RawValue::from_string(text).ok())
+        .ok_or(ParamsError::NotObject)
+}
+
+/// Writes params for a modern backend (as [`for_modern`] returns them) into `out`, in one pass: the top
+/// level of `params` and of `_meta` read once, nothing serialized twice. `_meta` stays where it was (a
+/// repeated `_meta` is written once, at the end, edited), its other keys in their order, the three modern
+/// keys last.
+pub(crate) fn write_modern(
+    out: &mut Vec<u8>,
+    params: Option<&RawValue>,
+    stamp: ModernMeta<'_>,
+) -> Result<(), ParamsError> {
+    let object = RawObject::parse_or_empty(params).ok_or(ParamsError::NotObject)?;
+    let meta = object
+        .get("_meta")
+        .and_then(RawObject::parse)
+        .unwrap_or_default();
+    let copies = object.iter().filter(|(k, _)| *k == "_meta").count();
+    let write_meta = |out: &mut Vec<u8>| {
+        out.extend_from_slice(b"\"_meta\":{");
+        for (key, value) in meta.iter() {
+            if !REMOVED_FOR_LEGACY.contains(&key) {
+                push_entry(out, key, value);
+                out.push(b',');
+            }
         }
-        meta.set(PROTOCOL_VERSION, stamp.protocol_version.to_owned());
-        meta.set(CLIENT_CAPABILITIES, stamp.client_capabilities.to_owned());
-        meta.set(CLIENT_INFO, stamp.client_info.to_owned());
-        meta.to_raw()
+        push_entry(out, PROTOCOL_VERSION, stamp.protocol_version);
+        out.push(b',');
+        push_entry(out, CLIENT_CAPABILITIES, stamp.client_capabilities);
+        out.push(b',');
+        push_entry(out, CLIENT_INFO, stamp.client_info);
+        out.push(b'}');
     };
-    set_meta(&mut object, Some(meta));
-    Ok(object.to_raw())
+    out.push(b'{');
+    let mut first = true;
+    for (key, value) in object.iter() {
+        let in_place = key == "_meta";
+        if in_place && copies > 1 {
+            continue;
+        }
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        if in_place {
+            write_meta(out);
+        } else {
+            push_entry(out, key, value);
+        }
+    }
+    if copies != 1 {
+        if !first {
+            out.push(b',');
+        }
+        write_meta(out);
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// `"key":value`, the key escaped as JSON needs (without serde_json when it needs nothing).
+fn push_entry(out: &mut Vec<u8>, key: &str, value: &RawValue) {
+    if key
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        out.push(b'"');
+        out.extend_from_slice(key.as_bytes());
+        out.push(b'"');
+    } else {
+        // Serializing a &str into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, key);
+    }
+    out.push(b':');
+    out.extend_from_slice(value.get().as_bytes());
 }
 
 /// Params for a legacy backend: `_meta` loses the modern keys (and disappears when

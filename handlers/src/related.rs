@@ -91,10 +91,9 @@ impl ProgressRoutes {
         let Some(params) = params else {
             return (None, None);
         };
-        // Most calls carry no progress token: skip the parse when the text cannot hold one. A key written
-        // with escapes (`progress\u0054oken`) is still found: any `\u` in the text means a full parse.
-        let text = params.get();
-        if !text.contains(PROGRESS_TOKEN) && !text.contains("\\u") {
+        // Most calls carry no progress token: skip the parse when the text cannot hold one (a key written
+        // with escapes, `progress\u0054oken`, is still found).
+        if !protocol::raw::may_hold_key(params.get(), PROGRESS_TOKEN) {
             return (Some(params), None);
         }
         let (edited, route) = {

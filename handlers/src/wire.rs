@@ -20,6 +20,26 @@ pub(crate) fn request(id: i64, method: &str, params: Option<&RawValue>) -> Vec<u
     out
 }
 
+/// A request with a gateway-minted id whose params `write_params` writes (`params`, the text it starts
+/// from, only sizes the buffer).
+pub(crate) fn request_with<E>(
+    id: i64,
+    method: &str,
+    params: Option<&RawValue>,
+    write_params: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) -> Result<Vec<u8>, E> {
+    let params_len = params.map_or(0, |p| p.get().len());
+    let mut out = Vec::with_capacity(320 + method.len() + params_len);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.to_string().as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    push_string(&mut out, method);
+    out.extend_from_slice(b",\"params\":");
+    write_params(&mut out)?;
+    out.push(b'}');
+    Ok(out)
+}
+
 /// A notification.
 pub(crate) fn notification(method: &str, params: Option<&RawValue>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + method.len());

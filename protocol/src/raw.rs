@@ -166,9 +166,45 @@ impl<'a> RawObject<'a> {
     }
 }
 
+/// Whether the JSON `text` may hold `key` as an object key, at any depth: it contains the key as written,
+/// or a `\u` escape that could spell it. False means a parse would not find it, so it can be skipped
+/// (most messages carry no progress token and ask for no input).
+pub fn may_hold_key(text: &str, key: &str) -> bool {
+    text.contains(key) || text.contains("\\u")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_is_missed_only_when_no_spelling_of_it_is_in_the_text() {
+        let cases = [
+            (r#"{"content":[],"isError":false}"#, "requestState", false),
+            (
+                r#"{"requestState":"s","resultType":"input_required"}"#,
+                "requestState",
+                true,
+            ),
+            (r#"{"request\u0053tate":"s"}"#, "requestState", true),
+            (
+                r#"{"a":{"_meta":{"progressToken":1}}}"#,
+                "progressToken",
+                true,
+            ),
+            (r#"{"text":"caf\u00e9"}"#, "progressToken", true),
+            (r#"{"text":"progress token"}"#, "progressToken", false),
+        ];
+        for (text, key, may) in cases {
+            assert_eq!(may_hold_key(text, key), may, "{text}");
+            // Whenever a parse finds the key, the check said it might be there.
+            let found = serde_json::from_str::<serde_json::Value>(text)
+                .unwrap()
+                .as_object()
+                .is_some_and(|o| o.contains_key(key));
+            assert!(!found || may, "{text}");
+        }
+    }
 
     #[test]
     fn edits_keep_everything_else_byte_exact() {

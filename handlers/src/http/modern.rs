@@ -197,7 +197,6 @@ impl ModernLink {
     async fn post(&self, mut request: BackendRequest) -> Result<(i64, BackendResponse), Failure> {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
-        let params = ctx.params_for(MODERN, &mut request)?;
         let mut headers =
             routing_headers(&request).map_err(|reason| Failure::Internal { reason })?;
         ctx.config.credential.apply(&mut headers);
@@ -208,7 +207,7 @@ impl ModernLink {
             headers.insert(ctx.config.credential.header_name(), own);
         }
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let body = wire::request(id, request.method.as_str(), params.as_deref());
+        let body = ctx.modern_body(id, &mut request)?;
         // Sent once more only if it never reached the backend (`exchange`).
         let response = inner
             .exchange

@@ -19,6 +19,7 @@ use crate::handshake::{self, MODERN};
 use crate::meta::{self, ModernMeta};
 use crate::pending::Lost;
 use crate::request::BackendRequest;
+use crate::wire;
 
 /// The longest a stdio `server/discover` probe may go unanswered before the backend counts as legacy.
 const STDIO_PROBE_LIMIT: Duration = Duration::from_secs(5);
@@ -109,6 +110,41 @@ impl LinkContext {
         generation: Generation,
         request: &mut BackendRequest,
     ) -> Result<Option<Box<RawValue>>, Failure> {
+        let (params, capabilities) = self.take_params(generation, request)?;
+        if !generation.is_modern() {
+            return Ok(meta::for_legacy(params));
+        }
+        let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
+        meta::for_modern(params.as_deref(), self.modern_meta(capabilities))
+            .map(Some)
+            .map_err(|e| self.unsendable(request.method, e))
+    }
+
+    /// The whole JSON-RPC request for a 2026-07-28 backend, under `id`: the body is written once, the
+    /// client's params spliced in with the modern `_meta` (what `params_for` and `wire::request` make in
+    /// two passes and three copies).
+    pub(crate) fn modern_body(
+        &self,
+        id: i64,
+        request: &mut BackendRequest,
+    ) -> Result<Vec<u8>, Failure> {
+        let (params, capabilities) = self.take_params(MODERN, request)?;
+        let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
+        let stamp = self.modern_meta(capabilities);
+        wire::request_with(id, request.method.as_str(), params.as_deref(), |out| {
+            meta::write_modern(out, params.as_deref(), stamp)
+        })
+        .map_err(|e| self.unsendable(request.method, e))
+    }
+
+    /// The request's params (its trace context stamped) and, for a modern backend, the client's
+    /// capabilities as JSON.
+    #[allow(clippy::type_complexity)]
+    fn take_params(
+        &self,
+        generation: Generation,
+        request: &mut BackendRequest,
+    ) -> Result<(Option<Box<RawValue>>, Option<Box<RawValue>>), Failure> {
         if !generation.is_modern() && request.credential.is_some() {
             return Err(Failure::Internal {
                 reason: format!(
@@ -122,7 +158,7 @@ impl LinkContext {
             params = trace.stamp(params);
         }
         if !generation.is_modern() {
-            return Ok(meta::for_legacy(params));
+            return Ok((params, None));
         }
         let capabilities = match &request.client_capabilities {
             None => None,
@@ -133,16 +169,13 @@ impl LinkContext {
                 });
             }
         };
-        let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
-        meta::for_modern(params.as_deref(), self.modern_meta(capabilities))
-            .map(Some)
-            .map_err(|e| Failure::Internal {
-                reason: format!(
-                    "cannot send {} to backend {}: {e}",
-                    request.method,
-                    self.name()
-                ),
-            })
+        Ok((params, capabilities))
+    }
+
+    fn unsendable(&self, method: Method, e: meta::ParamsError) -> Failure {
+        Failure::Internal {
+            reason: format!("cannot send {method} to backend {}: {e}", self.name()),
+        }
     }
 
     /// A JSON-RPC error the backend answered, its code named for the backend's generation and the method.

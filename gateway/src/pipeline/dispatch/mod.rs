@@ -577,6 +577,10 @@ impl Dispatch<'_> {
         if !self.generation.is_modern() || !call.method().may_require_input() {
             return outcome;
         }
+        // Most results ask for no input: one without the key is not parsed.
+        if !protocol::raw::may_hold_key(raw.get(), "requestState") {
+            return outcome;
+        }
         let Some(mut result) = RawObject::parse(raw) else {
             return outcome;
         };
