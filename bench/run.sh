@@ -15,6 +15,7 @@
 #   (g) 1,000 legacy sessions and 1,000 modern clients at once (60 s; --quick: 10 s)
 #   (h) resident memory per idle keep-alive connection at 5,000 connections
 #   (n) the floor: tools/call through nginx (a plain reverse proxy) vs mcpgw vs directly, both eras
+#       and the forwarder (bench/echo: actix-web and hyper forwarding bytes, no MCP work) beside them
 #   (k) how the CPU per forwarded call grows with the catalog, idle sessions, argument size (beside nginx)
 #       and backends (bench/lib/growth.sh); (n), run alone: the floor, nginx as a reverse proxy (floor.sh)
 #

@@ -23,6 +23,7 @@ SUBJECTS = (
     ("nginx-log", "nginx, access log on"),
     ("mcpgw-mw", "mcpgw, `access_log` + `allow_methods`"),
     ("nginx-off", "nginx, access log off"),
+    ("forwarder", "the forwarder: actix-web + hyper, no MCP work"),
     ("mcpgw-bare", "mcpgw, no middleware"),
     ("mcpgw-h2c", "mcpgw with middlewares, HTTP/2 (h2c) to the backend"),
 )
@@ -95,6 +96,21 @@ def section(results, out, goal):
             f"with neither: {fmt(median(bare))}{spread(bare)}; mcpgw over HTTP/2 (h2c) to the backend / nginx "
             f"(HTTP/1.1): {fmt(median(h2))}{spread(h2)}.")
         out()
+        fwd = runs(results, f"{era}-forwarder")
+        bare_runs = runs(results, f"{era}-mcpgw-bare")
+        if fwd and bare_runs:
+            def med(rs, key="cpu_s"):
+                vals = [v for v in (per_call(x, "proxy", key) for x in rs) if v is not None]
+                return median(vals) if vals else None
+            f_all, f_sys, b_all, b_sys = med(fwd), med(fwd, "sys_s"), med(bare_runs), med(bare_runs, "sys_s")
+            user = (f"; user space: the forwarder {fmt(f_all - f_sys, 1)} µs, mcpgw {fmt(b_all - b_sys, 1)} µs, "
+                    f"the kernel {fmt(f_sys, 1)} and {fmt(b_sys, 1)} µs") if None not in (f_all, f_sys, b_all, b_sys) else ""
+            out(f"What MCP's work costs: mcpgw with no middleware {fmt(b_all, 1)} µs per call, the forwarder (the same "
+                f"actix-web and hyper, forwarding bytes and `Mcp-*` headers, no MCP work) {fmt(f_all, 1)} µs: "
+                f"{fmt(b_all - f_all if None not in (b_all, f_all) else None, 1)} µs of parsing, validation against "
+                f"the catalog and the principal's view, `_meta` for the backend's era, shaping and the pipeline{user}; "
+                f"forwarder / nginx (no log): {fmt(median(ratios(results, f'{era}-forwarder', f'{era}-nginx-off')))}.")
+            out()
         rate = {lab: runs(results, f"{era}-rate-{lab}") for lab in ("direct", "nginx-log", "mcpgw-mw")}
         if all(rate.values()):
             offered = rate["direct"][0]["load"].get("target_rps") or rate["direct"][0]["load"].get("rate")

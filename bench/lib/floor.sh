@@ -78,7 +78,7 @@ EOF
 
 # The floor figure. Expects MOCK0_URL/MOCK0_PID (the zero-latency mock), writes case "n" runs:
 #   {era}-direct, {era}-nginx-log, {era}-mcpgw-mw (access log and allow-list on), {era}-nginx-off,
-#   {era}-mcpgw-bare (no middleware), {era}-mcpgw-h2c (middlewares on, `http2 = true`: HTTP/2 prior knowledge to an h2c mock),
+#   {era}-forwarder (bench/echo's forwarder: actix-web and hyper, no MCP work), {era}-mcpgw-bare (no middleware), {era}-mcpgw-h2c (middlewares on, `http2 = true`: HTTP/2 prior knowledge to an h2c mock),
 #   and at the fixed rate N_RATE: {era}-rate-direct, {era}-rate-nginx-log, {era}-rate-mcpgw-mw.
 N_SESSIONS=${N_SESSIONS:-64}
 N_RATE=${N_RATE:-5000}
@@ -97,16 +97,22 @@ figure_n() {
   gw_config "$WORK/gwn-h2.toml" "$MOCK0_URL"  # the mock speaks h2c on the same port
   sed -i 's#^max_in_flight = 4096$#max_in_flight = 4096\nhttp2 = true#' "$WORK/gwn-h2.toml"
   start_gw gwn-h2 "$WORK/gwn-h2.toml"; local GH2_PID=$SRV_PID; gh2=$SRV_URL
+  # The design card's stack forwarding with no MCP work (bench/echo's forwarder): mcpgw minus it is MCP's cost.
+  timeout 1800 cargo build --release --locked --manifest-path "$HERE/echo/Cargo.toml" >"$WORK/forwarder-build.log" 2>&1 \
+    || { tail -n 20 "$WORK/forwarder-build.log" >&2; die "bench/echo (the forwarder) did not build"; }
+  start forwarder '^forwarder listening on \(http[^ ]*\)$' "$HERE/echo/target/release/forwarder" "$MOCK0_URL"
+  local FWD_PID=$SRV_PID fwd=$SRV_URL
   local era rep which url pidspec labels
   for era in modern legacy; do
     for rep in $(seq 1 "$REPS"); do
-      labels="direct nginx-log mcpgw-mw nginx-off mcpgw-bare mcpgw-h2c"
-      [ $(( rep % 2 )) = 0 ] && labels="mcpgw-h2c mcpgw-bare nginx-off mcpgw-mw nginx-log direct"
+      labels="direct nginx-log mcpgw-mw nginx-off forwarder mcpgw-bare mcpgw-h2c"
+      [ $(( rep % 2 )) = 0 ] && labels="mcpgw-h2c mcpgw-bare forwarder nginx-off mcpgw-mw nginx-log direct"
       for which in $labels; do
         case "$which" in
           direct) url=$MOCK0_URL; pidspec=() ;;
           nginx-log) url=$ngl; pidspec=(--pid proxy="$NGL_PID+") ;;
           nginx-off) url=$ngo; pidspec=(--pid proxy="$NGO_PID+") ;;
+          forwarder) url=$fwd; pidspec=(--pid proxy="$FWD_PID") ;;
           mcpgw-mw) url=$gmw; pidspec=(--pid proxy="$GMW_PID") ;;
           mcpgw-bare) url=$gbare; pidspec=(--pid proxy="$GBARE_PID") ;;
           mcpgw-h2c) url=$gh2; pidspec=(--pid proxy="$GH2_PID") ;;
@@ -132,5 +138,5 @@ figure_n() {
       --perf proxy --perf-out "$WORK/profile-n-gateway.txt" --perf-delay 1 --perf-seconds 3 -- \
       $(load --url "$gmw" --sessions "$N_SESSIONS" --duration 5s) || true
   fi
-  stop "$GH2_PID"; stop "$GBARE_PID"; stop "$GMW_PID"; stop "$NGO_PID"; stop "$NGL_PID"
+  stop "$FWD_PID"; stop "$GH2_PID"; stop "$GBARE_PID"; stop "$GMW_PID"; stop "$NGO_PID"; stop "$NGL_PID"
 }
