@@ -19,6 +19,9 @@ pub(crate) enum ParamsError {
     /// A modern backend needs `_meta`, which only an object can carry.
     #[error("params must be a json object to carry _meta")]
     NotObject,
+    /// What was written is not JSON (a raw value that was not): never expected, refused rather than sent.
+    #[error("the params written for the backend are not json")]
+    NotJson,
 }
 
 /// The three keys a modern backend gets, as raw JSON values.
@@ -46,7 +49,7 @@ pub(crate) fn for_modern(
     String::from_utf8(out)
         .ok()
         .and_then(|text| RawValue::from_string(text).ok())
-        .ok_or(ParamsError::NotObject)
+        .ok_or(ParamsError::NotJson)
 }
 
 /// Writes params for a modern backend (as [`for_modern`] returns them) into `out`, in one pass: the top

@@ -98,6 +98,21 @@ mod tests {
     }
 
     #[test]
+    fn a_request_with_written_params_is_one_json_rpc_request() {
+        let body = request_with::<()>(7, "tools/call", None, |out| {
+            out.extend_from_slice(br#"{"name":"t"}"#);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            parse(&body),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "t"}})
+        );
+        let refused = request_with(1, "tools/call", None, |_| Err("no"));
+        assert_eq!(refused, Err("no"));
+    }
+
+    #[test]
     fn messages() {
         let p = RawValue::from_string(r#"{"a":1.50}"#.into()).unwrap();
         let r = request(7, "tools/call", Some(&p));

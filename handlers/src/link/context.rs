@@ -110,7 +110,10 @@ impl LinkContext {
         generation: Generation,
         request: &mut BackendRequest,
     ) -> Result<Option<Box<RawValue>>, Failure> {
-        let (params, capabilities) = self.take_params(generation, request)?;
+        let Taken {
+            params,
+            capabilities,
+        } = self.take_params(generation, request)?;
         if !generation.is_modern() {
             return Ok(meta::for_legacy(params));
         }
@@ -128,7 +131,10 @@ impl LinkContext {
         id: i64,
         request: &mut BackendRequest,
     ) -> Result<Vec<u8>, Failure> {
-        let (params, capabilities) = self.take_params(MODERN, request)?;
+        let Taken {
+            params,
+            capabilities,
+        } = self.take_params(MODERN, request)?;
         let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
         let stamp = self.modern_meta(capabilities);
         wire::request_with(id, request.method.as_str(), params.as_deref(), |out| {
@@ -139,12 +145,11 @@ impl LinkContext {
 
     /// The request's params (its trace context stamped) and, for a modern backend, the client's
     /// capabilities as JSON.
-    #[allow(clippy::type_complexity)]
     fn take_params(
         &self,
         generation: Generation,
         request: &mut BackendRequest,
-    ) -> Result<(Option<Box<RawValue>>, Option<Box<RawValue>>), Failure> {
+    ) -> Result<Taken, Failure> {
         if !generation.is_modern() && request.credential.is_some() {
             return Err(Failure::Internal {
                 reason: format!(
@@ -158,7 +163,10 @@ impl LinkContext {
             params = trace.stamp(params);
         }
         if !generation.is_modern() {
-            return Ok((params, None));
+            return Ok(Taken {
+                params,
+                capabilities: None,
+            });
         }
         let capabilities = match &request.client_capabilities {
             None => None,
@@ -169,7 +177,10 @@ impl LinkContext {
                 });
             }
         };
-        Ok((params, capabilities))
+        Ok(Taken {
+            params,
+            capabilities,
+        })
     }
 
     fn unsendable(&self, method: Method, e: meta::ParamsError) -> Failure {
@@ -343,3 +354,10 @@ impl Lifeline {
 /// `Send`: a request's future, which holds it, may be handed across threads before it runs.
 pub(crate) type Renew =
     Box<dyn FnOnce(Option<String>) -> BoxFuture<'static, Result<(), Failure>> + Send>;
+
+/// What a backend request's params are made from: the client's params (its trace context stamped) and,
+/// for a modern backend, the client's capabilities as JSON.
+struct Taken {
+    params: Option<Box<RawValue>>,
+    capabilities: Option<Box<RawValue>>,
+}
