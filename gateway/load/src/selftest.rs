@@ -33,6 +33,8 @@ pub(crate) fn mock_args() -> MockArgs {
         era: EraMode::Dual,
         ttl_ms: 0,
         cache_scope: Scope::Public,
+        unimplemented: Vec::new(),
+        failing: Vec::new(),
         tls_cert: None,
         tls_key: None,
         tls_client_ca: None,

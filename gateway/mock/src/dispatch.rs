@@ -45,6 +45,9 @@ pub(crate) struct Mock {
     era: EraMode,
     /// Signs the `asks` tool's 2026-07-28 `requestState`.
     signer: Signer,
+    /// Methods answered -32601 (`--unimplemented`) and -32603 (`--failing`).
+    unimplemented: Vec<Method>,
+    failing: Vec<Method>,
 }
 
 fn value_name<T: clap::ValueEnum>(v: &T) -> String {
@@ -90,7 +93,10 @@ impl Mock {
             "errorRate": args.error_rate,
             "crashAfter": args.crash_after,
         });
+        let (unimplemented, failing) = args.refused();
         Mock {
+            unimplemented,
+            failing,
             tools: ToolSet::new(args.tools, args.payload_bytes),
             resources: ResourceSet::new(config.to_string(), &args.name),
             prompts: PromptSet::default(),
@@ -185,6 +191,15 @@ impl Mock {
         method: Method,
         request: &Request,
     ) -> Result<Box<RawValue>, Error> {
+        if self.unimplemented.contains(&method) {
+            return Err(method_not_found(method.as_str()));
+        }
+        if self.failing.contains(&method) {
+            return Err(Error::new(
+                ErrorCode::InternalError,
+                format!("{method} failed (--failing)"),
+            ));
+        }
         match method {
             Method::Initialize => to_raw(&initialize_result(g, &self.server_info)),
             Method::Ping => to_raw(&json!({})),

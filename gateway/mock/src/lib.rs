@@ -31,7 +31,7 @@ mod tools;
 use std::io;
 use std::sync::Arc;
 
-use protocol::{Generation, GenerationSet};
+use protocol::{Generation, GenerationSet, Method};
 
 use dispatch::Mock;
 pub use in_process::InProcessMock;
@@ -110,6 +110,13 @@ pub struct MockArgs {
     /// `cacheScope` of its cacheable 2026-07-28 results when `--ttl-ms` is above 0.
     #[arg(long, value_enum, default_value = "public")]
     pub cache_scope: Scope,
+    /// Answer METHOD "method not found" (-32601) though its capability is declared, as hand-written servers
+    /// that declare `resources` without `resources/templates/list` do (repeatable).
+    #[arg(long = "unimplemented", value_name = "METHOD")]
+    pub unimplemented: Vec<String>,
+    /// Answer METHOD with an internal error (-32603) every time (repeatable).
+    #[arg(long = "failing", value_name = "METHOD")]
+    pub failing: Vec<String>,
     /// With --listen: serve HTTPS with this certificate chain (PEM); needs --tls-key.
     #[arg(long, requires = "tls_key", requires = "listen")]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -142,7 +149,24 @@ impl MockArgs {
                 ),
             ));
         }
+        for (flag, names) in [
+            ("--unimplemented", &self.unimplemented),
+            ("--failing", &self.failing),
+        ] {
+            if let Some(name) = names.iter().find(|n| Method::parse(n).is_none()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{flag} {name:?}: not an MCP method"),
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The methods of `--unimplemented` and of `--failing`.
+    pub(crate) fn refused(&self) -> (Vec<Method>, Vec<Method>) {
+        let parse = |names: &[String]| names.iter().filter_map(|n| Method::parse(n)).collect();
+        (parse(&self.unimplemented), parse(&self.failing))
     }
 }
 

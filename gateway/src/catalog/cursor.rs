@@ -27,6 +27,31 @@ pub enum ListKind {
 }
 
 impl ListKind {
+    /// The method that reads the list.
+    pub fn list_method(self) -> protocol::Method {
+        match self {
+            ListKind::Tools => protocol::Method::ToolsList,
+            ListKind::Prompts => protocol::Method::PromptsList,
+            ListKind::Resources => protocol::Method::ResourcesList,
+            ListKind::ResourceTemplates => protocol::Method::ResourcesTemplatesList,
+        }
+    }
+
+    /// Its method's name (`tools/list`, …).
+    pub fn method(self) -> &'static str {
+        self.list_method().as_str()
+    }
+
+    /// The field of a result page that holds the items.
+    pub fn field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+        }
+    }
+
     fn label(self) -> &'static str {
         match self {
             ListKind::Tools => "tools",

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::catalog::{BackendListing, CatalogBuilder, CatalogError, CatalogSnapshot};
+use crate::catalog::{BackendListing, CatalogBuilder, CatalogError, CatalogSnapshot, ListKind};
 
 /// The first retry of a failed listing waits this long; each further one twice as long.
 const RETRY_FIRST: Duration = Duration::from_millis(250);
@@ -23,10 +23,28 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 pub enum Attempt {
     /// Every list it announces, all pages.
     Listed(BackendListing),
+    /// Some of the lists it announces, the others failed: those it keeps from its last good listing (if
+    /// any), marked stale, retried like a failed listing.
+    Partial(BackendListing, Vec<FailedList>),
     /// It was up but did not list (refused, timed out, invalid pages).
     Failed(String),
     /// It is not connected (connecting, down, shut down).
     Down(String),
+}
+
+/// A list a backend announced but did not give; its other lists were read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedList {
+    /// Which list.
+    pub kind: ListKind,
+    /// Why (the backend's error, a timeout, an invalid page).
+    pub reason: String,
+}
+
+impl std::fmt::Display for FailedList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.kind.method(), self.reason)
+    }
 }
 
 /// A backend's place in the catalog, as `/readyz` reports it.
@@ -243,6 +261,21 @@ impl Ledger {
                 slot.failures = 0;
                 slot.due = None;
             }
+            Attempt::Partial(mut listing, failed) => {
+                if let Some((previous, _)) = &slot.good {
+                    for f in &failed {
+                        keep_list(&mut listing, previous, f.kind);
+                    }
+                }
+                let reasons: Vec<String> = failed.iter().map(ToString::to_string).collect();
+                slot.good = Some((listing, now));
+                slot.down_since = None;
+                slot.failures = slot.failures.saturating_add(1);
+                slot.due = Some(now + retry_delay(slot.failures));
+                slot.standing = Standing::Stale {
+                    reason: reasons.join("; "),
+                };
+            }
             Attempt::Failed(reason) => {
                 slot.down_since = None;
                 slot.failures = slot.failures.saturating_add(1);
@@ -356,6 +389,28 @@ fn log_change(name: &str, before: &str, slot: &Slot) {
 fn retry_delay(failures: u32) -> Duration {
     let doublings = failures.saturating_sub(1).min(16);
     RETRY_FIRST.saturating_mul(1 << doublings).min(RETRY_MAX)
+}
+
+/// The `kind` list of `previous` (the last good listing) in `listing`, whose own read of it failed.
+fn keep_list(listing: &mut BackendListing, previous: &BackendListing, kind: ListKind) {
+    let (to, from) = match kind {
+        ListKind::Tools => (&mut listing.tools, &previous.tools),
+        ListKind::Prompts => (&mut listing.prompts, &previous.prompts),
+        ListKind::Resources => (&mut listing.resources, &previous.resources),
+        ListKind::ResourceTemplates => (
+            &mut listing.resource_templates,
+            &previous.resource_templates,
+        ),
+    };
+    to.clone_from(from);
+    let fresh = &mut listing.freshness;
+    let was = &previous.freshness;
+    match kind {
+        ListKind::Tools => fresh.tools = was.tools,
+        ListKind::Prompts => fresh.prompts = was.prompts,
+        ListKind::Resources => fresh.resources = was.resources,
+        ListKind::ResourceTemplates => fresh.resource_templates = was.resource_templates,
+    }
 }
 
 #[cfg(test)]

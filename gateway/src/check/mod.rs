@@ -89,7 +89,11 @@ async fn check_one(handle: &BackendHandle, naming: &Naming, list_deadline: Durat
             .map(|i| format!("{} {}", i.name, i.version)),
     };
     match tokio::time::timeout(list_deadline, list_backend(handle, naming)).await {
-        Ok(Ok(listing)) => Outcome::Listed { server, listing },
+        Ok(Ok((listing, failed))) => Outcome::Listed {
+            server,
+            listing,
+            failed,
+        },
         Ok(Err(reason)) => Outcome::NotListed { server, reason },
         Err(_) => Outcome::NotListed {
             server,

@@ -31,6 +31,8 @@ pub enum Outcome {
         server: Server,
         /// Everything it listed.
         listing: BackendListing,
+        /// The lists it announced but failed to give (the gateway serves the others).
+        failed: Vec<crate::notify::listing::FailedList>,
     },
 }
 
@@ -115,7 +117,13 @@ impl Report {
                 Outcome::NotListed { reason, .. } => {
                     out.push(format!("backend {}: cannot list: {reason}", b.name));
                 }
-                Outcome::Listed { .. } => {}
+                Outcome::Listed { failed, .. } => {
+                    out.extend(
+                        failed
+                            .iter()
+                            .map(|f| format!("backend {}: cannot list {f}", b.name)),
+                    );
+                }
             }
         }
         out.extend(self.collisions.iter().map(|c| format!("catalog: {c}")));
@@ -142,8 +150,15 @@ impl Report {
                     let _ = writeln!(out, "  {}", describe(server));
                     let _ = writeln!(out, "  cannot list: {reason}");
                 }
-                Outcome::Listed { server, listing } => {
+                Outcome::Listed {
+                    server,
+                    listing,
+                    failed,
+                } => {
                     let _ = writeln!(out, "  {}", describe(server));
+                    for f in failed {
+                        let _ = writeln!(out, "  cannot list {f}");
+                    }
                     render_listing(&mut out, listing);
                 }
             }

@@ -35,6 +35,7 @@ fn listed(name: &str, listing: BackendListing) -> BackendReport {
         outcome: Outcome::Listed {
             server: server(),
             listing,
+            failed: Vec::new(),
         },
     }
 }

@@ -10,15 +10,15 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
 use handlers::{BackendHandle, BackendRequest};
-use protocol::Method;
+use protocol::shape::Failure;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub use crate::catalog::ledger::{Attempt, BackendReport, Ledger, Standing};
+pub use crate::catalog::ledger::{Attempt, BackendReport, FailedList, Ledger, Standing};
 
 use crate::catalog::{
-    BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListsFreshness, Selection,
-    Shaping,
+    BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListKind, ListsFreshness,
+    Selection, Shaping,
 };
 use crate::config::{BackendEntry, SelectionEntry};
 use crate::state::Gateway;
@@ -164,7 +164,8 @@ async fn attempt(handle: &BackendHandle, naming: &Naming) -> Attempt {
         return Attempt::Down(reason);
     }
     match list_backend(handle, naming).await {
-        Ok(listing) => Attempt::Listed(listing),
+        Ok((listing, failed)) if failed.is_empty() => Attempt::Listed(listing),
+        Ok((listing, failed)) => Attempt::Partial(listing, failed),
         // Lost between the check and the listing: down, not a failed listing.
         Err(_) if handle.description().is_none() => Attempt::Down(
             handle
@@ -202,11 +203,14 @@ pub async fn refresh(
 }
 
 /// Everything one backend offers (all pages of each list its capabilities announce), as a listing for the
-/// catalog; `mcpgw check` reports it. Not bounded here: callers put their deadline on it.
+/// catalog, and the lists that failed; `mcpgw check` reports it. A list the backend answers "method not
+/// found" (a hand-written server declaring `resources` without `resources/templates/list`) counts as empty;
+/// a list that fails otherwise is reported and never takes the others with it. Only when every announced
+/// list fails is the whole listing an error. Not bounded here: callers put their deadline on it.
 pub async fn list_backend(
     handle: &BackendHandle,
     naming: &Naming,
-) -> Result<BackendListing, String> {
+) -> Result<(BackendListing, Vec<FailedList>), String> {
     let Some(description) = handle.description() else {
         return Err("not connected".to_owned());
     };
@@ -221,31 +225,66 @@ pub async fn list_backend(
         resource_templates: Vec::new(),
         freshness: ListsFreshness::default(),
     };
-    let fresh = &mut listing.freshness;
+    let mut announced = Vec::new();
     if caps.tools.is_some() {
-        let (items, f) = list_all(handle, Method::ToolsList, "tools").await?;
-        (listing.tools, fresh.tools) = (items, Some(f));
+        announced.push(ListKind::Tools);
     }
     if caps.prompts.is_some() {
-        let (items, f) = list_all(handle, Method::PromptsList, "prompts").await?;
-        (listing.prompts, fresh.prompts) = (items, Some(f));
+        announced.push(ListKind::Prompts);
     }
     if caps.resources.is_some() {
-        let (items, f) = list_all(handle, Method::ResourcesList, "resources").await?;
-        (listing.resources, fresh.resources) = (items, Some(f));
-        let (items, f) =
-            list_all(handle, Method::ResourcesTemplatesList, "resourceTemplates").await?;
-        (listing.resource_templates, fresh.resource_templates) = (items, Some(f));
+        announced.extend([ListKind::Resources, ListKind::ResourceTemplates]);
     }
-    Ok(listing)
+    let mut failed = Vec::new();
+    for &kind in &announced {
+        let (items, freshness) = match list_all(handle, kind).await {
+            Ok(read) => read,
+            Err(ListError::NotImplemented) => {
+                // An empty list, as if it were not announced.
+                tracing::debug!(
+                    backend = handle.name(),
+                    method = kind.method(),
+                    "the backend does not implement it: counted as empty"
+                );
+                continue;
+            }
+            Err(ListError::Failed(reason)) => {
+                failed.push(FailedList { kind, reason });
+                continue;
+            }
+        };
+        let fresh = &mut listing.freshness;
+        match kind {
+            ListKind::Tools => (listing.tools, fresh.tools) = (items, Some(freshness)),
+            ListKind::Prompts => (listing.prompts, fresh.prompts) = (items, Some(freshness)),
+            ListKind::Resources => (listing.resources, fresh.resources) = (items, Some(freshness)),
+            ListKind::ResourceTemplates => {
+                (listing.resource_templates, fresh.resource_templates) = (items, Some(freshness));
+            }
+        }
+    }
+    if !announced.is_empty() && failed.len() == announced.len() {
+        let reasons: Vec<String> = failed.iter().map(ToString::to_string).collect();
+        return Err(reasons.join("; "));
+    }
+    Ok((listing, failed))
+}
+
+/// Why a list was not read.
+enum ListError {
+    /// The backend answered its first page "method not found": it has no such list.
+    NotImplemented,
+    /// Anything else.
+    Failed(String),
 }
 
 /// Every page of one list, and what the pages said about their reuse (the least fresh page wins).
 async fn list_all(
     handle: &BackendHandle,
-    method: Method,
-    field: &str,
-) -> Result<(Vec<Value>, ListFreshness), String> {
+    kind: ListKind,
+) -> Result<(Vec<Value>, ListFreshness), ListError> {
+    let (method, field) = (kind.list_method(), kind.field());
+    let failed = ListError::Failed;
     let mut items = Vec::new();
     let mut freshness: Option<ListFreshness> = None;
     let mut cursor: Option<String> = None;
@@ -254,16 +293,24 @@ async fn list_all(
             .as_ref()
             .map(|c| serde_json::value::to_raw_value(&serde_json::json!({ "cursor": c })))
             .transpose()
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| failed(e.to_string()))?;
+        let first = cursor.is_none();
         let request = BackendRequest::new(method, params);
-        let raw: Box<RawValue> = handle.call(request).await.map_err(|f| f.to_string())?;
+        let raw: Box<RawValue> = handle.call(request).await.map_err(|f| match f {
+            Failure::Backend { error, .. }
+                if first && error.code() == protocol::ErrorCode::MethodNotFound =>
+            {
+                ListError::NotImplemented
+            }
+            f => failed(f.to_string()),
+        })?;
         let mut page: serde_json::Map<String, Value> =
-            serde_json::from_str(raw.get()).map_err(|e| format!("{method} result: {e}"))?;
+            serde_json::from_str(raw.get()).map_err(|e| failed(format!("{method} result: {e}")))?;
         let page_freshness = ListFreshness::of_page(&page);
         freshness = Some(freshness.map_or(page_freshness, |f| f.and(page_freshness)));
         match page.remove(field) {
             Some(Value::Array(list)) => items.extend(list),
-            Some(_) => return Err(format!("{method} result: {field} is not an array")),
+            Some(_) => return Err(failed(format!("{method} result: {field} is not an array"))),
             None => {}
         }
         cursor = match page.remove("nextCursor") {

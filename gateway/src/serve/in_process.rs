@@ -414,6 +414,8 @@ mod endpoint_tests;
 #[cfg(test)]
 mod fixtures;
 #[cfg(test)]
+mod lists_tests;
+#[cfg(test)]
 mod notify_tests;
 #[cfg(test)]
 mod openapi_tests;

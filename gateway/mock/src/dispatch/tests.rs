@@ -381,3 +381,25 @@ async fn asks_is_asked_through_input_required_and_refused_to_legacy_clients_off_
     let text = body["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("only over HTTP"), "{text}");
 }
+
+#[tokio::test]
+async fn unimplemented_and_failing_methods_are_refused_on_every_generation() {
+    let m = mock(&[
+        "--unimplemented",
+        "resources/templates/list",
+        "--failing",
+        "prompts/list",
+    ]);
+    for g in Generation::ALL {
+        let (status, body) = ask(&m, g, "resources/templates/list", json!({})).await;
+        assert_eq!(body["error"]["code"], -32601, "{g}: {body}");
+        assert_eq!(status, if g.is_modern() { 404 } else { 200 });
+        let (_, body) = ask(&m, g, "prompts/list", json!({})).await;
+        assert_eq!(body["error"]["code"], -32603, "{g}: {body}");
+        let (_, body) = ask(&m, g, "resources/list", json!({})).await;
+        assert!(body["result"]["resources"].is_array(), "{g}: {body}");
+    }
+    let bad = parse(&["--stdio", "--failing", "tools/lists"]);
+    let refused = bad.check().unwrap_err().to_string();
+    assert_eq!(refused, "--failing \"tools/lists\": not an MCP method");
+}

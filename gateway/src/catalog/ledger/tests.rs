@@ -212,3 +212,63 @@ fn a_backend_whose_new_listing_collides_is_left_out_alone() {
     ]);
     assert!(fresh.build(attempts, t0, t0, None).is_err());
 }
+
+#[test]
+fn a_list_that_fails_keeps_its_last_good_copy_and_never_drops_the_others() {
+    let t0 = Instant::now();
+    let ledger = Ledger::new(["a"], GRACE);
+    let mut first = listing("a");
+    first.prompts = vec![json!({"name": "greet"})];
+    let snap = build(&ledger, vec![("a", Attempt::Listed(first))], t0);
+    assert!(snap.prompt("a__greet").is_some());
+
+    // prompts/list fails; tools/list gives a new tool: the new tools, the old prompts, marked stale.
+    let mut second = listing("a");
+    second
+        .tools
+        .push(json!({"name": "added", "inputSchema": {"type": "object"}}));
+    let failed = vec![FailedList {
+        kind: ListKind::Prompts,
+        reason: "backend a failed: internal error".into(),
+    }];
+    let t1 = t0 + Duration::from_secs(1);
+    let snap = build(&ledger, vec![("a", Attempt::Partial(second, failed))], t1);
+    assert!(snap.tool("a__echo").is_some() && snap.tool("a__added").is_some());
+    assert!(
+        snap.prompt("a__greet").is_some(),
+        "the failed list's last good copy is kept"
+    );
+    assert_eq!(snap.backends_stale(), ["a"]);
+    let report = ledger.report(t1);
+    assert_eq!(
+        report[0].standing.reason(),
+        Some("prompts/list: backend a failed: internal error")
+    );
+    assert_eq!(
+        ledger.next_due(),
+        Some(t1 + Duration::from_millis(250)),
+        "retried"
+    );
+
+    // The next full listing makes it up again.
+    let t2 = t1 + Duration::from_secs(1);
+    build(&ledger, vec![("a", Attempt::Listed(listing("a")))], t2);
+    assert_eq!(standing(&ledger, "a", t2), "up");
+}
+
+#[test]
+fn a_list_that_fails_on_a_first_listing_is_empty_and_the_rest_is_served() {
+    let t0 = Instant::now();
+    let ledger = Ledger::new(["a"], GRACE);
+    let failed = vec![FailedList {
+        kind: ListKind::ResourceTemplates,
+        reason: "timed out".into(),
+    }];
+    let snap = build(
+        &ledger,
+        vec![("a", Attempt::Partial(listing("a"), failed))],
+        t0,
+    );
+    assert!(snap.tool("a__echo").is_some());
+    assert_eq!(standing(&ledger, "a", t0), "stale");
+}
