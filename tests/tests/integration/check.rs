@@ -93,6 +93,43 @@ fn a_good_config_is_reported_with_era_transport_and_names_and_exits_0() {
     }
 }
 
+/// Issue 35 §2: a legacy stdio backend lacking `resources/templates/list` is listed whole; one whose
+/// `prompts/list` fails is listed but for its prompts, and the check names the list and exits non-zero.
+#[test]
+fn a_legacy_backend_without_a_list_method_is_listed_and_a_failing_list_is_named() {
+    let dir = TempDir::new("check-lists");
+    let lacking = one_stdio_mock(&[
+        "--era",
+        "legacy",
+        "--unimplemented",
+        "resources/templates/list",
+    ]);
+    let c = check_toml(&dir, &lacking, LIMIT);
+    assert!(c.ok, "{}\n{}", c.stdout, c.stderr);
+    for want in [
+        "m__echo",
+        "mock://mock-backend/readme",
+        "ok: every backend started and listed",
+    ] {
+        assert!(c.stdout.contains(want), "{want:?} not in:\n{}", c.stdout);
+    }
+    let failing = one_stdio_mock(&["--era", "legacy", "--failing", "prompts/list"]);
+    let c = check_toml(&dir, &failing, LIMIT);
+    assert!(!c.ok, "{}\n{}", c.stdout, c.stderr);
+    assert!(c.stdout.contains("m__echo"), "{}", c.stdout);
+    assert!(
+        c.stdout.contains("cannot list prompts/list: "),
+        "{}",
+        c.stdout
+    );
+    assert_eq!(c.problems().len(), 1, "{}", c.stderr);
+    assert!(
+        c.problems()[0].ends_with("backend mock: cannot list prompts/list: backend mock failed: prompts/list failed (--failing)"),
+        "{}",
+        c.stderr
+    );
+}
+
 #[test]
 fn the_demo_config_and_an_mcp_servers_file_check_too() {
     let c = check(&[], LIMIT);
