@@ -7,11 +7,7 @@ use serde_json::value::RawValue;
 /// A request with a gateway-minted id.
 pub(crate) fn request(id: i64, method: &str, params: Option<&RawValue>) -> Vec<u8> {
     let params_len = params.map_or(0, |p| p.get().len());
-    let mut out = Vec::with_capacity(64 + method.len() + params_len);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id.to_string().as_bytes());
-    out.extend_from_slice(b",\"method\":");
-    push_string(&mut out, method);
+    let mut out = request_head(id, method, 64 + params_len);
     if let Some(p) = params {
         out.extend_from_slice(b",\"params\":");
         out.extend_from_slice(p.get().as_bytes());
@@ -29,15 +25,21 @@ pub(crate) fn request_with<E>(
     write_params: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
 ) -> Result<Vec<u8>, E> {
     let params_len = params.map_or(0, |p| p.get().len());
-    let mut out = Vec::with_capacity(320 + method.len() + params_len);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    out.extend_from_slice(id.to_string().as_bytes());
-    out.extend_from_slice(b",\"method\":");
-    push_string(&mut out, method);
+    let mut out = request_head(id, method, 320 + params_len);
     out.extend_from_slice(b",\"params\":");
     write_params(&mut out)?;
     out.push(b'}');
     Ok(out)
+}
+
+/// `{"jsonrpc":"2.0","id":ID,"method":"METHOD"`, in a buffer with room for `more` bytes after it.
+fn request_head(id: i64, method: &str, more: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(48 + method.len() + more);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.to_string().as_bytes());
+    out.extend_from_slice(b",\"method\":");
+    push_string(&mut out, method);
+    out
 }
 
 /// A notification.
