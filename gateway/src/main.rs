@@ -75,8 +75,9 @@ struct ServeArgs {
     /// An `mcpServers` JSON file, as MCP hosts write them.
     #[arg(long)]
     mcp_json: Option<PathBuf>,
-    /// Listen address (overrides the config's `[server] listen`).
-    #[arg(long)]
+    /// Listen address, overriding the config's `[server] listen`: PORT (on 127.0.0.1), localhost:PORT or
+    /// IP:PORT.
+    #[arg(long, value_parser = gateway::config::parse_listen)]
     listen: Option<SocketAddr>,
     /// Serve one client over standard input and output instead of HTTP.
     #[arg(long)]

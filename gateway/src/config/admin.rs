@@ -14,7 +14,9 @@ use super::{ConfigError, invalid};
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminConfig {
-    /// Where the admin view listens (`127.0.0.1:7801`); `None`: no admin listener.
+    /// Where the admin view listens (`127.0.0.1:7801`, or `7801`, or `localhost:7801`); `None`: no admin
+    /// listener.
+    #[serde(default, deserialize_with = "super::listen::deserialize_option")]
     pub listen: Option<SocketAddr>,
     /// With `[auth]` on: the groups whose principals may use the admin view (at least one).
     pub groups: Vec<String>,

@@ -15,6 +15,7 @@ mod egress;
 pub mod endpoint;
 mod forwarded;
 mod http_url;
+mod listen;
 mod mcp_json;
 mod openapi;
 mod policy;
@@ -27,6 +28,7 @@ mod telemetry;
 mod tls;
 pub mod traces;
 
+pub use listen::parse_listen;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -133,7 +135,8 @@ pub const DEFAULT_H2_MAX_CONCURRENT_STREAMS: usize = 100;
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
-    /// Where to listen (`127.0.0.1:7800`).
+    /// Where to listen (`127.0.0.1:7800`; also `7800`, on loopback, or `localhost:7800`).
+    #[serde(deserialize_with = "listen::deserialize")]
     pub listen: SocketAddr,
     /// The largest request body accepted, in bytes (413 above).
     pub max_body_bytes: usize,
