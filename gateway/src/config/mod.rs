@@ -24,6 +24,7 @@ pub mod rate_limit;
 pub mod redact;
 mod secret_files;
 mod shaping;
+mod suggest;
 mod telemetry;
 mod tls;
 pub mod traces;
@@ -562,7 +563,7 @@ impl Config {
     pub fn from_toml_str(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         let mut config: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: suggest::did_you_mean(e.to_string().trim_end()),
         })?;
         secret_files::read(&mut config)?;
         config.validate()?;

@@ -165,6 +165,11 @@ fn a_bad_field_is_one_line_naming_the_field_and_exits_non_zero() {
             "server.cors_allowed_origins[0]",
         ),
         (format!("{}surprise = 1\n", one_stdio_mock(&[])), "surprise"),
+        // A near miss is answered with the key meant.
+        (
+            format!("[server]\nlisen = \"7800\"\n\n{}", one_stdio_mock(&[])),
+            "unknown field `lisen` (did you mean `listen`?)",
+        ),
         (
             "[[backend]]\nname = \"x\"\nurl = \"ftp://x\"\n".to_owned(),
             "backend[0].url",
