@@ -375,7 +375,7 @@ fn log_change(name: &str, before: &str, slot: &Slot) {
         (_, Standing::Stale { .. }) => tracing::warn!(
             backend = name,
             reason,
-            "backend not listed: its last good catalog is kept (stale) and it is listed again with backoff"
+            "backend not listed in full: what it last listed is kept where this listing failed (stale), and it is listed again with backoff"
         ),
         (_, Standing::Down { .. }) => tracing::warn!(
             backend = name,

@@ -205,22 +205,24 @@ impl Visit for FieldVisitor<'_> {
             return;
         }
         // `error sources=[cause, its cause]`, each part sanitized.
-        let mut text = String::new();
-        let _ = write_sanitized(&mut text, &value.to_string());
-        if let Some(source) = value.source() {
-            let _ = write!(text, " {}.sources=[", field.name());
-            let mut next = Some(source);
-            let mut first = true;
-            while let Some(error) = next {
-                if !std::mem::take(&mut first) {
-                    text.push_str(", ");
+        let writer = &mut self.writer;
+        self.result = (|| {
+            write!(Sanitizing(&mut *writer), "{value}")?;
+            if let Some(source) = value.source() {
+                write!(writer, " {}.sources=[", field.name())?;
+                let mut next = Some(source);
+                let mut first = true;
+                while let Some(error) = next {
+                    if !std::mem::take(&mut first) {
+                        writer.write_str(", ")?;
+                    }
+                    write!(Sanitizing(&mut *writer), "{error}")?;
+                    next = error.source();
                 }
-                let _ = write_sanitized(&mut text, &error.to_string());
-                next = error.source();
+                writer.write_char(']')?;
             }
-            text.push(']');
-        }
-        self.result = self.writer.write_str(&text);
+            Ok(())
+        })();
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
@@ -228,9 +230,8 @@ impl Visit for FieldVisitor<'_> {
             return;
         }
         self.result = if field.name() == "message" {
-            let mut text = String::new();
-            let _ = write!(text, "{value:?}");
-            write_sanitized(&mut self.writer, &text)
+            // Sanitized as it is formatted: no copy of the message per line.
+            write!(Sanitizing(&mut self.writer), "{value:?}")
         } else {
             write!(self.writer, "{value:?}")
         };
@@ -281,6 +282,15 @@ fn write_sanitized(writer: &mut impl fmt::Write, value: &str) -> fmt::Result {
         }
     }
     Ok(())
+}
+
+/// A writer that sanitizes what is formatted into it (`write_sanitized` on each piece).
+struct Sanitizing<W>(W);
+
+impl<W: fmt::Write> fmt::Write for Sanitizing<W> {
+    fn write_str(&mut self, piece: &str) -> fmt::Result {
+        write_sanitized(&mut self.0, piece)
+    }
 }
 
 fn needs_escape(ch: char) -> bool {
