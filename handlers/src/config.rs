@@ -41,6 +41,33 @@ pub struct BackendConfig {
     /// arrives in; empty: `roots/list` goes to the client of the request it belongs to, and is answered with
     /// no roots when it belongs to none.
     pub roots: Vec<String>,
+    /// The generation the gateway speaks to the backend: found by the era probe (the default), or pinned.
+    pub era: EraPin,
+}
+
+/// Which generation the gateway speaks to a backend (`[[backend]] era`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EraPin {
+    /// Probe with `server/discover` and fall back to `initialize` (HTTP: then to HTTP+SSE); the era found
+    /// is remembered across reconnects.
+    #[default]
+    Auto,
+    /// Always the `initialize` handshake, never the probe: for a dual-era server whose legacy path offers
+    /// what its stateless one lacks.
+    Legacy,
+    /// Always 2026-07-28: a backend that does not answer `server/discover` is down, never initialized.
+    Modern,
+}
+
+impl EraPin {
+    /// The word the config uses.
+    pub fn label(self) -> &'static str {
+        match self {
+            EraPin::Auto => "auto",
+            EraPin::Legacy => "legacy",
+            EraPin::Modern => "modern",
+        }
+    }
 }
 
 /// How the gateway verifies an `https://` backend and proves itself to it. By default the platform's roots
@@ -109,6 +136,7 @@ impl BackendConfig {
             tls: TlsClient::default(),
             credential: crate::Credential::default(),
             roots: Vec::new(),
+            era: EraPin::Auto,
         }
     }
 }

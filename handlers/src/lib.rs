@@ -51,7 +51,7 @@ mod wire;
 
 pub use circuit::{CircuitConfig, CircuitState, counts_against};
 pub use config::{
-    BackendConfig, InProcess, InProcessAnswer, InProcessServer, TlsClient, Transport,
+    BackendConfig, EraPin, InProcess, InProcessAnswer, InProcessServer, TlsClient, Transport,
 };
 pub use credential::Credential;
 pub use description::{ServerDescription, TransportKind};

@@ -13,6 +13,7 @@ mod cors;
 mod demo;
 mod egress;
 pub mod endpoint;
+mod era;
 mod forwarded;
 mod http_url;
 mod listen;
@@ -49,6 +50,7 @@ pub use cors::normalize_origin;
 pub use demo::demo_config;
 pub use egress::{EgressConfig, valid_host_pattern};
 pub use endpoint::{AccessEntry, EndpointEntry};
+pub use era::BackendEra;
 pub use forwarded::ForwardedHeader;
 pub use mcp_json::from_mcp_json;
 pub(crate) use policy::validate_reach;
@@ -367,6 +369,9 @@ pub struct BackendEntry {
     /// none: `roots/list` goes to the client whose request it belongs to, and gets no roots outside any.
     #[serde(default)]
     pub roots: Vec<String>,
+    /// The generation spoken to it: `auto` (probe), `legacy` or `modern` (pinned).
+    #[serde(default)]
+    pub era: BackendEra,
     /// The gateway's own credential towards this (HTTP) backend (`[backend.auth]`).
     pub auth: Option<BackendAuth>,
     /// Which of its tools are in the catalog, by its own names (`{ allow = [globs], deny = [globs] }`).
@@ -801,6 +806,7 @@ impl Config {
                     "a builtin backend never asks for roots",
                 ));
             }
+            era::validate(b, &field)?;
             tls::validate_backend(b, s.strict, &field)?;
             if let Some(auth) = &b.auth {
                 auth.validate(&field, b.url.is_some() || b.openapi.is_some(), s.strict)?;

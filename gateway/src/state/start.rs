@@ -53,6 +53,7 @@ pub fn start_backends(
             bc.roots.clone_from(&entry.roots);
             bc.tls = entry.tls();
             bc.http2 = entry.http2;
+            bc.era = entry.era.into();
             if let Some(c) = credentials.get(&entry.name) {
                 bc.credential = c.clone();
             }

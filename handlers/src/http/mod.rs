@@ -41,7 +41,7 @@ use reqwest::{StatusCode, Url};
 use tokio::sync::mpsc;
 use tracing::{debug, warn};
 
-use crate::config::{BackendConfig, Transport};
+use crate::config::{BackendConfig, EraPin, Transport};
 use crate::handshake::{self, Probe};
 use crate::link::context::{ConnectFailure, Connected, LinkContext, Verdict, VerdictUpdate};
 
@@ -203,6 +203,9 @@ where
                     reason,
                     VerdictUpdate::Learned(Verdict::Modern),
                 ));
+            }
+            modern::Probed::Judged(Probe::Legacy(why)) if ctx.config.era == EraPin::Modern => {
+                return Err(ConnectFailure::pinned(EraPin::Modern, &why));
             }
             modern::Probed::Judged(Probe::Legacy(why)) => {
                 debug!(backend = %ctx.name(), %why, "not a modern backend: initializing");

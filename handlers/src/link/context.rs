@@ -295,6 +295,12 @@ impl ConnectFailure {
         }
     }
 
+    /// A backend pinned to `era` (`[[backend]] era`) that cannot be reached in it: `why` says what it
+    /// answered instead. Nothing learned: the pin decides the next attempt too.
+    pub(crate) fn pinned(era: crate::config::EraPin, why: &str) -> ConnectFailure {
+        ConnectFailure::outage(format!("era = \"{}\" is set, but {why}", era.label()))
+    }
+
     /// An outage: nothing learned about the era.
     pub(crate) fn outage(reason: impl Into<String>) -> ConnectFailure {
         ConnectFailure::new(reason, VerdictUpdate::Keep)

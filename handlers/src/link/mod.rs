@@ -10,7 +10,7 @@ use protocol::shape::Failure;
 use serde_json::value::RawValue;
 use tokio::time::Instant;
 
-use crate::config::Transport;
+use crate::config::{EraPin, Transport};
 use crate::http::{LegacyLink, ModernLink, SseLink};
 use crate::in_process::InProcessLink;
 use crate::request::BackendRequest;
@@ -65,6 +65,7 @@ pub(crate) async fn connect(
     http: Option<reqwest::Client>,
     remembered: Option<Verdict>,
 ) -> Result<Connected, ConnectFailure> {
+    let remembered = pinned(ctx.config.era, remembered);
     match (&ctx.config.transport, http) {
         (Transport::Stdio { .. }, _) => stdio::connect(ctx, remembered)
             .await
@@ -102,5 +103,43 @@ impl From<LegacyLink> for Link {
 impl From<SseLink> for Link {
     fn from(link: SseLink) -> Link {
         Link::Sse(link)
+    }
+}
+
+/// The era to connect with: the remembered one, unless `[[backend]] era` pins it (a pinned legacy backend
+/// keeps the HTTP+SSE transport once it was found to need it).
+fn pinned(pin: EraPin, remembered: Option<Verdict>) -> Option<Verdict> {
+    match pin {
+        EraPin::Auto => remembered,
+        EraPin::Modern => Some(Verdict::Modern),
+        EraPin::Legacy => match remembered {
+            Some(Verdict::LegacySse) => Some(Verdict::LegacySse),
+            _ => Some(Verdict::Legacy),
+        },
+    }
+}
+
+#[cfg(test)]
+mod pin_tests {
+    use super::*;
+
+    #[test]
+    fn a_pin_overrides_what_was_remembered() {
+        use Verdict::*;
+        // (pin, remembered, connected with)
+        let table = [
+            (EraPin::Auto, None, None),
+            (EraPin::Auto, Some(Modern), Some(Modern)),
+            (EraPin::Auto, Some(LegacySse), Some(LegacySse)),
+            (EraPin::Legacy, None, Some(Legacy)),
+            (EraPin::Legacy, Some(Modern), Some(Legacy)),
+            (EraPin::Legacy, Some(LegacySse), Some(LegacySse)),
+            (EraPin::Modern, None, Some(Modern)),
+            (EraPin::Modern, Some(Legacy), Some(Modern)),
+            (EraPin::Modern, Some(LegacySse), Some(Modern)),
+        ];
+        for (pin, remembered, expected) in table {
+            assert_eq!(pinned(pin, remembered), expected, "{pin:?} {remembered:?}");
+        }
     }
 }

@@ -23,7 +23,7 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 use tracing::{debug, info};
 
-use crate::config::Transport;
+use crate::config::{EraPin, Transport};
 use crate::description::{ServerDescription, TransportKind};
 use crate::handshake::{self, Probe};
 use crate::link::context::{
@@ -116,6 +116,9 @@ pub(crate) async fn connect(
                     VerdictUpdate::Learned(Verdict::Modern),
                 ));
             }
+            Probed::Judged(Probe::Legacy(why)) if ctx.config.era == EraPin::Modern => {
+                return Err(ConnectFailure::pinned(EraPin::Modern, &why));
+            }
             Probed::Judged(Probe::Legacy(why)) => {
                 debug!(backend = %ctx.name(), %why, "legacy backend: initializing");
             }
@@ -136,6 +139,9 @@ pub(crate) async fn connect(
             Err(Initialize::Died(_)) if !respawned => {
                 process = spawn()?;
                 respawned = true;
+            }
+            Err(Initialize::Refused(why)) if ctx.config.era == EraPin::Legacy => {
+                return Err(ConnectFailure::pinned(EraPin::Legacy, &why));
             }
             Err(Initialize::Refused(why)) if legacy_assumed => {
                 // The remembered era failed on a live process: probe it again now.

@@ -130,6 +130,67 @@ fn a_legacy_backend_without_a_list_method_is_listed_and_a_failing_list_is_named(
     );
 }
 
+/// Issue 35 §2: `[[backend]] era` pins the generation spoken to a backend. A dual-era server is spoken to
+/// in 2025-11-25 under `legacy` (2026-07-28 by default); a legacy-only one pinned to `modern` is down,
+/// saying why, and never initialized; an in-process backend cannot be pinned to legacy.
+#[test]
+fn era_pins_the_generation_spoken_to_a_backend() {
+    let dir = TempDir::new("check-era");
+    // (mock flags, era line, what the report says)
+    let table: [(&[&str], &str, &str); 4] = [
+        (&[], "", "2026-07-28 (modern) over stdio"),
+        (&[], "era = \"legacy\"\n", "2025-11-25 (legacy) over stdio"),
+        (
+            &["--era", "legacy"],
+            "era = \"auto\"\n",
+            "2025-11-25 (legacy) over stdio",
+        ),
+        (
+            &["--era", "modern"],
+            "era = \"modern\"\n",
+            "2026-07-28 (modern) over stdio",
+        ),
+    ];
+    for (flags, era, want) in table {
+        let c = check_toml(&dir, &format!("{}{era}", one_stdio_mock(flags)), LIMIT);
+        assert!(c.ok, "{era}{flags:?}: {}\n{}", c.stdout, c.stderr);
+        assert!(
+            c.stdout.contains(want),
+            "{era}{flags:?}: {want:?} not in:\n{}",
+            c.stdout
+        );
+    }
+    let c = check_toml(
+        &dir,
+        &format!("{}era = \"modern\"\n", one_stdio_mock(&["--era", "legacy"])),
+        LIMIT,
+    );
+    assert!(!c.ok, "{}\n{}", c.stdout, c.stderr);
+    assert!(
+        c.stderr.contains("backend mock") && c.stderr.contains("era = \"modern\" is set, but"),
+        "{}",
+        c.stderr
+    );
+    let c = check_toml(
+        &dir,
+        "[[backend]]\nname = \"b\"\nbuiltin = [\"mock-backend\"]\nera = \"legacy\"\n",
+        LIMIT,
+    );
+    assert!(!c.ok);
+    assert!(c.stderr.contains("backend[0].era"), "{}", c.stderr);
+    let c = check_toml(
+        &dir,
+        &format!("{}era = \"old\"\n", one_stdio_mock(&[])),
+        LIMIT,
+    );
+    assert!(!c.ok);
+    assert!(
+        c.stderr.contains("auto") && c.stderr.contains("legacy"),
+        "{}",
+        c.stderr
+    );
+}
+
 #[test]
 fn the_demo_config_and_an_mcp_servers_file_check_too() {
     let c = check(&[], LIMIT);

@@ -199,6 +199,7 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         tls_insecure_skip_verify: false,
         http2: false,
         roots: Vec::new(),
+        era: Default::default(),
         tools: None,
         prompts: None,
         resources: None,
