@@ -15,7 +15,7 @@ use import_graph::{Import, circles, file_graph, imports, modules, pairs};
 /// one of its own layer. ARCHITECTURE.md says this line as [`declared_line`] writes it.
 const LAYERS: &[&[&str]] = &[
     &["serve"],
-    &["check"],
+    &["check", "client"],
     &["front"],
     &["pipeline", "reload"],
     &["notify"],
@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
         "metrics",
         "glob",
         "probe",
+        "docs_blocks",
     ],
 ];
 

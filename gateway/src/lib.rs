@@ -15,8 +15,11 @@ pub mod bridge;
 pub mod cache;
 pub mod catalog;
 pub mod check;
+pub mod client;
 pub mod cluster;
 pub mod config;
+#[cfg(test)]
+mod docs_blocks;
 pub mod drain;
 pub mod egress;
 pub mod endpoint;

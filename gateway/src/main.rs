@@ -39,6 +39,11 @@ enum Command {
     /// `[[auth.api_key]] digest`.
     #[command(subcommand)]
     Auth(AuthCommand),
+    /// List the tools of a running gateway (or any MCP server): names, descriptions, arguments.
+    Tools(ToolsArgs),
+    /// Call one tool of a running gateway (or any MCP server) and print its answer:
+    /// `mcpgw call demo__add '{"a": 2, "b": 40}'`. Exit 1 on a tool error or a failure.
+    Call(CallArgs),
     /// GET a plain-HTTP URL (a health probe: `mcpgw probe http://127.0.0.1:7800/healthz`); exit 0 on
     /// 200, 1 otherwise. For images without curl (the Dockerfile's HEALTHCHECK).
     Probe(ProbeArgs),
@@ -56,6 +61,52 @@ enum AuthCommand {
     /// Read an API key on standard input (one line; at least 24 characters) and print its digest,
     /// `sha256:HEX`: the config holds only that.
     HashKey,
+}
+
+/// Where `mcpgw tools` and `mcpgw call` go, and how.
+#[derive(Debug, Args)]
+struct ClientArgs {
+    /// The MCP endpoint.
+    #[arg(long, env = "MCPGW_URL", default_value = "http://127.0.0.1:7800/mcp")]
+    url: String,
+    /// The generation to speak: found by the era probe (`auto`), or `legacy` (an `initialize` session) or
+    /// `modern` (2026-07-28, stateless).
+    #[arg(long, value_enum, default_value = "auto")]
+    era: ClientEra,
+    /// A file holding the token sent as `Authorization: Bearer TOKEN` (an API key or a JWT); never given on
+    /// the command line.
+    #[arg(long)]
+    bearer_file: Option<PathBuf>,
+    /// The deadline of the connection and of the request, in milliseconds.
+    #[arg(long, default_value_t = 30_000)]
+    timeout_ms: u64,
+    /// Print the JSON the server answered instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ClientEra {
+    Auto,
+    Legacy,
+    Modern,
+}
+
+#[derive(Debug, Args)]
+struct ToolsArgs {
+    #[command(flatten)]
+    client: ClientArgs,
+}
+
+#[derive(Debug, Args)]
+struct CallArgs {
+    /// The tool's name, as `mcpgw tools` lists it.
+    name: String,
+    /// Its arguments: a JSON object (`'{"text": "hi"}'`); none when left out.
+    #[arg(default_value = "")]
+    arguments: String,
+    #[command(flatten)]
+    client: ClientArgs,
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +173,8 @@ fn main() -> ExitCode {
             println!("{}", gateway::cluster::keys::new_key_line());
             Ok(())
         }
+        Command::Tools(args) => return tools(&args),
+        Command::Call(args) => return call(&args),
         Command::Probe(args) => {
             return match gateway::probe::get(
                 &args.url,
@@ -153,11 +206,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let mut config = match (&args.config, &args.mcp_json) {
         (Some(path), _) => Config::from_toml_file(path)?,
         (None, Some(path)) => from_mcp_json(path)?,
-        (None, None) => {
-            gateway::telemetry::logs::flush();
-            eprintln!("mcpgw: no --config given: serving the built-in demo backend");
-            demo()?
-        }
+        (None, None) => demo()?,
     };
     if let Some(format) = args.log_format {
         config.server.log_format = format;
@@ -168,6 +217,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         config.server.log_level.as_deref(),
         "info",
     );
+    if args.config.is_none() && args.mcp_json.is_none() {
+        gateway::telemetry::logs::announce(
+            tracing::Level::INFO,
+            "mcpgw: no --config given: serving the built-in demo backend",
+            serde_json::json!({}),
+        );
+    }
     if let Some(listen) = args.listen {
         config.server.listen = listen;
     }
@@ -197,6 +253,80 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     served?;
     Ok(())
+}
+
+/// The target of `mcpgw tools` / `mcpgw call`; the token read from its file.
+fn target(args: &ClientArgs) -> anyhow::Result<gateway::client::Target> {
+    let bearer = match &args.bearer_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --bearer-file {}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    Ok(gateway::client::Target {
+        url: args.url.clone(),
+        era: match args.era {
+            ClientEra::Auto => gateway::config::BackendEra::Auto,
+            ClientEra::Legacy => gateway::config::BackendEra::Legacy,
+            ClientEra::Modern => gateway::config::BackendEra::Modern,
+        },
+        bearer,
+        timeout: std::time::Duration::from_millis(args.timeout_ms.max(1)),
+    })
+}
+
+/// `mcpgw tools`: the tools, as text or as the JSON listed. Logs only when `RUST_LOG` asks.
+fn tools(args: &ToolsArgs) -> ExitCode {
+    let _logging = init_logging("off");
+    let listed = target(&args.client).and_then(|t| Ok(gateway::client::tools(&t)?));
+    match listed {
+        Ok(tools) if args.client.json => {
+            println!("{}", serde_json::json!({ "tools": tools }));
+            ExitCode::SUCCESS
+        }
+        Ok(tools) => {
+            print!("{}", gateway::client::render_tools(&tools));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcpgw tools: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `mcpgw call`: the answer on standard output (a tool error on standard error), exit 1 unless it
+/// succeeded.
+fn call(args: &CallArgs) -> ExitCode {
+    let _logging = init_logging("off");
+    let answered = target(&args.client)
+        .and_then(|t| Ok(gateway::client::call(&t, &args.name, &args.arguments)?));
+    let result = match answered {
+        Ok(result) => result,
+        Err(e) => {
+            eprintln!("mcpgw call: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (text, is_error) = gateway::client::render_result(&result);
+    if args.client.json {
+        println!("{result}");
+    } else if is_error {
+        eprintln!(
+            "mcpgw call: {} answered with a tool error:\n{text}",
+            args.name
+        );
+    } else {
+        println!("{text}");
+    }
+    if is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// `mcpgw auth hash-key`: the digest of the key on standard input.

@@ -153,7 +153,9 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
         Some(front) => serve_http(gw.clone(), front, admin, first, reloading).await,
     };
     // The backends stop last, after every request is answered, each with its grace period (never
-    // restarted: a shut-down backend stays down).
+    // restarted: a shut-down backend stays down). The stdio front's end (its client closed standard input)
+    // is a shutdown too: its backends going down are no news.
+    gw.drain.advance(crate::drain::Phase::CutOff);
     for b in gw.live().backends.values() {
         b.shutdown();
     }
@@ -200,7 +202,7 @@ fn announce_auth(config: &Config, auth: Option<&crate::auth::Authenticator>, std
     match auth {
         None if stdio => {}
         None => tracing::info!(
-            "no [auth]: every client that reaches the listener may call every tool (see README, Security)"
+            "no [auth]: every client that reaches the listener may call every tool (see docs/src/security.md)"
         ),
         Some(a) => {
             tracing::info!(
@@ -251,10 +253,13 @@ async fn first_catalog(
     for report in gw.ledger.report(std::time::Instant::now()) {
         if let Some(reason) = report.standing.reason() {
             // Named on a start-up line: the gateway serves without it and adds it when it comes up.
-            crate::telemetry::logs::flush();
-            eprintln!(
-                "mcpgw: backend {} is down at start ({reason}); serving without it until it comes up",
-                report.name
+            crate::telemetry::logs::announce(
+                tracing::Level::WARN,
+                &format!(
+                    "mcpgw: backend {} is down at start ({reason}); serving without it until it comes up",
+                    report.name
+                ),
+                serde_json::json!({"backend": report.name, "reason": reason}),
             );
         }
     }
@@ -372,16 +377,24 @@ async fn serve_http(
         .transpose()?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
-        crate::telemetry::logs::flush();
-        eprintln!(
-            "mcpgw listening on {scheme}://{addr}/mcp ({} backends, {workers} workers)",
-            gw.live().backends.len()
+        let backends = gw.live().backends.len();
+        crate::telemetry::logs::announce(
+            tracing::Level::INFO,
+            &format!(
+                "mcpgw listening on {scheme}://{addr}/mcp ({backends} backends, {workers} workers)"
+            ),
+            serde_json::json!({"url": format!("{scheme}://{addr}/mcp"), "backends": backends,
+                "workers": workers}),
         );
         for endpoint in gw.endpoints.all().iter().skip(1) {
-            crate::telemetry::logs::flush();
-            eprintln!(
-                "  endpoint {:?} on {scheme}://{addr}{}",
-                endpoint.server_info.name, endpoint.path
+            crate::telemetry::logs::announce(
+                tracing::Level::INFO,
+                &format!(
+                    "  endpoint {:?} on {scheme}://{addr}{}",
+                    endpoint.server_info.name, endpoint.path
+                ),
+                serde_json::json!({"endpoint": endpoint.server_info.name,
+                    "url": format!("{scheme}://{addr}{}", endpoint.path)}),
             );
         }
     }
@@ -440,8 +453,11 @@ fn start_admin(
     let scheme = admin.scheme();
     let server = crate::front::admin::server(admin, listener)
         .map_err(|error| ServeError::Bind { addr, error })?;
-    crate::telemetry::logs::flush();
-    eprintln!("mcpgw admin view on {scheme}://{addr}/admin/");
+    crate::telemetry::logs::announce(
+        tracing::Level::INFO,
+        &format!("mcpgw admin view on {scheme}://{addr}/admin/"),
+        serde_json::json!({"admin": format!("{scheme}://{addr}/admin/")}),
+    );
     let handle = server.handle();
     actix_rt::spawn(async move {
         if let Err(e) = server.await {

@@ -55,6 +55,9 @@ pub(crate) struct BackendActor {
     /// The subscription of the current connection (see [`crate::BackendHandle::listen`]).
     subscription: Option<SpawnHandle>,
     span: Span,
+    /// Failed connect attempts in a row, and the reason last logged at warn (`mark_down`'s back-off).
+    down_attempts: u64,
+    down_logged: Option<String>,
 }
 
 impl std::fmt::Debug for BackendActor {
@@ -92,6 +95,8 @@ impl BackendActor {
             up_since: None,
             subscription: None,
             span,
+            down_attempts: 0,
+            down_logged: None,
         }
     }
 
@@ -134,6 +139,7 @@ impl BackendActor {
                 self.shared.set_link(Some(link.clone()));
                 self.link = Some(link);
                 self.up_since = Some(Instant::now());
+                (self.down_attempts, self.down_logged) = (0, None);
                 self.shared.set(State::Ready(Arc::clone(&description)));
                 self.listen(Arc::clone(&description), ctx);
                 self.ctx.notifier.ready(description);
@@ -174,7 +180,16 @@ impl BackendActor {
     /// Records the outage; the `Down` event goes out once per outage, not once per failed reconnect.
     fn mark_down(&mut self, reason: &str) {
         let was_down = matches!(self.shared.state(), State::Down(_));
-        warn!(parent: &self.span, %reason, "backend down");
+        self.down_attempts += 1;
+        let attempts = self.down_attempts;
+        match said(attempts, self.down_logged.as_deref(), reason) {
+            Said::Down => warn!(parent: &self.span, %reason, attempts, "backend down"),
+            Said::StillDown => warn!(parent: &self.span, %reason, attempts, "backend still down"),
+            Said::Quietly => debug!(parent: &self.span, %reason, attempts, "backend still down"),
+        }
+        if self.down_logged.as_deref() != Some(reason) {
+            self.down_logged = Some(reason.to_owned());
+        }
         self.shared.set(State::Down(reason.to_owned()));
         if !was_down {
             self.ctx.notifier.down(reason);
@@ -300,5 +315,43 @@ impl Handler<Reinitialize> for BackendActor {
                 }
             },
         )))
+    }
+}
+
+/// How a failed connect attempt is logged (`BackendActor::mark_down`).
+#[derive(Debug, PartialEq, Eq)]
+enum Said {
+    /// At warn: the first failure in a row, or a reason other than the one last said.
+    Down,
+    /// At warn with the count: the 2nd, 4th, 8th… failure for the same reason (a backend down for an hour
+    /// is said about a dozen times).
+    StillDown,
+    /// At debug.
+    Quietly,
+}
+
+fn said(attempts: u64, logged: Option<&str>, reason: &str) -> Said {
+    if attempts == 1 || logged != Some(reason) {
+        Said::Down
+    } else if attempts.is_power_of_two() {
+        Said::StillDown
+    } else {
+        Said::Quietly
+    }
+}
+
+#[cfg(test)]
+mod down_log_tests {
+    use super::{Said, said};
+
+    #[test]
+    fn repeated_failures_are_said_less_and_less_often() {
+        let warned: Vec<u64> = (2..=100)
+            .filter(|&n| said(n, Some("refused"), "refused") == Said::StillDown)
+            .collect();
+        assert_eq!(warned, [2, 4, 8, 16, 32, 64]);
+        assert_eq!(said(1, None, "refused"), Said::Down);
+        assert_eq!(said(5, Some("refused"), "timed out"), Said::Down);
+        assert_eq!(said(5, Some("refused"), "refused"), Said::Quietly);
     }
 }

@@ -28,6 +28,8 @@
 
 mod args;
 mod ask;
+#[cfg(test)]
+mod docs_blocks;
 mod hdr;
 mod headers;
 pub mod html;

@@ -137,7 +137,14 @@ impl Catalog for CatalogSnapshot {
                 required_capabilities: None,
             });
         }
-        let i = self.tool_index(name)?;
+        let Some(i) = self.tool_index(name) else {
+            // Not served: a down backend's tool is still routed, to be answered with a tool error.
+            return self.down_route(name).map(|key| ToolRoute {
+                key,
+                header_params: &[],
+                required_capabilities: None,
+            });
+        };
         let entry = self.tools.get(i)?;
         Some(ToolRoute {
             key: RouteKey(u32::try_from(i).ok()?),

@@ -25,6 +25,7 @@
 
 mod builder;
 mod cursor;
+mod down;
 mod freshness;
 pub mod ledger;
 mod lookup;
@@ -45,6 +46,7 @@ mod tests;
 
 pub use builder::CatalogBuilder;
 pub use cursor::{CursorError, ListKind, Page};
+pub use down::{DownBackend, client_reason};
 pub use freshness::{ListFreshness, ListsFreshness};
 pub use restriction::{Item, Restriction};
 pub use searching::{GatewayTool, reserved};

@@ -105,6 +105,8 @@ pub struct CatalogSnapshot {
     pub(super) restriction: Option<super::restriction::Restricted>,
     /// Set on a searching view (module `searching`): the index over its tools.
     pub(super) search: Option<std::sync::Arc<super::search::ToolIndex>>,
+    /// The missing backends a `tools/call` can be recognised for by prefix (module `down`), by name.
+    pub(super) down: std::sync::Arc<Vec<super::down::DownBackend>>,
 }
 
 impl Default for CatalogSnapshot {
@@ -153,6 +155,7 @@ impl CatalogSnapshot {
             listed_at: None,
             restriction: None,
             search: None,
+            down: std::sync::Arc::default(),
         };
         snapshot.version = snapshot.content_hash();
         snapshot

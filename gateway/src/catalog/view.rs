@@ -94,6 +94,7 @@ impl CatalogSnapshot {
         let (missing, stale) = (named(&self.missing), named(&self.stale));
         let mut view = CatalogSnapshot::from_sorted(tools, prompts, resources, templates, missing);
         view.set_stale(stale);
+        view.down = self.down_kept(&view.missing);
         view.freshness = if private {
             self.freshness.map(|f| ListFreshness { public: false, ..f })
         } else {

@@ -272,6 +272,11 @@ pub enum UnknownToolCode {
     InvalidParams,
 }
 
+impl ServerConfig {
+    /// `max_connections` unless configured.
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 25_000;
+}
+
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
@@ -294,7 +299,7 @@ impl Default for ServerConfig {
             workers: None,
             stream_write_timeout_ms: 10_000,
             max_in_flight_per_worker: 4096,
-            max_connections: 25_000,
+            max_connections: ServerConfig::DEFAULT_MAX_CONNECTIONS,
             h2_max_concurrent_streams: None,
             allowed_hosts: None,
             allowed_origins: None,

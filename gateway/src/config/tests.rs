@@ -281,7 +281,7 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
         .collect()
 }
 
-/// The tables the README's configuration table documents, each key by key.
+/// The tables the configuration reference (docs/src/configuration.md) documents, each key by key.
 const TABLES: [&str; 16] = [
     "[server]",
     "[admin]",
@@ -301,49 +301,134 @@ const TABLES: [&str; 16] = [
     "[egress]",
 ];
 
-/// The keys the README's configuration table names, by table (`[server]` until another table's first row).
-fn readme_keys() -> BTreeMap<&'static str, Vec<String>> {
-    let readme = include_str!("../../../README.md");
-    let table = readme
-        .split("### Configuration")
-        .nth(1)
-        .and_then(|rest| rest.split("\n### ").next())
-        .expect("README has a Configuration section");
+/// The keys the configuration reference names, by table: each table's keys are the backquoted words of the
+/// first column of the table under its heading ``## `[server]` `` (up to the next heading).
+fn documented_keys() -> BTreeMap<&'static str, Vec<String>> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/src/configuration.md");
+    let page = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut keys: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
-    let mut current = TABLES[0];
-    for row in table.lines().filter(|l| l.starts_with("| `")) {
-        let first = row.split('|').nth(1).unwrap_or_default();
-        for (i, key) in first.split('`').enumerate() {
-            if i % 2 == 0 {
-                continue;
+    let mut current: Option<&'static str> = None;
+    for line in page.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            current = TABLES
+                .into_iter()
+                .find(|t| heading.trim() == format!("`{t}`"));
+            if let Some(t) = current {
+                assert!(
+                    !keys.contains_key(t),
+                    "configuration.md has two headings for {t}"
+                );
+                keys.insert(t, Vec::new());
             }
-            let mut key = key;
-            for t in TABLES {
-                if let Some(k) = key.strip_prefix(t).and_then(|k| k.strip_prefix(' ')) {
-                    current = t;
-                    key = k;
-                }
-            }
-            keys.entry(current).or_default().push(key.to_owned());
+            continue;
         }
+        let (Some(table), true) = (current, line.starts_with("| `")) else {
+            continue;
+        };
+        let first = line.split('|').nth(1).unwrap_or_default();
+        let row = keys.entry(table).or_default();
+        row.extend(first.split('`').skip(1).step_by(2).map(str::to_owned));
     }
     keys
 }
 
 #[test]
-fn the_readme_configuration_table_names_every_key_and_only_keys() {
-    let mut documented = readme_keys();
+fn the_configuration_reference_names_every_key_and_only_keys() {
+    let mut documented = documented_keys();
     for table in TABLES {
         let mut accepted = accepted_keys(table);
-        let mut documented = documented.remove(table).unwrap_or_default();
+        let mut documented = documented
+            .remove(table)
+            .unwrap_or_else(|| panic!("docs/src/configuration.md has no heading ## `{table}`"));
         accepted.sort();
         documented.sort();
         assert!(!accepted.is_empty(), "{table}: serde listed no key");
         assert_eq!(
             documented, accepted,
-            "README's configuration table and {table} disagree"
+            "docs/src/configuration.md's table under ## `{table}` and the keys {table} accepts disagree"
         );
     }
+    assert!(
+        documented.is_empty(),
+        "headings of no known table: {:?}",
+        documented.keys()
+    );
+}
+
+/// Config blocks of the docs (markers `config-…`) that must be there, and what each holds is checked below;
+/// any other `config-` block is parsed and validated too.
+const CONFIG_BLOCKS: [&str; 6] = [
+    "config-quick-start",
+    "config-tls",
+    "config-cors",
+    "config-middleware",
+    "config-traces",
+    "config-admin",
+];
+
+/// Every config block of the docs (README.md and docs/src: a marker whose name starts with `config-`) parses
+/// with `Config::from_toml_str` and validates, as the page shows it, with two additions only: a config serves
+/// at least one backend, so a block without a `[[backend]]` table (a fragment showing one table) gets one
+/// appended, a built-in mock (`[[backend]] name = "m"`, `builtin = ["mock-backend"]`); and the TLS files a
+/// block names under `/etc/mcpgw/tls/` (validation reads them) are real ones made now in a temporary
+/// directory, the path replaced by it. [`CONFIG_BLOCKS`] must be among them.
+#[test]
+fn every_config_block_of_the_docs_parses_and_validates() {
+    let mut configs = BTreeMap::new();
+    for b in crate::docs_blocks::blocks() {
+        if !b.name.starts_with("config-") {
+            continue;
+        }
+        assert_eq!(
+            b.language, "toml",
+            "{} ({}) is a toml block",
+            b.name, b.page
+        );
+        let mut text = b.text.clone();
+        if !text.lines().any(|l| l.trim() == "[[backend]]") {
+            text.push_str("\n[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n");
+        }
+        if text.contains("/etc/mcpgw/tls/") {
+            let pki = crate::tls::test_pki::server("docs-config", "tools.internal");
+            let dir = pki.cert.parent().unwrap().to_owned();
+            for (name, from) in [
+                ("cert.pem", &pki.cert),
+                ("key.pem", &pki.key),
+                ("client.pem", &pki.cert),
+                ("client.key", &pki.key),
+            ] {
+                std::fs::copy(from, dir.join(name)).unwrap();
+            }
+            std::fs::write(dir.join("internal-ca.pem"), &pki.ca).unwrap();
+            text = text.replace("/etc/mcpgw/tls/", &format!("{}/", dir.display()));
+        }
+        let config = Config::from_toml_str(&text, Path::new(&b.page))
+            .unwrap_or_else(|e| panic!("{} ({}): {e}\n{text}", b.name, b.page));
+        assert!(configs.insert(b.name, config).is_none());
+    }
+    for name in CONFIG_BLOCKS {
+        assert!(
+            configs.contains_key(name),
+            "no config block {name} in the docs"
+        );
+    }
+    // What each shows is what is read.
+    let quick = &configs["config-quick-start"];
+    let names: Vec<&str> = quick.backends.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["time", "everything"]);
+    assert_eq!(quick.backends[1].prefix(), "ev");
+    let tls = &configs["config-tls"];
+    assert!(tls.server.tls_cert_file.is_some() && tls.backends[0].tls_client_cert_file.is_some());
+    assert_eq!(configs["config-cors"].server.cors_allowed_origins.len(), 2);
+    assert_eq!(configs["config-middleware"].middlewares.len(), 2);
+    assert_eq!(
+        configs["config-traces"]
+            .traces
+            .as_ref()
+            .map(|t| t.sample_ratio),
+        Some(0.25)
+    );
+    assert!(configs["config-admin"].admin.listen.is_some());
 }
 
 #[test]

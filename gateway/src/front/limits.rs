@@ -70,16 +70,31 @@ pub fn raise_open_files_logged(max_connections: usize) {
         Ok(files) => {
             let shown =
                 |n: Option<u64>| n.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
-            tracing::info!(
-                from = %shown(files.before),
-                to = %shown(files.after),
-                hard = %shown(files.hard),
-                "open-files limit"
-            );
+            // Said at info only when it changed something.
+            if files.before == files.after {
+                tracing::debug!(limit = %shown(files.after), "open-files limit");
+            } else {
+                tracing::info!(
+                    from = %shown(files.before),
+                    to = %shown(files.after),
+                    hard = %shown(files.hard),
+                    "open-files limit raised"
+                );
+            }
+            // Worth a warning when the operator chose `max_connections`; the default meeting a small limit
+            // is said at debug (the limit, not the setting, bounds the connections then).
             if let Some(after) = files.after
                 && u64::try_from(max_connections)
                     .is_ok_and(|max| max.saturating_mul(FILES_PER_CONNECTION) >= after)
             {
+                if max_connections == crate::config::ServerConfig::DEFAULT_MAX_CONNECTIONS {
+                    tracing::debug!(
+                        max_connections,
+                        open_files = after,
+                        "the default max_connections is above what the open-files limit allows"
+                    );
+                    return;
+                }
                 tracing::warn!(
                     max_connections,
                     open_files = after,

@@ -113,7 +113,12 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                 sync_backend(&gw, &backend);
             }
             BackendEvent::Down { backend, reason } => {
-                tracing::warn!(%backend, %reason, "backend down");
+                if gw.drain.is_draining() {
+                    // Stopped by the gateway's own shutdown: nothing went wrong.
+                    tracing::info!(%backend, "backend stopped");
+                } else {
+                    tracing::warn!(%backend, %reason, "backend down");
+                }
                 // Listed as stale at once; left out if it is not back within the grace period.
                 pending.add(Pending::one(&backend));
             }

@@ -120,7 +120,40 @@ async fn build(
     let attempts: BTreeMap<String, Attempt> = join_all(fetches).await.into_iter().collect();
     let asked = |name: &str| scope.includes(name);
     let asked: Option<&dyn Fn(&str) -> bool> = (!wait_connect).then_some(&asked);
-    gw.ledger.build(attempts, listed_at, Instant::now(), asked)
+    let built = gw
+        .ledger
+        .build(attempts, listed_at, Instant::now(), asked)?;
+    Ok(knowing_down(built, &gw.ledger, &live.config))
+}
+
+/// `snapshot` knowing which of `config`'s backends are down and why (from `ledger`), so that a call of one
+/// of their tools is answered with a tool error naming the backend (`catalog::down`).
+pub fn knowing_down(
+    snapshot: CatalogSnapshot,
+    ledger: &crate::catalog::ledger::Ledger,
+    config: &crate::config::Config,
+) -> CatalogSnapshot {
+    let reports = ledger.report(Instant::now());
+    let down = config
+        .backends
+        .iter()
+        .map(|b| {
+            let reason = reports
+                .iter()
+                .find(|r| r.name == b.name)
+                .and_then(|r| r.standing.reason())
+                .map_or_else(
+                    || "it has not started".to_owned(),
+                    crate::catalog::client_reason,
+                );
+            crate::catalog::DownBackend {
+                backend: b.name.clone(),
+                prefix: b.prefix().to_owned(),
+                reason,
+            }
+        })
+        .collect();
+    snapshot.with_down(down)
 }
 
 /// One backend's first listing (at start, or a backend a reload started): it gets `deadline` in all to

@@ -3,7 +3,7 @@
 //! that reach the API (path, query, body; the credential sent; an `Authorization` argument never), a 404
 //! and a 500 as tool errors, a redirect to another origin not followed and one to the same origin followed,
 //! an answer over the bound refused, a document that cannot be had failing the connection; and the
-//! README's example config.
+//! docs' example config (docs/src/openapi.md).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -284,15 +284,9 @@ async fn a_document_that_cannot_be_had_fails_the_connection() {
 }
 
 #[test]
-fn the_readme_openapi_example_is_a_valid_config() {
-    let readme = include_str!("../../../README.md");
-    let block = readme
-        .split("<!-- test: openapi-backend ")
-        .nth(1)
-        .and_then(|rest| rest.split("```toml\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("README has the openapi-backend toml block");
-    let config = crate::config::Config::from_toml_str(block, Path::new("readme.toml")).unwrap();
+fn the_docs_openapi_example_is_a_valid_config() {
+    let block = crate::docs_blocks::block("openapi-backend", "toml");
+    let config = crate::config::Config::from_toml_str(&block, Path::new("openapi.md")).unwrap();
     let b = &config.backends[0];
     assert_eq!(
         b.openapi.as_deref(),

@@ -180,7 +180,7 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
         listed.1,
         Instant::now(),
     ) {
-        Ok(snapshot) => snapshot,
+        Ok(snapshot) => crate::notify::listing::knowing_down(snapshot, &gw.ledger, &config),
         Err(e) => {
             for handle in started.values() {
                 handle.shutdown();

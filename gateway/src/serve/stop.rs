@@ -60,6 +60,16 @@ pub(super) async fn on_signal(
         in_flight = gw.drain.in_flight(),
         "draining: /readyz answers 503; still accepting through the grace"
     );
+    if signalled == "SIGINT" {
+        crate::telemetry::logs::announce(
+            tracing::Level::INFO,
+            &format!(
+                "mcpgw: stopping: requests in flight get up to {} s to finish; press Ctrl-C again to stop now",
+                timeout.as_secs()
+            ),
+            serde_json::json!({"signal": signalled}),
+        );
+    }
     let again = async {
         tokio::select! {
             _ = term.recv() => {}

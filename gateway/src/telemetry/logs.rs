@@ -6,7 +6,9 @@
 //! `/readyz` and the metrics report it).
 //!
 //! The level comes from `RUST_LOG` when it is set, else `[server] log_level`, else the command's default;
-//! a config reload applies a new `log_level` ([`set_level`]) unless `RUST_LOG` is set.
+//! a config reload applies a new `log_level` ([`set_level`]) unless `RUST_LOG` is set. The web framework's
+//! own start and stop lines are at warn unless the directives name `actix_server`. The few lines a person
+//! reads at start and stop ([`announce`]) are JSON too under the JSON format.
 
 use std::sync::OnceLock;
 
@@ -40,10 +42,11 @@ pub struct Logging {
 pub fn init(format: LogFormat, level: Option<&str>, default: &str) -> Logging {
     let (writer, guard) = batched::batched(std::io::stderr(), BUFFERED_BYTES);
     let _ = WRITER.set(writer.clone());
+    let _ = FORMAT.set(format);
     let filter = from_env().unwrap_or_else(|| {
         level
-            .and_then(|l| EnvFilter::try_new(l).ok())
-            .unwrap_or_else(|| EnvFilter::new(default))
+            .and_then(|l| EnvFilter::try_new(quiet_framework(l)).ok())
+            .unwrap_or_else(|| EnvFilter::new(quiet_framework(default)))
     });
     let (filter, handle) = reload::Layer::new(filter);
     let formatted = match format {
@@ -75,8 +78,8 @@ pub fn init(format: LogFormat, level: Option<&str>, default: &str) -> Logging {
 }
 
 fn from_env() -> Option<EnvFilter> {
-    std::env::var_os(EnvFilter::DEFAULT_ENV)?;
-    EnvFilter::try_from_default_env().ok()
+    let directives = std::env::var(EnvFilter::DEFAULT_ENV).ok()?;
+    EnvFilter::try_new(quiet_framework(&directives)).ok()
 }
 
 /// Applies a new `[server] log_level` (a config reload): ignored while `RUST_LOG` is set (it wins), an error
@@ -85,7 +88,8 @@ pub fn set_level(level: &str) -> Result<(), String> {
     if std::env::var_os(EnvFilter::DEFAULT_ENV).is_some() {
         return Ok(());
     }
-    let filter = EnvFilter::try_new(level).map_err(|e| format!("log_level {level:?}: {e}"))?;
+    let filter = EnvFilter::try_new(quiet_framework(level))
+        .map_err(|e| format!("log_level {level:?}: {e}"))?;
     match LEVEL.get() {
         Some(handle) => handle.reload(filter).map_err(|e| format!("log_level: {e}")),
         None => Ok(()),
@@ -105,9 +109,108 @@ pub fn flush() {
     }
 }
 
+/// The log format of the process, once [`init`] has run (text before).
+static FORMAT: OnceLock<LogFormat> = OnceLock::new();
+
+/// One line a person reads at start or stop (where to point a client, which config is served), written on
+/// standard error after every log line so far: the text itself, or under `log_format = "json"` a JSON object
+/// like the log lines (`timestamp`, `level`, `message`, `target` `"mcpgw"`, and `fields`), so that every line
+/// of standard error parses.
+pub fn announce(level: tracing::Level, message: &str, fields: serde_json::Value) {
+    flush();
+    eprintln!(
+        "{}",
+        announcement(FORMAT.get().copied(), level, message, fields)
+    );
+}
+
+fn announcement(
+    format: Option<LogFormat>,
+    level: tracing::Level,
+    message: &str,
+    fields: serde_json::Value,
+) -> String {
+    if format != Some(LogFormat::Json) {
+        return message.to_owned();
+    }
+    let mut timestamp = String::new();
+    let _ = tracing_subscriber::fmt::time::FormatTime::format_time(
+        &tracing_subscriber::fmt::time::SystemTime,
+        &mut tracing_subscriber::fmt::format::Writer::new(&mut timestamp),
+    );
+    let mut line = serde_json::json!({
+        "timestamp": timestamp,
+        "level": level.as_str(),
+        "message": message,
+    });
+    if let (Some(line), serde_json::Value::Object(fields)) = (line.as_object_mut(), fields) {
+        line.extend(fields);
+        line.insert("target".to_owned(), "mcpgw".into());
+    }
+    line.to_string()
+}
+
+/// `directives` with the web framework's own start and stop lines (`actix_server`: workers starting, idle
+/// workers shutting down) at warn, unless the directives name it: they say nothing an operator acts on.
+fn quiet_framework(directives: &str) -> String {
+    if directives.contains("actix_server") {
+        directives.to_owned()
+    } else {
+        format!("{directives},actix_server=warn")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn announcements_are_json_lines_under_the_json_format() {
+        use tracing::Level as L;
+        const INFO: L = L::INFO;
+        let fields = serde_json::json!({"url": "http://127.0.0.1:7800/mcp"});
+        assert_eq!(
+            announcement(
+                Some(LogFormat::Text),
+                INFO,
+                "mcpgw listening on x",
+                fields.clone()
+            ),
+            "mcpgw listening on x"
+        );
+        assert_eq!(announcement(None, INFO, "m", fields.clone()), "m");
+        let line: serde_json::Value = serde_json::from_str(&announcement(
+            Some(LogFormat::Json),
+            INFO,
+            "mcpgw listening on x",
+            fields,
+        ))
+        .unwrap();
+        assert_eq!(line["message"], "mcpgw listening on x");
+        assert_eq!(line["url"], "http://127.0.0.1:7800/mcp");
+        assert_eq!(line["level"], "INFO");
+        assert_eq!(line["target"], "mcpgw");
+        assert!(
+            line["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn the_frameworks_lines_are_quiet_unless_named() {
+        // (directives, what the filter is made of)
+        let table = [
+            ("info", "info,actix_server=warn"),
+            (
+                "debug,mcpgw::access=warn",
+                "debug,mcpgw::access=warn,actix_server=warn",
+            ),
+            ("info,actix_server=info", "info,actix_server=info"),
+        ];
+        for (given, used) in table {
+            assert_eq!(quiet_framework(given), used);
+        }
+    }
 
     #[test]
     fn a_log_level_that_does_not_parse_is_refused_and_says_why() {

@@ -152,7 +152,7 @@ impl StdioProcess {
         let stdout = child.stdout.take().ok_or(SpawnError::NoPipe("stdout"))?;
         let stderr = child.stderr.take().ok_or(SpawnError::NoPipe("stderr"))?;
         let backend: Arc<str> = Arc::from(ctx.name());
-        info!(%backend, pid = ?child.id(), %program, "backend process started");
+        info!(%backend, pid = %shown_pid(child.id()), %program, "backend process started");
 
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         let stdin_queue = Arc::new(StdinQueue { tx });
@@ -379,7 +379,7 @@ async fn supervise(mut s: Supervised) {
             "the process was stopped".to_owned()
         }
     };
-    info!(backend = %s.backend, ?pid, %reason, "backend process ended");
+    info!(backend = %s.backend, pid = %shown_pid(pid), %reason, "backend process ended");
     s.pending.close(Lost::Crashed(reason.clone()));
     s.lifeline.cut(reason);
 }
@@ -427,4 +427,9 @@ async fn sigterm(pid: u32) {
     if let Err(e) = rustix::process::kill_process(pid, rustix::process::Signal::TERM) {
         debug!(pid = pid.as_raw_nonzero().get(), error = %e, "could not send SIGTERM");
     }
+}
+
+/// A child's process id as a log field: the number, or `exited` when the child is already gone.
+fn shown_pid(pid: Option<u32>) -> String {
+    pid.map_or_else(|| "exited".to_owned(), |p| p.to_string())
 }

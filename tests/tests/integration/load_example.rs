@@ -1,7 +1,7 @@
-//! `mcpgw load` as a user meets it: the README's load-testing example (the fenced block after
-//! `<!-- test: load-example -->`) run with bash as pasted — only its ports (free loopback ports chosen now),
-//! its binary (the one under test), its durations and its rate (short, for a debug build) substituted — and
-//! the real binary against a port nobody listens on. Every run is bounded; the example's processes are
+//! `mcpgw load` as a user meets it: the docs' load-testing example (docs/src/load-testing.md, the fenced
+//! block after `<!-- test: load-example`) run with bash as pasted — only its ports (free loopback ports
+//! chosen now), its binary (the one under test), its durations and its rate (short, for a debug build)
+//! substituted — and the real binary against a port nobody listens on. Every run is bounded; the example's processes are
 //! killed with their process group whatever happens.
 
 use std::io::Read;
@@ -14,24 +14,10 @@ use serde_json::Value;
 
 use crate::support::*;
 
-/// The marker the README puts before the example's fenced block.
-const MARKER: &str = "<!-- test: load-example -->";
 /// The whole example, processes started and stopped: well above its 3 s of load plus start-up.
 const LIMIT: Duration = Duration::from_secs(120);
 
-/// The first ```sh block after `marker` in the README.
-pub(crate) fn readme_block(marker: &str) -> String {
-    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    let text = std::fs::read_to_string(&readme).unwrap();
-    let after = &text[text.find(marker).expect("the README has the marker") + marker.len()..];
-    let body = &after[after
-        .find("```sh\n")
-        .expect("a sh block follows the marker")
-        + 6..];
-    body[..body.find("\n```").expect("the block ends")].to_owned()
-}
-
-/// `text` with `from` replaced by `to`; `from` must be there (the README and this test agree).
+/// `text` with `from` replaced by `to`; `from` must be there (the docs and this test agree).
 pub(crate) fn substitute(text: &str, from: &str, to: &str) -> String {
     assert!(
         text.contains(from),
@@ -112,10 +98,10 @@ pub(crate) fn run_bash(
 }
 
 #[test]
-fn the_readme_load_example_runs_as_pasted() {
+fn the_docs_load_example_runs_as_pasted() {
     let (mock, gateway) = (free_port(), free_port());
     let bin = mcpgw();
-    let mut script = readme_block(MARKER);
+    let mut script = doc_block("load-example", "sh");
     script = substitute(
         &script,
         "./target/release/mcpgw",

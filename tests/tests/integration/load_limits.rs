@@ -1,7 +1,7 @@
-//! The load generator's own limits (README, "The generator's own limits"), bounded for CI: 20,000 legacy
-//! sessions open at once from one generator process against the mock backend, every one set up and used,
-//! and what they cost the generator by its own report — so that 100,000 stay under 1 GiB (the README
-//! measures 100,000 with the release build).
+//! The load generator's own limits (docs/src/load-testing.md, "The generator's own limits"), bounded for
+//! CI: 20,000 legacy sessions open at once from one generator process against the mock backend, every one
+//! set up and used, and what they cost the generator by its own report — so that 100,000 stay under 1 GiB
+//! (the docs measure 100,000 with the release build).
 
 use std::process::Command;
 

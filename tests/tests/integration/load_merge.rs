@@ -1,5 +1,5 @@
-//! Many generators, one result: the README's two-generator example (`<!-- test: load-merge -->`) run as
-//! pasted, its ports, binary and duration substituted, and its merged report checked against the two it
+//! Many generators, one result: the docs' two-generator example (docs/src/load-testing.md, `<!-- test:
+//! load-merge`) run as pasted, its ports, binary and duration substituted, and its merged report checked against the two it
 //! merges — counts summed, percentiles those of the two decoded histograms added with HDR's own `add`,
 //! exactly; and the Kubernetes Job's generator command (`deploy/kubernetes/load/job.yaml`) run as two
 //! "pods" on this machine, each one's output (standard output and error together, as `kubectl logs` gives
@@ -15,10 +15,9 @@ use hdrhistogram::serialization::Deserializer;
 use serde_json::Value;
 
 use crate::deploy::manifest;
-use crate::load_example::{readme_block, run_bash, set_flag, substitute};
+use crate::load_example::{run_bash, set_flag, substitute};
 use crate::support::*;
 
-const MARKER: &str = "<!-- test: load-merge -->";
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// The histogram of a report's `hdr` field (base64 of HDR's V2 serialization).
@@ -109,10 +108,10 @@ fn assert_merged_exactly(merged: &Value, parts: &[Value]) {
 }
 
 #[test]
-fn the_readme_two_generator_run_merges_exactly() {
+fn the_docs_two_generator_run_merges_exactly() {
     let mock = free_port();
     let bin = mcpgw();
-    let mut script = readme_block(MARKER);
+    let mut script = doc_block("load-merge", "sh");
     script = substitute(
         &script,
         "./target/release/mcpgw",
@@ -144,7 +143,7 @@ fn the_readme_two_generator_run_merges_exactly() {
         std::fs::read_to_string(dir.0.join("merged.html")).expect("merge --html wrote the page");
     assert!(page.contains("id=\"chart-distribution\""), "{page}");
     assert!(page.contains("2 reports: gen-a.json, gen-b.json"), "{page}");
-    // Both generators started at the README's one instant.
+    // Both generators started at the example's one instant.
     assert_eq!(
         parts[0]["window"]["start_unix_ms"].as_u64().unwrap() / 1000,
         parts[1]["window"]["start_unix_ms"].as_u64().unwrap() / 1000,

@@ -44,13 +44,29 @@ fn json_logs_are_one_object_per_line_with_the_requests_span_fields() {
     assert_eq!(r.status, 200, "{r:?}");
     assert!(r.text.contains(SECRET), "the call went through: {r:?}");
     let lines = lines_until(&gw, "\"mcpgw::access\"");
-    // The listening line is the binary's own announcement on standard error, not a log event.
+    // Every line is JSON, the start-up announcements included (issue 35 §2): the listening line is one
+    // with its URL.
     let events: Vec<Value> = lines
         .iter()
-        .filter(|l| !l.starts_with("mcpgw listening on ") && !l.starts_with("mcpgw: "))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
         .collect();
     assert!(events.len() > 3, "{lines:#?}");
+    let listening = events
+        .iter()
+        .find(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("mcpgw listening on "))
+        })
+        .unwrap_or_else(|| panic!("no listening line: {lines:#?}"));
+    assert_eq!(listening["url"], gw.url.as_str(), "{listening}");
+    // The framework's own start lines are not at info.
+    assert!(
+        !events.iter().any(|e| e["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("actix_server"))),
+        "{lines:#?}"
+    );
     for e in &events {
         for key in ["timestamp", "level", "target", "message"] {
             assert!(e.get(key).is_some_and(Value::is_string), "no {key}: {e}");

@@ -165,7 +165,10 @@ pub fn start(mut cmd: Command, marker: &str) -> Running {
                         .split_whitespace()
                         .next()
                         .unwrap_or_default()
+                        .trim_end_matches(['"', ','])
                         .to_owned();
+                    // The marker's own line is kept with the others before it.
+                    early.push(line);
                     return Running {
                         child,
                         url,
@@ -552,4 +555,145 @@ impl Drop for StdioGateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The repository's root (the tests crate is `tests/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The documentation's pages, relative to the root: README.md and every `.md` under docs/src, sorted.
+pub fn doc_pages() -> Vec<String> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, &format!("{rel}/{name}"), out);
+            } else if name.ends_with(".md") {
+                out.push(format!("{rel}/{name}"));
+            }
+        }
+    }
+    let mut pages = vec!["README.md".to_owned()];
+    walk(&repo_root().join("docs/src"), "docs/src", &mut pages);
+    pages.sort();
+    pages
+}
+
+/// A fenced block of a page.
+#[derive(Debug)]
+pub struct Fence {
+    /// The line of its opening fence (1-based).
+    pub line: usize,
+    /// The first word of its info string (empty for none).
+    pub language: String,
+    /// Its lines, each ending with a newline, as a file holding them would.
+    pub text: String,
+    /// The NAME of the `<!-- test: NAME ... -->` line right before it (blank lines allowed), if any.
+    pub marker: Option<String>,
+}
+
+/// The fenced blocks of a page's text (``` fences, indented ones too).
+pub fn fences(page: &str) -> Vec<Fence> {
+    let lines: Vec<&str> = page.lines().collect();
+    let mut out = Vec::new();
+    let mut marker: Option<String> = None;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim();
+        if let Some(rest) = line.strip_prefix("<!-- test: ") {
+            let name = rest.split_whitespace().next().unwrap_or_default();
+            marker = Some(name.trim_end_matches("-->").to_owned());
+            i += 1;
+            continue;
+        }
+        if !line.starts_with("```") {
+            if !line.is_empty() {
+                marker = None;
+            }
+            i += 1;
+            continue;
+        }
+        let indent = lines[i].len() - lines[i].trim_start().len();
+        let language = line
+            .trim_start_matches('`')
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let start = i + 1;
+        let mut text = String::new();
+        i += 1;
+        while i < lines.len() && lines[i].trim() != "```" {
+            let spaces = lines[i].len() - lines[i].trim_start_matches(' ').len();
+            text.push_str(&lines[i][spaces.min(indent)..]);
+            text.push('\n');
+            i += 1;
+        }
+        out.push(Fence {
+            line: start,
+            language,
+            text,
+            marker: marker.take(),
+        });
+        i += 1;
+    }
+    out
+}
+
+/// The text of the `language` block marked `<!-- test: NAME` in README.md or docs/src (exactly one).
+pub fn doc_block(name: &str, language: &str) -> String {
+    let mut found = Vec::new();
+    for page in doc_pages() {
+        let text = std::fs::read_to_string(repo_root().join(&page))
+            .unwrap_or_else(|e| panic!("{page}: {e}"));
+        for fence in fences(&text) {
+            if fence.marker.as_deref() == Some(name) {
+                found.push((page.clone(), fence));
+            }
+        }
+    }
+    match found.len() {
+        0 => panic!(
+            "no fenced block is marked `<!-- test: {name}` in README.md or docs/src/*.md (or the marker \
+             is not right before its block)"
+        ),
+        1 => {}
+        _ => panic!("the marker `<!-- test: {name}` is on several blocks"),
+    }
+    let (page, fence) = found.remove(0);
+    assert_eq!(
+        fence.language, language,
+        "the block marked `<!-- test: {name}` ({page}:{}) is not a {language} block",
+        fence.line
+    );
+    fence.text
+}
+
+/// The output a page shows for the block marked `<!-- test: NAME`: the fenced block after it on its page,
+/// which has no language or is `text`.
+pub fn doc_output(name: &str) -> String {
+    for page in doc_pages() {
+        let text = std::fs::read_to_string(repo_root().join(&page)).unwrap();
+        let fences = fences(&text);
+        if let Some(i) = fences
+            .iter()
+            .position(|f| f.marker.as_deref() == Some(name))
+        {
+            let out = fences
+                .get(i + 1)
+                .unwrap_or_else(|| panic!("{page}: no output shown after the block {name}"));
+            assert!(
+                matches!(out.language.as_str(), "" | "text"),
+                "{page}:{}: the block after {name} is not an output block (no language, or text)",
+                out.line
+            );
+            return out.text.clone();
+        }
+    }
+    panic!("no block is marked `<!-- test: {name}` in README.md or docs/src/*.md")
 }

@@ -309,27 +309,28 @@ fn the_asker_example_answers_every_question_in_both_eras() {
     assert_eq!((r.requests, r.errors), (6, 0), "{t}");
 }
 
+/// The load-testing page (docs/src/load-testing.md, "Scenarios") shows each example file as it is, and
+/// every file of gateway/load/scenarios/ is shown.
 #[test]
-fn the_readme_shows_the_example_files_as_they_are() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let section = readme
-        .split("### Scenarios")
-        .nth(1)
-        .and_then(|s| s.split("\n## ").next())
-        .expect("README has a Scenarios section");
-    let blocks: Vec<&str> = section
-        .split("```toml\n")
-        .skip(1)
-        .filter_map(|b| b.split("```").next())
+fn the_docs_show_the_example_files_as_they_are() {
+    let shown = [
+        ("scenario-agent", "agent.toml"),
+        ("scenario-listeners", "listeners.toml"),
+        ("scenario-asker", "asker.toml"),
+    ];
+    for (marker, file) in shown {
+        assert_eq!(
+            crate::docs_blocks::block(marker, "toml"),
+            std::fs::read_to_string(example(file)).unwrap(),
+            "the docs' block {marker} differs from gateway/load/scenarios/{file}"
+        );
+    }
+    let mut files: Vec<String> = std::fs::read_dir(example(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let files: Vec<String> = ["agent.toml", "listeners.toml", "asker.toml"]
-        .iter()
-        .map(|f| std::fs::read_to_string(example(f)).unwrap())
-        .collect();
-    assert_eq!(
-        blocks, files,
-        "README's scenario blocks differ from gateway/load/scenarios/"
-    );
+    files.sort();
+    let mut expected: Vec<&str> = shown.iter().map(|(_, f)| *f).collect();
+    expected.sort_unstable();
+    assert_eq!(files, expected, "every example file is shown in the docs");
 }

@@ -83,6 +83,50 @@ fn env_and_cwd_reach_the_backend() {
     assert_eq!(t.cwd.as_deref(), Some(Path::new("/srv")));
 }
 
+/// The two shapes as the docs show them (Getting started, "Host config files") load into what the page says.
+#[test]
+fn the_docs_host_config_files_load_as_described() {
+    let transports = |name: &str| -> Vec<(String, BackendTransport)> {
+        let text = crate::docs_blocks::block(name, "json");
+        let config = load(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        config
+            .backends
+            .iter()
+            .map(|b| (b.name.clone(), b.transport()))
+            .collect()
+    };
+    let with =
+        |command: &[&str], env: &[(&str, &str)], cwd: Option<&str>| BackendTransport::Stdio {
+            command: command.iter().map(|w| (*w).to_owned()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cwd: cwd.map(Into::into),
+        };
+    assert_eq!(
+        transports("mcp-json-claude"),
+        [
+            ("remote".to_owned(), http("http://127.0.0.1:8000/mcp")),
+            (
+                "time".to_owned(),
+                with(&["uvx", "mcp-server-time"], &[("TZ", "UTC")], None)
+            ),
+        ]
+    );
+    assert_eq!(
+        transports("mcp-json-vscode"),
+        [
+            ("old".to_owned(), http("http://127.0.0.1:8001/sse")),
+            ("remote".to_owned(), http("http://127.0.0.1:8000/mcp")),
+            (
+                "time".to_owned(),
+                with(&["uvx", "mcp-server-time"], &[], Some("/srv"))
+            ),
+        ]
+    );
+}
+
 #[test]
 fn each_error_names_its_field() {
     let table = [

@@ -105,3 +105,34 @@ async fn metrics_on_the_front_door_is_not_served_to_anyone() {
     }
     shutdown(&gw);
 }
+
+/// Issue 35 §1: `GET /` tells a person where the MCP endpoint is, names no backend and echoes nothing of
+/// the request; another method or path is still 404/405 as before.
+#[actix_rt::test]
+async fn get_root_says_where_the_mcp_endpoint_is() {
+    let gw = gateway(true).await;
+    let app = front_door!(gw);
+    let req = test::TestRequest::get()
+        .uri("/")
+        .insert_header(("Host", "attacker.example"))
+        .to_request();
+    let res = test::call_service(&app, req).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        res.headers().get("content-type").unwrap(),
+        "text/plain; charset=utf-8"
+    );
+    let body = test::read_body(res).await;
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("The MCP endpoint is /mcp"), "{text}");
+    assert!(text.contains("mcpgw tools --url"), "{text}");
+    assert!(
+        !text.contains(BACKEND) && !text.contains("attacker"),
+        "{text}"
+    );
+    let req = test::TestRequest::post().uri("/").to_request();
+    assert_ne!(test::call_service(&app, req).await.status(), 200);
+    let req = test::TestRequest::get().uri("/elsewhere").to_request();
+    assert_eq!(test::call_service(&app, req).await.status(), 404);
+    shutdown(&gw);
+}

@@ -9,6 +9,7 @@ pub mod cors;
 pub mod gate;
 pub mod guard;
 pub(crate) mod health;
+mod hint;
 mod http_sse;
 mod mcp;
 pub mod metrics;
@@ -136,6 +137,8 @@ fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
             .route(web::post().to(http_sse::post)),
     )
     .service(web::resource("/healthz").to(health::healthz))
+    // Where the MCP endpoint is (after the endpoints: an `[[endpoint]]` at `/` keeps its path).
+    .service(web::resource("/").route(web::get().to(hint::root)))
     .service(web::resource("/readyz").to(health::readyz));
     // No `/metrics` here: backend names, states and counts are operators' data, served by the admin
     // listener (`[admin] listen`) behind its guard.

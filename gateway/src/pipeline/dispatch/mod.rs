@@ -177,6 +177,13 @@ impl Dispatch<'_> {
             Method::ToolsCall if self.gateway_tool(call).is_some() => {
                 self.answer_gateway_tool(call)
             }
+            Method::ToolsCall if self.down_tool(call).is_some() => match self.down_tool(call) {
+                Some(down) => Outcome::Failed(Failure::Unavailable {
+                    backend: down.backend.clone(),
+                    reason: format!("{}; its tools are back when it is", down.reason),
+                }),
+                None => Outcome::Error(stale_route()),
+            },
             Method::ToolsCall
             | Method::PromptsGet
             | Method::ResourcesRead

@@ -216,23 +216,17 @@ async fn an_endpoint_with_access_admits_only_the_principals_it_names() {
     }
 }
 
-/// The README's `[[endpoint]]` example starts (beside backends `m`, `n` and an API key) and serves what the
-/// README says it does.
+/// The docs' `[[endpoint]]` example (Shaping the catalog) starts (beside backends `m`, `n` and an API key) and
+/// serves what the page says it does.
 #[actix_rt::test]
-async fn the_readme_endpoint_example_serves_what_it_says() {
-    let readme = include_str!("../../../../README.md");
-    let block = readme
-        .split("<!-- test: shaping-endpoint ")
-        .nth(1)
-        .and_then(|rest| rest.split("```toml\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("README has the shaping-endpoint toml block");
+async fn the_docs_endpoint_example_serves_what_it_says() {
+    let block = crate::docs_blocks::block("shaping-endpoint", "toml");
     let base = ENDPOINTS
         .split("[[policy]]")
         .next()
         .expect("the backends and the key");
     let config =
-        Config::from_toml_str(&format!("{base}\n{block}"), Path::new("readme.toml")).unwrap();
+        Config::from_toml_str(&format!("{base}\n{block}"), Path::new("catalog.md")).unwrap();
     let gw = InProcessGateway::start(config).await.unwrap();
     let public = modern(&gw, "/mcp/public", None, "tools/list", json!({})).await;
     assert_eq!(tool_names(&public), ["n__add", "n__echo"]);

@@ -209,16 +209,11 @@ echo = "find_tools"
     );
 }
 
-/// The README's `[catalog]` example starts (beside backend `m` and an API key) and does what the README says.
+/// The docs' `[catalog]` example (Shaping the catalog) starts (beside backend `m` and an API key) and does what
+/// the page says.
 #[actix_rt::test]
-async fn the_readme_search_example_finds_and_calls_what_it_says() {
-    let readme = include_str!("../../../../README.md");
-    let block = readme
-        .split("<!-- test: shaping-search ")
-        .nth(1)
-        .and_then(|rest| rest.split("```toml\n").nth(1))
-        .and_then(|rest| rest.split("```").next())
-        .expect("README has the shaping-search toml block");
+async fn the_docs_search_example_finds_and_calls_what_it_says() {
+    let block = crate::docs_blocks::block("shaping-search", "toml");
     let base = SEARCH
         .split("[[policy]]")
         .next()

@@ -225,18 +225,11 @@ async fn a_rename_colliding_with_another_backend_is_refused_at_start_and_in_a_re
     assert_eq!(json_of(&sum)["result"]["structuredContent"]["sum"], 5);
 }
 
-/// The README's `[[backend]]` shaping example starts and lists what the README says it does.
+/// The docs' `[[backend]]` shaping example (Shaping the catalog) starts and lists what the page says it does.
 #[actix_rt::test]
-async fn the_readme_shaping_example_lists_what_it_says() {
-    let readme = include_str!("../../../../README.md");
-    let block = readme
-        .split("<!-- test: shaping-backend ")
-        .nth(1)
-        .and_then(|rest| rest.split_once("```toml\n"))
-        .and_then(|(_, rest)| rest.split_once("\n```"))
-        .map(|(block, _)| block)
-        .expect("README has the shaping-backend toml block");
-    let gw = InProcessGateway::start(config(block)).await.unwrap();
+async fn the_docs_shaping_example_lists_what_it_says() {
+    let block = crate::docs_blocks::block("shaping-backend", "toml");
+    let gw = InProcessGateway::start(config(&block)).await.unwrap();
     let list = json_of(&modern(&gw, "tools/list", json!({})).await);
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
