@@ -7,8 +7,9 @@
 #   kubernetes        every manifest of deploy/kubernetes (and of its load/, the generator Job) against the Kubernetes schemas (kubernetes-validate,
 #                     offline, --strict) of 1.30 (the oldest this deployment supports: preStop's sleep action)
 #                     and 1.37 (the newest it ships); a missing schema (an unknown kind) fails too
-#   kustomization     every manifest listed in kustomization.yaml and every listed file there; the whole built
-#                     (`kubectl kustomize`, offline) and the result validated like the manifests
+#   kustomization     deploy/kubernetes/kustomization.yaml (the base) lists every manifest there and the scaling
+#                     component its own; each overlay of deploy/overlays built (`kubectl kustomize`, offline) and
+#                     the result validated like the manifests
 #   hadolint          deploy/Dockerfile
 #   build context     the files deploy/Dockerfile.dockerignore lets into `docker build` hold a workspace that
 #                     loads (`cargo metadata --locked --offline`) with the gateway's mcpgw binary
@@ -16,7 +17,8 @@
 #   nginx -t          deploy/nginx/mcpgw.conf inside a minimal nginx.conf of its own (the upstream's servers at
 #                     127.0.0.1), as the current user, its own pid and logs; no nginx needs to run
 #   body limit        nginx's client_max_body_size equals deploy/mcpgw.toml's [server] max_body_bytes
-#   configmap         deploy/kubernetes/configmap.yaml holds deploy/mcpgw.toml's text, byte for byte
+#   configmap         the ConfigMap the base generates holds deploy/mcpgw.toml's text, byte for byte (the file is
+#                     deploy/kubernetes/mcpgw.toml; deploy/mcpgw.toml links to it)
 #   mcpgw check       the built binary accepts that config (`mcpgw check`: validates it, starts its backend
 #                     once, lists it), the image's /usr/local/bin/mcpgw being the built binary and the secret
 #                     files it reads (API keys' digests, Redis's password) made for the check
@@ -102,40 +104,55 @@ validate_manifest() {
 
 check_kubernetes() {
   local file status=0
-  for file in deploy/kubernetes/*.yaml deploy/kubernetes/load/*.yaml; do
-    [ "$file" = deploy/kubernetes/kustomization.yaml ] && continue
+  for file in deploy/kubernetes/*.yaml deploy/kubernetes/scaling/*.yaml deploy/kubernetes/load/*.yaml; do
+    [ "$(basename "$file")" = kustomization.yaml ] && continue
     validate_manifest "$file" || status=1
   done
   return "$status"
 }
 
 check_kustomization() {
-  # A Kustomization is kustomize's, not a Kubernetes API object: its listing is compared with the directory,
-  # then kubectl's kustomize builds it (every listed file read, namespace and images applied) offline.
-  "$py" - deploy/kubernetes <<'PY' || return 1
+  # A Kustomization is kustomize's, not a Kubernetes API object: the base's and the scaling component's
+  # listings are compared with their directories, then kubectl's kustomize builds each overlay (every listed
+  # file read, the ConfigMap generated, namespace and images applied) offline.
+  "$py" - <<'PY' || return 1
 import os, sys, yaml
-d = sys.argv[1]
-with open(os.path.join(d, "kustomization.yaml")) as f:
-    k = yaml.safe_load(f)
 problems = []
-if k.get("apiVersion") != "kustomize.config.k8s.io/v1beta1" or k.get("kind") != "Kustomization":
-    problems.append("kustomization.yaml: not a kustomize.config.k8s.io/v1beta1 Kustomization")
-known = {"apiVersion", "kind", "namespace", "resources", "images", "labels"}
-problems += [f"kustomization.yaml: unexpected field {key!r}" for key in k if key not in known]
-listed = k.get("resources") or []
-if len(set(listed)) != len(listed):
-    problems.append("kustomization.yaml lists a resource twice")
-present = sorted(n for n in os.listdir(d) if n.endswith((".yaml", ".yml")) and n != "kustomization.yaml")
-problems += [f"kustomization.yaml lists {n}, which does not exist" for n in listed if n not in present]
-problems += [f"{n} is not listed in kustomization.yaml's resources" for n in present if n not in listed]
+def listing(d, api, kind, known):
+    with open(os.path.join(d, "kustomization.yaml")) as f:
+        k = yaml.safe_load(f)
+    if k.get("apiVersion") != api or k.get("kind") != kind:
+        problems.append(f"{d}/kustomization.yaml: not a {api} {kind}")
+    problems.extend(f"{d}/kustomization.yaml: unexpected field {key!r}" for key in k if key not in known)
+    listed = k.get("resources") or []
+    if len(set(listed)) != len(listed):
+        problems.append(f"{d}/kustomization.yaml lists a resource twice")
+    present = sorted(n for n in os.listdir(d) if n.endswith((".yaml", ".yml")) and n != "kustomization.yaml")
+    problems.extend(f"{d}/kustomization.yaml lists {n}, which does not exist" for n in listed if n not in present)
+    problems.extend(f"{d}/{n} is not listed in its kustomization.yaml" for n in present if n not in listed)
+    print(f"{d}/kustomization.yaml lists {len(listed)} files; the directory holds {len(present)} manifests")
+    return k
+base = listing("deploy/kubernetes", "kustomize.config.k8s.io/v1beta1", "Kustomization",
+               {"apiVersion", "kind", "namespace", "resources", "images", "labels", "configMapGenerator"})
+generated = [f for g in base.get("configMapGenerator") or [] for f in g.get("files") or []]
+if generated != ["mcpgw.toml"]:
+    problems.append(f"the base generates its ConfigMap from {generated}, not mcpgw.toml alone")
+listing("deploy/kubernetes/scaling", "kustomize.config.k8s.io/v1alpha1", "Component",
+        {"apiVersion", "kind", "resources"})
+if os.path.realpath("deploy/mcpgw.toml") != os.path.realpath("deploy/kubernetes/mcpgw.toml"):
+    problems.append("deploy/mcpgw.toml is not deploy/kubernetes/mcpgw.toml (a link to it)")
 for p in problems:
     print(p, file=sys.stderr)
-print(f"kustomization.yaml lists {len(listed)} files; the directory holds {len(present)} manifests")
 sys.exit(1 if problems else 0)
 PY
-  kubectl kustomize deploy/kubernetes >"$tmp/kustomized.yaml" || return 1
-  echo "kubectl kustomize: $(grep -c '^kind: ' "$tmp/kustomized.yaml") objects"
-  validate_manifest "$tmp/kustomized.yaml"
+  local overlay status=0
+  for overlay in deploy/overlays/*/; do
+    overlay=${overlay%/}
+    kubectl kustomize "$overlay" >"$tmp/kustomized-$(basename "$overlay").yaml" || return 1
+    echo "kubectl kustomize $overlay: $(grep -c '^kind: ' "$tmp/kustomized-$(basename "$overlay").yaml") objects"
+    validate_manifest "$tmp/kustomized-$(basename "$overlay").yaml" || status=1
+  done
+  return "$status"
 }
 
 check_hadolint() {
@@ -266,9 +283,10 @@ PY
 }
 
 check_configmap() {
-  "$py" - deploy/kubernetes/configmap.yaml deploy/mcpgw.toml "$tmp/configmap.toml" <<'PY'
+  kubectl kustomize deploy/overlays/replicas >"$tmp/generated.yaml" || return 1
+  "$py" - "$tmp/generated.yaml" deploy/mcpgw.toml "$tmp/configmap.toml" <<'PY'
 import sys, yaml
-cm = yaml.safe_load(open(sys.argv[1]))
+cm = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap")
 text = cm["data"]["mcpgw.toml"]
 open(sys.argv[3], "w").write(text)
 if text != open(sys.argv[2]).read():
