@@ -82,15 +82,18 @@ pub enum Transport {
     HttpSse,
     /// `mcpgw serve --stdio`.
     Stdio,
+    /// The admin page's playground.
+    Admin,
 }
 
-pub(super) const TRANSPORTS: usize = 3;
+pub(super) const TRANSPORTS: usize = 4;
 
 impl Transport {
     pub(super) const ALL: [Transport; TRANSPORTS] = [
         Transport::StreamableHttp,
         Transport::HttpSse,
         Transport::Stdio,
+        Transport::Admin,
     ];
 
     /// The label value.
@@ -99,6 +102,7 @@ impl Transport {
             Transport::StreamableHttp => "streamable_http",
             Transport::HttpSse => "http_sse",
             Transport::Stdio => "stdio",
+            Transport::Admin => "admin",
         }
     }
 }

@@ -385,7 +385,7 @@ pub fn start_session(
     bound_to: Option<[u8; 16]>,
 ) -> Result<Arc<Session>, protocol::Rejection> {
     let idle = match transport {
-        Transport::Stdio => NO_EXPIRY,
+        Transport::Stdio | Transport::Admin => NO_EXPIRY,
         Transport::StreamableHttp | Transport::HttpSse => {
             std::time::Duration::from_secs(gw.config.server.session_idle_secs)
         }

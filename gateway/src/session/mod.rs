@@ -50,6 +50,8 @@ pub enum Transport {
     HttpSse,
     /// `mcpgw serve --stdio`: the process is the session.
     Stdio,
+    /// The admin page's playground (`POST /admin/call`): one 2026-07-28 request at a time, no session.
+    Admin,
 }
 
 impl From<Transport> for crate::metrics::Transport {
@@ -58,6 +60,7 @@ impl From<Transport> for crate::metrics::Transport {
             Transport::StreamableHttp => crate::metrics::Transport::StreamableHttp,
             Transport::HttpSse => crate::metrics::Transport::HttpSse,
             Transport::Stdio => crate::metrics::Transport::Stdio,
+            Transport::Admin => crate::metrics::Transport::Admin,
         }
     }
 }
@@ -69,6 +72,7 @@ impl Transport {
             Transport::StreamableHttp => "streamable_http",
             Transport::HttpSse => "http_sse",
             Transport::Stdio => "stdio",
+            Transport::Admin => "admin",
         }
     }
 }

@@ -25,7 +25,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpMessage, HttpResponse, web};
 use serde_json::json;
 
 use super::{ADMIN_HEADER, Admin};
@@ -87,7 +87,13 @@ pub(super) async fn middleware(
     };
     let verdict = check(&admin, req.method(), req.path(), req.headers()).await;
     let mut res = match verdict {
-        Ok(()) => next.call(req).await?.map_into_left_body(),
+        Ok(principal) => {
+            // The operator, for what acts as them (the playground's calls go through their view).
+            if let Some(principal) = principal {
+                req.extensions_mut().insert(std::sync::Arc::new(principal));
+            }
+            next.call(req).await?.map_into_left_body()
+        }
         Err(refusal) => {
             tracing::debug!(
                 path = req.path(),
@@ -120,7 +126,7 @@ pub(super) async fn check(
     method: &Method,
     path: &str,
     headers: &HeaderMap,
-) -> Result<(), Refusal> {
+) -> Result<Option<crate::auth::Principal>, Refusal> {
     let auth = admin.gw.auth.as_deref();
     let host = headers
         .get(header::HOST)
@@ -150,21 +156,23 @@ pub(super) async fn check(
         return Err(Refusal::MissingHeader);
     }
     let Some(auth) = auth else {
-        return Ok(());
+        return Ok(None);
     };
     if page_file(method, path) {
-        return Ok(());
+        return Ok(None);
     }
     let scraping = method == Method::GET && matches!(path, "/metrics" | "/readyz");
     let config = &admin.gw.config.admin;
     match auth.authenticate(headers).await {
         Err(reason) => Err(Refusal::Unauthenticated(auth.challenge(reason))),
-        Ok(principal) if config.admits(principal.source.qualifier(), &principal.groups) => Ok(()),
+        Ok(principal) if config.admits(principal.source.qualifier(), &principal.groups) => {
+            Ok(Some(principal))
+        }
         Ok(principal)
             if scraping
                 && config.admits_scraper(principal.source.qualifier(), &principal.groups) =>
         {
-            Ok(())
+            Ok(None)
         }
         Ok(principal) => {
             tracing::info!(principal = %principal.name, "admin: refused, in none of [admin] groups");

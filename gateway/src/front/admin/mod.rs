@@ -13,6 +13,7 @@
 
 mod guard;
 mod page;
+mod playground;
 mod views;
 
 use std::net::SocketAddr;
@@ -66,28 +67,34 @@ pub fn tls_for(addr: SocketAddr, front: Option<&ServerTls>) -> Option<ServerTls>
 /// Registers the admin routes, behind the guard. Call inside an `HttpServer::new` factory (or a test's
 /// `App`).
 pub fn configure(cfg: &mut web::ServiceConfig, admin: Admin) {
-    cfg.app_data(web::Data::new(admin)).service(
-        web::scope("")
-            .wrap(from_fn(guard::middleware))
-            .route("/", web::get().to(page::to_page))
-            .route("/admin", web::get().to(page::to_page))
-            .route("/admin/", web::get().to(page::html))
-            .route("/admin/admin.js", web::get().to(page::script))
-            .route("/admin/admin.css", web::get().to(page::style))
-            .route("/admin/favicon.svg", web::get().to(page::icon))
-            .route("/favicon.ico", web::get().to(page::icon))
-            .route("/admin/summary", web::get().to(views::summary))
-            .route("/admin/sessions", web::get().to(views::sessions))
-            .route("/admin/backends", web::get().to(views::backends))
-            .route("/admin/catalog", web::get().to(views::catalog))
-            .route("/admin/config", web::get().to(views::config))
-            // `GET /metrics` and the readiness detail are served here only (the front door's `/readyz` says
-            // the status alone), behind the same guard: with `[auth]` on, a scraper presents a credential
-            // of a principal in `[admin] groups`.
-            .route("/metrics", web::get().to(metrics))
-            .route("/readyz", web::get().to(readyz))
-            .route("/admin/reload", web::post().to(views::reload)),
-    );
+    // The playground's calls go through a routing actor of this worker, as the front door's do.
+    let worker = crate::front::http::Worker::start(admin.gw.clone());
+    cfg.app_data(web::Data::new(admin))
+        .app_data(web::Data::new(worker))
+        .app_data(web::JsonConfig::default().limit(playground::MAX_BODY))
+        .service(
+            web::scope("")
+                .wrap(from_fn(guard::middleware))
+                .route("/", web::get().to(page::to_page))
+                .route("/admin", web::get().to(page::to_page))
+                .route("/admin/", web::get().to(page::html))
+                .route("/admin/admin.js", web::get().to(page::script))
+                .route("/admin/admin.css", web::get().to(page::style))
+                .route("/admin/favicon.svg", web::get().to(page::icon))
+                .route("/favicon.ico", web::get().to(page::icon))
+                .route("/admin/summary", web::get().to(views::summary))
+                .route("/admin/sessions", web::get().to(views::sessions))
+                .route("/admin/backends", web::get().to(views::backends))
+                .route("/admin/catalog", web::get().to(views::catalog))
+                .route("/admin/config", web::get().to(views::config))
+                // `GET /metrics` and the readiness detail are served here only (the front door's `/readyz` says
+                // the status alone), behind the same guard: with `[auth]` on, a scraper presents a credential
+                // of a principal in `[admin] groups`.
+                .route("/metrics", web::get().to(metrics))
+                .route("/readyz", web::get().to(readyz))
+                .route("/admin/reload", web::post().to(views::reload))
+                .route("/admin/call", web::post().to(playground::call)),
+        );
 }
 
 /// `GET /metrics` on the admin listener.

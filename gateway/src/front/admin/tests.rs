@@ -469,6 +469,7 @@ async fn the_admin_listener_serves_the_metrics_behind_its_guard() {
 }
 
 mod detail;
+mod playground;
 mod tls;
 
 /// A gateway with an admin listener and the builtin mock as backend `m` (its events kept, unread).

@@ -205,7 +205,10 @@ pub(super) fn catalog_json(gw: &Gateway) -> Value {
     let tools: Vec<Value> = c
         .tools()
         .iter()
-        .map(|t| json!({ "name": t.exposed_name, "backend": t.backend, "original_name": t.original_name }))
+        .map(|t| {
+            json!({ "name": t.exposed_name, "backend": t.backend, "original_name": t.original_name,
+                "description": t.tool.get("description"), "inputSchema": t.tool.get("inputSchema") })
+        })
         .collect();
     let prompts: Vec<Value> = c
         .prompts()

@@ -283,6 +283,27 @@ fn the_admin_page_shows_the_gateway_live_in_headless_chromium() {
     assert_eq!(seen["sessions_count"], "2", "{seen}");
     assert!(seen.get("problems").is_none(), "the page's console: {seen}");
 
+    // The playground: a person picks a tool, fills its argument and calls it (issue 35 §1).
+    writeln!(stdin, "CALL m__echo text hello from the playground").unwrap();
+    stdin.flush().unwrap();
+    let called: Value =
+        serde_json::from_str(&expect_line(&rx, "CALLED", Duration::from_secs(60))).unwrap();
+    assert!(
+        called.get("problems").is_none(),
+        "the page's console: {called}"
+    );
+    assert_eq!(
+        called["fields"],
+        json!(["text (string, required)"]),
+        "{called}"
+    );
+    let result: Value = serde_json::from_str(called["result"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        result["result"]["content"][0]["text"], "hello from the playground",
+        "{called}"
+    );
+    assert_eq!(called["result_class"], "result ok", "{called}");
+
     let saved = expect_line(&rx, "SCREENSHOT", Duration::from_secs(60));
     let status = child.0.wait().expect("the driver ends");
     assert!(status.success(), "the page driver failed");

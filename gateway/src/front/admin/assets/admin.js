@@ -111,10 +111,11 @@ function say(text) {
 
 async function refresh() {
   try {
-    const [summary, backends, sessions] = await Promise.all([
-      get("/admin/summary"), get("/admin/backends"), get("/admin/sessions"),
+    const [summary, backends, sessions, catalog] = await Promise.all([
+      get("/admin/summary"), get("/admin/backends"), get("/admin/sessions"), get("/admin/catalog"),
     ]);
     renderSummary(summary);
+    renderTools(catalog);
     renderBackends(backends);
     renderSessions(sessions);
     $("login").hidden = true;
@@ -132,6 +133,110 @@ async function refresh() {
     }
   } finally {
     setTimeout(refresh, EVERY_MS);
+  }
+}
+
+// The playground: the catalog's tools in a list, a field per argument of the chosen tool's inputSchema,
+// and the call's JSON-RPC response. Values are read by the schema's type; objects and arrays as JSON.
+let tools = [];
+
+function renderTools(catalog) {
+  const names = catalog.tools.map((t) => t.name).join("\n");
+  if (names === tools.map((t) => t.name).join("\n")) return;
+  tools = catalog.tools;
+  const select = $("pg-tool");
+  const chosen = select.value;
+  select.replaceChildren(...tools.map((t) => {
+    const option = document.createElement("option");
+    option.value = t.name;
+    option.textContent = t.name;
+    return option;
+  }));
+  if (tools.some((t) => t.name === chosen)) select.value = chosen;
+  renderFields();
+}
+
+function chosenTool() {
+  return tools.find((t) => t.name === $("pg-tool").value);
+}
+
+function renderFields() {
+  const tool = chosenTool();
+  $("pg-description").textContent = (tool && tool.description) || "";
+  const schema = (tool && tool.inputSchema) || {};
+  const required = schema.required || [];
+  const fields = Object.entries(schema.properties || {}).map(([name, prop]) => {
+    const row = document.createElement("div");
+    row.className = "field";
+    const label = document.createElement("label");
+    const type = prop.type || "any";
+    label.textContent = name + " (" + type + (required.includes(name) ? ", required" : "") + ")";
+    const id = "pg-arg-" + name;
+    label.htmlFor = id;
+    let input;
+    if (type === "boolean") {
+      input = document.createElement("input");
+      input.type = "checkbox";
+    } else if (type === "object" || type === "array" || type === "any") {
+      input = document.createElement("textarea");
+      input.rows = 2;
+      input.placeholder = "JSON";
+    } else {
+      input = document.createElement("input");
+      input.type = type === "integer" || type === "number" ? "number" : "text";
+    }
+    input.id = id;
+    input.dataset.arg = name;
+    input.dataset.type = type;
+    input.dataset.required = required.includes(name) ? "1" : "";
+    row.append(label, input);
+    return row;
+  });
+  $("pg-fields").replaceChildren(...fields);
+}
+
+function readArguments() {
+  const args = {};
+  for (const input of $("pg-fields").querySelectorAll("[data-arg]")) {
+    const { arg, type, required } = input.dataset;
+    if (type === "boolean") {
+      if (input.checked || required) args[arg] = input.checked;
+      continue;
+    }
+    const text = input.value.trim();
+    if (text === "" && !required) continue;
+    if (type === "integer") args[arg] = parseInt(text, 10);
+    else if (type === "number") args[arg] = Number(text);
+    else if (type === "string") args[arg] = input.value;
+    else args[arg] = JSON.parse(text);
+  }
+  return args;
+}
+
+async function callTool(ev) {
+  ev.preventDefault();
+  const out = $("pg-result");
+  const button = $("pg-call");
+  button.disabled = true;
+  try {
+    const args = readArguments();
+    const res = await fetch("/admin/call", {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json", "X-Mcpgw-Admin": "1" }),
+      credentials: "omit",
+      body: JSON.stringify({ name: $("pg-tool").value, arguments: args }),
+    });
+    const body = await res.json().catch(() => ({}));
+    const response = body.response || body;
+    out.textContent = JSON.stringify(response, null, 2);
+    const failed = !res.ok || response.error || (response.result && response.result.isError);
+    out.className = "result " + (failed ? "bad" : "ok");
+  } catch (e) {
+    out.textContent = "Not called: " + (e.message || e);
+    out.className = "result bad";
+  } finally {
+    out.hidden = false;
+    button.disabled = false;
   }
 }
 
@@ -161,6 +266,8 @@ async function reload() {
 
 document.addEventListener("DOMContentLoaded", () => {
   $("reload").addEventListener("click", reload);
+  $("pg-tool").addEventListener("change", renderFields);
+  $("playground").addEventListener("submit", callTool);
   $("login").addEventListener("submit", (ev) => {
     ev.preventDefault();
     token = $("token").value.trim();
