@@ -61,10 +61,12 @@ fn the_demo_curl_examples_work_against_the_demo_config() {
 fn the_docs_two_replicas_serve_one_session() {
     let path = path_with_mcpgw();
     let script = sh("replicas")
-        .replace("127.0.0.1:7801", &format!("127.0.0.1:{}", free_port()))
-        .replace("127.0.0.1:7802", &format!("127.0.0.1:{}", free_port()));
+        .replace("127.0.0.1:7811", &format!("127.0.0.1:{}", free_port()))
+        .replace("127.0.0.1:7812", &format!("127.0.0.1:{}", free_port()));
+    let dir = TempDir::new("docs-replicas");
     let mut bash = Command::new("bash");
     bash.args(["-euo", "pipefail", "-c", &script])
+        .current_dir(&dir.0)
         .env("PATH", path)
         .env_remove("MCPGW_SESSION_KEYS");
     let (ok, stdout, stderr) = run_bounded(bash, Duration::from_secs(60));
@@ -84,7 +86,7 @@ fn the_docs_api_key_example_works() {
     let dir = TempDir::new("docs-api-key");
     let path = path_with_mcpgw();
     let script =
-        sh("security-api-key").replace("127.0.0.1:7801", &format!("127.0.0.1:{}", free_port()));
+        sh("security-api-key").replace("127.0.0.1:7830", &format!("127.0.0.1:{}", free_port()));
     let mut bash = Command::new("bash");
     bash.args(["-euo", "pipefail", "-c", &script])
         .current_dir(&dir.0)

@@ -351,6 +351,13 @@ fn problems() -> Vec<String> {
             }
         }
         for fence in fences(text) {
+            if matches!(fence.language.as_str(), "sh" | "bash") {
+                problems.extend(
+                    hidden_failures(&fence.text)
+                        .into_iter()
+                        .map(|why| format!("{page}:{}: {why}", fence.line)),
+                );
+            }
             if MARKED_LANGUAGES.contains(&fence.language.as_str()) && fence.marker.is_none() {
                 problems.push(format!(
                     "{page}:{}: a {} block without a `<!-- test: NAME` marker right before it \
@@ -463,6 +470,49 @@ fn problems() -> Vec<String> {
         ));
     }
     problems
+}
+
+/// What in a shell example could hide a failure (issue 35 §1): a wait with no bound (`until`, `while
+/// true`), or a process started in the background whose output is thrown away (so a failed start says
+/// nothing).
+fn hidden_failures(script: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in script.lines() {
+        let code = line.split(" #").next().unwrap_or_default().trim();
+        if code.starts_with("until ") || code.contains("; until ") || code.starts_with("while true")
+        {
+            found.push(format!(
+                "a wait with no bound (loop a counted number of times): {code}"
+            ));
+        }
+        let backgrounded = code.contains(" & ") || code.ends_with(" &");
+        let discarded = code.contains(">/dev/null") || code.contains("> /dev/null");
+        if backgrounded && discarded && !code.starts_with("for ") {
+            found.push(format!(
+                "a background process whose output is discarded (keep it in a log shown on failure): {code}"
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn waits_are_bounded_and_background_logs_kept() {
+    // (script, how many problems)
+    let table = [
+        ("until curl -sf http://x/readyz; do sleep 0.2; done", 1),
+        ("while true; do sleep 1; done", 1),
+        ("mcpgw serve >/dev/null 2>&1 & A=$!", 1),
+        ("mcpgw serve >gw.log 2>&1 & A=$!", 0),
+        (
+            "for i in $(seq 100); do curl -sf http://x >/dev/null && break; sleep 0.1; done",
+            0,
+        ),
+        ("curl -s http://x > /dev/null", 0),
+    ];
+    for (script, n) in table {
+        assert_eq!(hidden_failures(script).len(), n, "{script}");
+    }
 }
 
 #[test]

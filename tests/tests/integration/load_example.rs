@@ -84,10 +84,17 @@ pub(crate) fn run_bash(
     dir: &Path,
     limit: Duration,
 ) -> (Option<std::process::ExitStatus>, String, String) {
+    // `mcpgw` is the built binary, first on the PATH, as an installed one would be.
+    let path = format!(
+        "{}:{}",
+        mcpgw().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let child = Command::new("bash")
         .arg("-c")
         .arg(script)
         .current_dir(dir)
+        .env("PATH", path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -100,15 +107,13 @@ pub(crate) fn run_bash(
 #[test]
 fn the_docs_load_example_runs_as_pasted() {
     let (mock, gateway) = (free_port(), free_port());
-    let bin = mcpgw();
     let mut script = doc_block("load-example", "sh");
-    script = substitute(
-        &script,
-        "./target/release/mcpgw",
-        &format!("'{}'", bin.display()),
+    assert!(
+        script.contains("\nmcpgw "),
+        "the example runs mcpgw from the PATH"
     );
     script = substitute(&script, "127.0.0.1:7900", &format!("127.0.0.1:{mock}"));
-    script = substitute(&script, "127.0.0.1:7801", &format!("127.0.0.1:{gateway}"));
+    script = substitute(&script, "127.0.0.1:7820", &format!("127.0.0.1:{gateway}"));
     script = set_flag(&script, "--duration", "1s");
     script = set_flag(&script, "--rate", "200/s");
     let dir = TempDir::new("load-example");
