@@ -368,8 +368,13 @@ fn the_docs_install_command_names_the_package_of_mcpgw() {
         let block = sh(name);
         assert_eq!(
             block.trim(),
-            "cargo install --locked --path gateway",
+            "cargo install --locked --path gateway --profile dist",
             "{name}"
+        );
+        let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains("\n[profile.dist]\n"),
+            "the workspace defines the dist profile"
         );
         assert_package_builds_mcpgw("gateway");
         assert!(
