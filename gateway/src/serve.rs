@@ -244,11 +244,13 @@ async fn first_catalog(
     events: mpsc::Receiver<BackendEvent>,
 ) -> Result<(), ServeError> {
     let snapshot = crate::notify::listing::first_catalog(&gw).await?;
-    tracing::info!(
-        backends = gw.live().backends.len(),
-        missing = ?snapshot.backends_missing(),
-        "catalog built"
-    );
+    // The backends left out are named (a list, not its debug form), and only when there are some.
+    let missing = snapshot.backends_missing().join(",");
+    if missing.is_empty() {
+        tracing::info!(backends = gw.live().backends.len(), "catalog built");
+    } else {
+        tracing::info!(backends = gw.live().backends.len(), %missing, "catalog built");
+    }
     gw.catalog.replace(Arc::new(snapshot));
     for report in gw.ledger.report(std::time::Instant::now()) {
         if let Some(reason) = report.standing.reason() {

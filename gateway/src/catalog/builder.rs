@@ -139,8 +139,8 @@ impl CatalogBuilder {
         snapshot.listed_at = self.listed_at;
         tracing::debug!(
             version = snapshot.version(),
-            missing = ?snapshot.backends_missing(),
-            stale = ?snapshot.backends_stale(),
+            missing = %snapshot.backends_missing().join(","),
+            stale = %snapshot.backends_stale().join(","),
             "catalog built"
         );
         Ok(snapshot)

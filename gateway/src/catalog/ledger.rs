@@ -371,7 +371,7 @@ fn log_change(name: &str, before: &str, slot: &Slot) {
     let reason = slot.standing.reason().unwrap_or_default();
     match (before, &slot.standing) {
         (b, now) if b == now.label() => {}
-        (_, Standing::Up) => tracing::info!(backend = name, "backend listed: in the catalog"),
+        (_, Standing::Up) => tracing::info!(backend = %name, "backend listed: in the catalog"),
         (_, Standing::Stale { .. }) => tracing::warn!(
             backend = name,
             reason,

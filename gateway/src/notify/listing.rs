@@ -219,8 +219,8 @@ pub async fn refresh(
         Ok(snapshot) => {
             tracing::info!(
                 version = snapshot.version(),
-                missing = ?snapshot.backends_missing(),
-                stale = ?snapshot.backends_stale(),
+                missing = %snapshot.backends_missing().join(","),
+                stale = %snapshot.backends_stale().join(","),
                 "catalog refreshed"
             );
             let before = gw.catalog.snapshot();

@@ -396,7 +396,7 @@ pub fn start_session(
     {
         Ok(session) => {
             tracing::info!(session = %ShortId(&session.id), %generation,
-                client = %params.client_info.name, transport = transport.as_str(), "session started");
+                client = %params.client_info.name, transport = %transport.as_str(), "session started");
             Ok(session)
         }
         Err(crate::session::CreateError::Full(full)) => Err(protocol::Rejection::overloaded(

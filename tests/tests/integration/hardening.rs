@@ -427,7 +427,7 @@ fn a_session_id_never_appears_whole_in_the_info_logs() {
             "{short} is not in the log: {lines:#?}"
         );
     }
-    for said in ["session started", "transport=\"http_sse\""] {
+    for said in ["session started", "transport=http_sse"] {
         assert!(
             lines.iter().any(|l| l.contains(said)),
             "{said:?} not logged: {lines:#?}"
