@@ -1,7 +1,8 @@
 //! The documentation's example blocks, for the tests that run or parse them: README.md and every page of
 //! the book (`docs/src/**/*.md`), read at run time. A block is found by the marker before it,
 //! `<!-- test: NAME ... -->` on a line of its own, then (blank lines allowed) a fenced block. The tests
-//! crate's docs check holds every block with a language to such a marker and every marker to a test.
+//! crate's docs check holds every block with a language to such a marker and every marker to a test. The
+//! `load` crate includes this file as its own `docs_blocks` (it cannot depend on this crate's tests).
 
 use std::path::{Path, PathBuf};
 
@@ -18,9 +19,13 @@ pub(crate) struct Block {
     pub(crate) page: String,
 }
 
-/// The repository's root (the gateway crate is `gateway/`).
+/// The repository's root: the first directory above the crate holding `Cargo.lock` (this file is the
+/// `load` crate's module too, by `#[path]`, one level deeper).
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").is_file())
+        .map_or_else(|| PathBuf::from(".."), Path::to_path_buf)
 }
 
 /// README.md and every `.md` under docs/src, relative to the root, sorted.

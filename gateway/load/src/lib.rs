@@ -29,6 +29,7 @@
 mod args;
 mod ask;
 #[cfg(test)]
+#[path = "../../src/docs_blocks.rs"]
 mod docs_blocks;
 mod hdr;
 mod headers;
