@@ -224,6 +224,31 @@ fn the_inspector_command_names_its_package() {
     assert!(cors.contains("\"http://localhost:6274\""), "{cors}");
 }
 
+/// The Inspector's command-line mode (`@modelcontextprotocol/inspector`, installed in the interop fixture:
+/// `npx` runs that same package's `mcp-inspector`), its profile in a directory of its own.
+#[test]
+fn the_inspector_cli_prints_what_the_page_shows() {
+    let Some(deps) = deps("clients_doc inspector") else {
+        return;
+    };
+    let gw = demo_gateway();
+    let block = doc_block("client-inspector-cli", "sh");
+    let args = block
+        .trim()
+        .strip_prefix("npx @modelcontextprotocol/inspector ")
+        .expect("the snippet runs the Inspector with npx")
+        .replace("http://127.0.0.1:7800/mcp", &gw.url);
+    let home = TempDir::new("clients-inspector");
+    let mut cmd = Command::new(&deps.node);
+    cmd.arg(deps.dir.join("node_modules/.bin/mcp-inspector"))
+        .args(args.split_whitespace())
+        .env("HOME", &home.0)
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    let (ok, stdout, stderr) = run_bounded(cmd, Duration::from_secs(60));
+    assert!(ok, "{stdout}\n{stderr}");
+    assert_eq!(stdout, doc_output("client-inspector-cli"), "{stderr}");
+}
+
 #[test]
 fn the_python_sdk_snippet_prints_what_the_page_shows() {
     let Some(deps) = deps("clients_doc python") else {

@@ -67,6 +67,7 @@ pub fn deps(test: &str) -> Option<Deps> {
         deps.memory.clone(),
         deps.filesystem.clone(),
         package("client", "dist/index.mjs"),
+        package("inspector", "package.json"),
     ];
     let missing: Vec<String> = required
         .iter()
