@@ -2,7 +2,8 @@
 //! the book (`docs/src/**/*.md`), read at run time. A block is found by the marker before it,
 //! `<!-- test: NAME ... -->` on a line of its own, then (blank lines allowed) a fenced block. The tests
 //! crate's docs check holds every block with a language to such a marker and every marker to a test. The
-//! `load` crate includes this file as its own `docs_blocks` (it cannot depend on this crate's tests).
+//! `load` crate and the tests crate include this file as their own `docs_blocks` (they cannot depend on
+//! this crate's tests).
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +22,7 @@ pub(crate) struct Block {
 
 /// The repository's root: the first directory above the crate holding `Cargo.lock` (this file is the
 /// `load` crate's module too, by `#[path]`, one level deeper).
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .find(|dir| dir.join("Cargo.lock").is_file())
@@ -29,7 +30,7 @@ fn root() -> PathBuf {
 }
 
 /// README.md and every `.md` under docs/src, relative to the root, sorted.
-fn pages() -> Vec<String> {
+pub(crate) fn pages() -> Vec<String> {
     fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;

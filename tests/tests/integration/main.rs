@@ -20,6 +20,9 @@ mod cors;
 mod deadlines;
 mod deploy;
 mod docs;
+#[path = "../../../gateway/src/docs_blocks.rs"]
+#[allow(dead_code)]
+mod docs_blocks;
 mod docs_check;
 mod down_backends;
 mod drain;

@@ -557,31 +557,14 @@ impl Drop for StdioGateway {
     }
 }
 
-/// The repository's root (the tests crate is `tests/`).
+/// The repository's root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+    crate::docs_blocks::root()
 }
 
 /// The documentation's pages, relative to the root: README.md and every `.md` under docs/src, sorted.
 pub fn doc_pages() -> Vec<String> {
-    fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, &format!("{rel}/{name}"), out);
-            } else if name.ends_with(".md") {
-                out.push(format!("{rel}/{name}"));
-            }
-        }
-    }
-    let mut pages = vec!["README.md".to_owned()];
-    walk(&repo_root().join("docs/src"), "docs/src", &mut pages);
-    pages.sort();
-    pages
+    crate::docs_blocks::pages()
 }
 
 /// A fenced block of a page.
