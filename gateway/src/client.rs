@@ -7,15 +7,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use handlers::{BackendConfig, BackendHandle, BackendRequest, Credential, Transport};
+use handlers::{
+    BackendConfig, BackendHandle, BackendRequest, Credential, ServerDescription, Transport,
+};
 use protocol::method::Method;
 use protocol::shape::Failure;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::catalog::shaping::Shaping;
 use crate::config::BackendEra;
-use crate::notify::listing::{Naming, list_backend};
+use crate::notify::listing::list_tools;
 
 /// Where the client goes and how.
 #[derive(Debug, Clone)]
@@ -55,23 +56,17 @@ pub enum ClientError {
     Failed(String),
 }
 
-/// The tools `target` lists, every page of them, as it sent them.
+/// The tools `target` lists, every page of them, as it sent them (its other lists are not asked for).
 pub fn tools(target: &Target) -> Result<Vec<Value>, ClientError> {
     actix_rt::System::new().block_on(async {
-        let (handle, url) = connect(target).await?;
-        let listed = list_backend(&handle, &everything()).await;
+        let (handle, url, description) = connect(target).await?;
+        let listed = if description.capabilities.tools.is_some() {
+            list_tools(&handle).await.map_err(ClientError::Failed)
+        } else {
+            Err(ClientError::NoTools { url })
+        };
         handle.shutdown();
-        let (listing, failed) = listed.map_err(ClientError::Failed)?;
-        if let Some(f) = failed.first() {
-            return Err(ClientError::Failed(f.to_string()));
-        }
-        if handle
-            .description()
-            .is_some_and(|d| d.capabilities.tools.is_none())
-        {
-            return Err(ClientError::NoTools { url });
-        }
-        Ok(listing.tools)
+        listed
     })
 }
 
@@ -79,7 +74,7 @@ pub fn tools(target: &Target) -> Result<Vec<Value>, ClientError> {
 pub fn call(target: &Target, name: &str, arguments: &str) -> Result<Value, ClientError> {
     let arguments = parse_arguments(arguments)?;
     actix_rt::System::new().block_on(async {
-        let (handle, _) = connect(target).await?;
+        let (handle, ..) = connect(target).await?;
         let params = serde_json::json!({"name": name, "arguments": arguments});
         let params = serde_json::value::to_raw_value(&params)
             .map_err(|e| ClientError::Failed(e.to_string()))?;
@@ -116,8 +111,11 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// Starts the connection and waits for its handshake; the URL as shown in messages.
-async fn connect(target: &Target) -> Result<(BackendHandle, String), ClientError> {
+/// Starts the connection and waits for its handshake: the handle, the URL as shown in messages, and what
+/// the server said of itself.
+async fn connect(
+    target: &Target,
+) -> Result<(BackendHandle, String, Arc<ServerDescription>), ClientError> {
     let url = handlers::shown_url_text(&target.url);
     let mut config = BackendConfig::new(url.clone(), Transport::http(target.url.clone()));
     config.era = target.era.into();
@@ -128,28 +126,22 @@ async fn connect(target: &Target) -> Result<(BackendHandle, String), ClientError
         config.credential = Credential::fixed("authorization", &format!("Bearer {token}"))
             .map_err(|why| ClientError::Failed(format!("the token cannot be sent: {why}")))?;
     }
-    // Nobody reads the events of a one-shot connection: dropped once this small buffer is full.
-    let (events, _held) = mpsc::channel(16);
+    // Nobody reads the events of a one-shot connection: the receiver is dropped, and the backend's
+    // `try_send` of each event fails at once.
+    let (events, _) = mpsc::channel(1);
     let handle = BackendHandle::start(config, events);
-    if handle
+    match handle
         .wait_settled(target.timeout + Duration::from_secs(1))
         .await
-        .is_none()
     {
-        let reason = handle
-            .down_reason()
-            .unwrap_or_else(|| format!("no answer within {} ms", target.timeout.as_millis()));
-        handle.shutdown();
-        return Err(ClientError::Unreachable { url, reason });
-    }
-    Ok((handle, url))
-}
-
-/// Every tool, under its own name.
-fn everything() -> Naming {
-    Naming {
-        prefix: String::new(),
-        shaping: Arc::new(Shaping::default()),
+        Some(description) => Ok((handle, url, description)),
+        None => {
+            let reason = handle
+                .down_reason()
+                .unwrap_or_else(|| format!("no answer within {} ms", target.timeout.as_millis()));
+            handle.shutdown();
+            Err(ClientError::Unreachable { url, reason })
+        }
     }
 }
 

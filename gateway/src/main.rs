@@ -72,7 +72,7 @@ struct ClientArgs {
     /// The generation to speak: found by the era probe (`auto`), or `legacy` (an `initialize` session) or
     /// `modern` (2026-07-28, stateless).
     #[arg(long, value_enum, default_value = "auto")]
-    era: ClientEra,
+    era: gateway::config::BackendEra,
     /// A file holding the token sent as `Authorization: Bearer TOKEN` (an API key or a JWT); never given on
     /// the command line.
     #[arg(long)]
@@ -83,13 +83,6 @@ struct ClientArgs {
     /// Print the JSON the server answered instead of text.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum ClientEra {
-    Auto,
-    Legacy,
-    Modern,
 }
 
 #[derive(Debug, Args)]
@@ -268,11 +261,7 @@ fn target(args: &ClientArgs) -> anyhow::Result<gateway::client::Target> {
     };
     Ok(gateway::client::Target {
         url: args.url.clone(),
-        era: match args.era {
-            ClientEra::Auto => gateway::config::BackendEra::Auto,
-            ClientEra::Legacy => gateway::config::BackendEra::Legacy,
-            ClientEra::Modern => gateway::config::BackendEra::Modern,
-        },
+        era: args.era,
         bearer,
         timeout: std::time::Duration::from_millis(args.timeout_ms.max(1)),
     })

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{BackendEntry, ConfigError, invalid};
 
-/// `[[backend]] era`.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+/// `[[backend]] era` (and `mcpgw tools` / `mcpgw call --era`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendEra {
     /// Probe with `server/discover`, fall back to `initialize`, remember what was found.

@@ -311,6 +311,16 @@ enum ListError {
     Failed(String),
 }
 
+/// Every page of `handle`'s tools, as it sent them (`mcpgw tools`): "method not found" is no tools, any
+/// other failure says what went wrong.
+pub async fn list_tools(handle: &BackendHandle) -> Result<Vec<Value>, String> {
+    match list_all(handle, ListKind::Tools).await {
+        Ok((tools, _)) => Ok(tools),
+        Err(ListError::NotImplemented) => Ok(Vec::new()),
+        Err(ListError::Failed(reason)) => Err(reason),
+    }
+}
+
 /// Every page of one list, and what the pages said about their reuse (the least fresh page wins).
 async fn list_all(
     handle: &BackendHandle,

@@ -156,3 +156,13 @@ fn the_token_comes_from_a_file_and_is_never_printed() {
         assert!(!err.contains(key), "{err}");
     }
 }
+
+/// Regression: `mcpgw tools` asked for every list the server announces and failed when one of the others
+/// did (a server whose `prompts/list` fails); it asks for the tools alone now.
+#[test]
+fn tools_no_longer_fails_on_a_failing_prompts_list() {
+    let mock = http_mock(&["--failing", "prompts/list"]);
+    let (ok, out, err) = cli(&["tools", "--url", &mock.url]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("echo  Returns the text it is given."), "{out}");
+}

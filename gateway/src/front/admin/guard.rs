@@ -28,6 +28,8 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, web};
 use serde_json::json;
 
+use crate::front::http::gate::Authenticated;
+
 use super::{ADMIN_HEADER, Admin};
 
 /// Why a request is refused, with its status and what the answer says.
@@ -88,9 +90,11 @@ pub(super) async fn middleware(
     let verdict = check(&admin, req.method(), req.path(), req.headers()).await;
     let mut res = match verdict {
         Ok(principal) => {
-            // The operator, for what acts as them (the playground's calls go through their view).
+            // The operator, for what acts as them (the playground's calls go through their view), where
+            // the front door's gate puts a principal.
             if let Some(principal) = principal {
-                req.extensions_mut().insert(std::sync::Arc::new(principal));
+                req.extensions_mut()
+                    .insert(Authenticated(std::sync::Arc::new(principal)));
             }
             next.call(req).await?.map_into_left_body()
         }

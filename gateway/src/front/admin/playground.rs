@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use actix_web::{HttpMessage, HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use protocol::Rejection;
 use protocol::shape::Shaped;
@@ -21,9 +21,8 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::Receiver;
 
 use super::Admin;
-use crate::auth::Principal;
-use crate::auth_context::AuthContext;
 use crate::front::http::Worker;
+use crate::front::http::gate::principal_of;
 use crate::pipeline::context::Accepted;
 use crate::pipeline::deliver::{Output, settle};
 use crate::pipeline::routing::Origin;
@@ -49,12 +48,13 @@ pub(super) async fn call(
     worker: web::Data<Worker>,
 ) -> HttpResponse {
     let Call { name, arguments } = body.into_inner();
-    let principal = req.extensions().get::<Arc<Principal>>().cloned();
-    let auth = if principal.is_some() {
-        AuthContext::of_headers(req.headers())
-    } else {
-        AuthContext::ANONYMOUS
-    };
+    let principal = principal_of(&req);
+    // As the front door makes it: the principal's context with `[auth]`, else the header's digest.
+    let authorization = req
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    let auth = admin.gw.auth_context(principal.as_deref(), authorization);
     let accepted = Arc::new(Accepted {
         session: None,
         auth,

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
 use crate::pipeline::context::RequestContext;
+mod down;
 pub mod replay;
 mod search;
 
@@ -177,13 +178,7 @@ impl Dispatch<'_> {
             Method::ToolsCall if self.gateway_tool(call).is_some() => {
                 self.answer_gateway_tool(call)
             }
-            Method::ToolsCall if self.down_tool(call).is_some() => match self.down_tool(call) {
-                Some(down) => Outcome::Failed(Failure::Unavailable {
-                    backend: down.backend.clone(),
-                    reason: format!("{}; its tools are back when it is", down.reason),
-                }),
-                None => Outcome::Error(stale_route()),
-            },
+            Method::ToolsCall if self.down_tool(call).is_some() => self.answer_down_tool(call),
             Method::ToolsCall
             | Method::PromptsGet
             | Method::ResourcesRead

@@ -32,14 +32,6 @@ impl Dispatch<'_> {
         }
     }
 
-    /// The down backend a validated `tools/call` names by its prefix (`catalog::down`).
-    pub(super) fn down_tool(&self, call: &Call) -> Option<&crate::catalog::DownBackend> {
-        match call.target()? {
-            Target::Tool { route, .. } => self.snapshot.down_tool(*route),
-            _ => None,
-        }
-    }
-
     /// Answers the gateway tool `call` names ([`Dispatch::gateway_tool`]).
     pub(super) fn answer_gateway_tool(&self, call: &Call) -> Outcome {
         let Some(tool) = self.gateway_tool(call) else {
