@@ -95,8 +95,10 @@ pub(crate) fn error_in_body(body: &[u8]) -> Option<protocol::Error> {
 }
 
 /// The client capabilities declared to legacy backends: what the gateway can serve for clients that declared
-/// them in turn (it asks the client, and answers -32601 for a client that did not).
-pub(crate) const LEGACY_CAPABILITIES: &str = r#"{"sampling":{},"elicitation":{},"roots":{}}"#;
+/// them in turn (it asks the client, and answers -32601 for a client that did not). Elicitation in both
+/// modes: a URL-mode one is relayed where the gateway's rule on whose consent it is allows it.
+pub(crate) const LEGACY_CAPABILITIES: &str =
+    r#"{"sampling":{},"elicitation":{"form":{},"url":{}},"roots":{}}"#;
 
 /// `initialize` params: the newest legacy version, [`LEGACY_CAPABILITIES`], the gateway's client info.
 pub(crate) fn initialize_params(client_info: &RawValue) -> Box<RawValue> {
@@ -214,7 +216,7 @@ mod tests {
         assert_eq!(p["clientInfo"]["name"], "mcpgw");
         assert_eq!(
             p["capabilities"],
-            json!({"sampling": {}, "elicitation": {}, "roots": {}})
+            json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}})
         );
     }
 

@@ -94,11 +94,14 @@ impl ErrorCode {
     /// The code to put on the wire for a client of `generation`. Resource-not-found is -32602 on
     /// 2026-07-28 and -32002 on older generations. A missing client capability has no code before 2026-07-28:
     /// legacy clients get -32602 (as the legacy spec answers an undeclared elicitation mode), with the same
-    /// `data`. Every other code goes out as it is.
+    /// `data`. -32042 (URL elicitation required) is reserved on 2026-07-28 and goes out as -32603 there.
+    /// Every other code goes out as it is.
     pub const fn wire_code(self, generation: Generation) -> i64 {
         match self {
             ErrorCode::ResourceNotFound => generation.resource_not_found_code(),
             ErrorCode::MissingRequiredClientCapability if !generation.is_modern() => -32602,
+            // Reserved on 2026-07-28, where a URL elicitation is an `input_required` result instead.
+            ErrorCode::UrlElicitationRequiredError if generation.is_modern() => -32603,
             other => other.code(),
         }
     }

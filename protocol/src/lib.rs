@@ -8,6 +8,7 @@
 //! (method, headers, body bytes) and leave as a status and bytes. It must stay pure, allocation-light and
 //! panic-free on any input: it sits on the hot path of every request.
 
+pub mod elicitation;
 pub mod error;
 pub mod generation;
 pub mod headers;

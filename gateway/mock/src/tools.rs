@@ -164,8 +164,8 @@ fn fixed_tools() -> Vec<(Tool, Kind)> {
             tool(
                 "jsonrpc_error",
                 "JSON-RPC error",
-                "Answers a JSON-RPC error with the given code and message.",
-                json!({"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}, "required": ["code"]}),
+                "Answers a JSON-RPC error with the given code, message and data.",
+                json!({"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {}}, "required": ["code"]}),
             ),
             Kind::JsonRpcError,
         ),
@@ -304,13 +304,14 @@ impl ToolSet {
                 let message = string_arg(args, "message")
                     .unwrap_or("error requested")
                     .to_owned();
-                // -32002 stays -32002 (not the generation-dependent resource-not-found).
-                let code = if code == -32002 {
-                    ErrorCode::Other(code)
-                } else {
-                    ErrorCode::from_code(code)
-                };
-                return Err(Error::new(code, message));
+                // Sent as given, whatever the generation (-32002 is not made the generation's
+                // resource-not-found, nor -32042 a 2026-07-28 -32603): the tests ask for exact codes.
+                let code = ErrorCode::Other(code);
+                let error = Error::new(code, message);
+                return Err(match args.and_then(|a| a.get("data")) {
+                    Some(data) => error.with_data(data.clone()),
+                    None => error,
+                });
             }
             Kind::Big => {
                 let requested = args

@@ -39,6 +39,23 @@ pub struct AskedRequest {
     params: Option<Value>,
 }
 
+impl AskedRequest {
+    /// The method asked.
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// Its params.
+    pub fn params(&self) -> Option<&Value> {
+        self.params.as_ref()
+    }
+
+    /// Asks with other params (a URL elicitation's, given the `elicitationId` a legacy client needs).
+    pub fn set_params(&mut self, params: Value) {
+        self.params = Some(params);
+    }
+}
+
 #[derive(Deserialize)]
 struct InputRequired {
     #[serde(rename = "resultType")]

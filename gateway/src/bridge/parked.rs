@@ -9,9 +9,11 @@
 //! with the client's answer and carries on with the same backend request. Any other retry (another replica,
 //! a restart, too late) falls back to the replay, which needs nothing held (see `replay`).
 //!
-//! Bounded: at most [`MAX_PARKED`] requests are held (none more are parked: those clients get the replay
-//! path), each until its deadline, when it is dropped — which answers the backend's question with an error
-//! and cancels the backend request. The map's lock is held only for an insert or a remove.
+//! Bounded: at most [`MAX_PARKED`] requests are held, and [`MAX_PARKED_PER_HOLDER`] for one principal (or
+//! client address), so that a client that never retries cannot take every place (none more are parked:
+//! those clients get the replay path), each until its deadline, when it is dropped — which answers the
+//! backend's question with an error and cancels the backend request. The map's lock is held only for an
+//! insert or a remove.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -20,6 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use handlers::Related;
+
+use super::sealed_state::Holder;
 use protocol::shape::Failure;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -28,6 +32,8 @@ use tokio::time::Instant;
 
 /// The most backend requests held at once.
 pub const MAX_PARKED: usize = 4096;
+/// The most held for one holder (a principal, else a client address).
+pub const MAX_PARKED_PER_HOLDER: usize = 64;
 
 /// A backend call in flight, owned (it outlives the client request that started it).
 pub type BackendCall = Pin<Box<dyn Future<Output = Result<Box<RawValue>, Failure>> + Send>>;
@@ -51,6 +57,8 @@ pub struct Parked {
     pub asked: usize,
     /// When the backend request's deadline passes: it is dropped then.
     pub until: Instant,
+    /// Whose request it is (the bound per holder).
+    pub holder: Holder,
 }
 
 impl std::fmt::Debug for Parked {
@@ -60,6 +68,7 @@ impl std::fmt::Debug for Parked {
             .field("method", &self.method)
             .field("asked", &self.asked)
             .field("until", &self.until)
+            .field("holder", &self.holder)
             .finish_non_exhaustive()
     }
 }
@@ -112,7 +121,9 @@ impl ParkedCalls {
         let until = parked.until;
         {
             let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            if held.len() >= MAX_PARKED {
+            // A linear count, under a lock held for no await: at most MAX_PARKED entries.
+            let theirs = held.values().filter(|p| p.holder == parked.holder).count();
+            if held.len() >= MAX_PARKED || theirs >= MAX_PARKED_PER_HOLDER {
                 return None;
             }
             held.insert(token, parked);
@@ -174,6 +185,7 @@ mod tests {
     fn parked(
         backend: &str,
         until: Instant,
+        n: usize,
     ) -> (
         Parked,
         oneshot::Receiver<Result<Box<RawValue>, protocol::Error>>,
@@ -189,6 +201,10 @@ mod tests {
             method: "sampling/createMessage".into(),
             asked: 0,
             until,
+            holder: Holder::of(
+                None,
+                Some(std::net::IpAddr::from([10, 0, 0, (n % 250) as u8])),
+            ),
         };
         (p, answered)
     }
@@ -197,7 +213,7 @@ mod tests {
     async fn a_ticket_finds_its_request_once_on_its_replica_and_backend() {
         let calls = Arc::new(ParkedCalls::default());
         let later = Instant::now() + Duration::from_secs(30);
-        let (p, _answered) = parked("a", later);
+        let (p, _answered) = parked("a", later, 0);
         let ticket = calls.park(p).unwrap();
         let elsewhere = Ticket {
             replica: ticket.replica.wrapping_add(1),
@@ -208,7 +224,7 @@ mod tests {
         assert!(calls.take(&ticket, "a").is_some());
         assert!(calls.take(&ticket, "a").is_none(), "single use");
 
-        let (p, _answered) = parked("a", later);
+        let (p, _answered) = parked("a", later, 0);
         let ticket = calls.park(p).unwrap();
         assert!(
             calls.take(&ticket, "b").is_none(),
@@ -220,7 +236,7 @@ mod tests {
     #[actix_rt::test]
     async fn an_unclaimed_request_is_dropped_at_its_deadline_and_its_question_fails() {
         let calls = Arc::new(ParkedCalls::default());
-        let (p, answered) = parked("a", Instant::now() + Duration::from_millis(50));
+        let (p, answered) = parked("a", Instant::now() + Duration::from_millis(50), 0);
         let ticket = calls.park(p).unwrap();
         // Dropping the held request drops the question's reply: the backend's question ends.
         assert!(answered.await.is_err());
@@ -233,13 +249,32 @@ mod tests {
         let calls = Arc::new(ParkedCalls::default());
         let later = Instant::now() + Duration::from_secs(30);
         let mut kept = Vec::new();
-        for _ in 0..MAX_PARKED {
-            let (p, answered) = parked("a", later);
+        for n in 0..MAX_PARKED {
+            let (p, answered) = parked("a", later, n);
+            assert!(calls.park(p).is_some(), "{n}");
+            kept.push(answered);
+        }
+        let (p, _answered) = parked("a", later, MAX_PARKED);
+        assert!(calls.park(p).is_none());
+        assert_eq!(calls.len(), MAX_PARKED);
+    }
+
+    #[actix_rt::test]
+    async fn one_holder_cannot_take_every_place() {
+        let calls = Arc::new(ParkedCalls::default());
+        let later = Instant::now() + Duration::from_secs(30);
+        let mut kept = Vec::new();
+        for _ in 0..MAX_PARKED_PER_HOLDER {
+            let (p, answered) = parked("a", later, 7);
             assert!(calls.park(p).is_some());
             kept.push(answered);
         }
-        let (p, _answered) = parked("a", later);
-        assert!(calls.park(p).is_none());
-        assert_eq!(calls.len(), MAX_PARKED);
+        let (p, _answered) = parked("a", later, 7);
+        assert!(
+            calls.park(p).is_none(),
+            "the holder at its bound is refused"
+        );
+        let (p, _answered) = parked("a", later, 8);
+        assert!(calls.park(p).is_some(), "another holder is not");
     }
 }

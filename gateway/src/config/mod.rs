@@ -29,6 +29,7 @@ mod suggest;
 mod telemetry;
 mod tls;
 pub mod traces;
+mod url_elicitation;
 
 pub use listen::parse_listen;
 use std::collections::BTreeMap;
@@ -60,6 +61,7 @@ pub use shaping::SelectionEntry;
 pub use telemetry::TelemetryConfig;
 pub use tls::server_files;
 pub use traces::TracesConfig;
+pub use url_elicitation::UrlElicitation;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -377,6 +379,9 @@ pub struct BackendEntry {
     /// The generation spoken to it: `auto` (probe), `legacy` or `modern` (pinned).
     #[serde(default)]
     pub era: BackendEra,
+    /// Whether its URL elicitations reach clients: `per_principal` (default), `shared` or `off`.
+    #[serde(default)]
+    pub url_elicitation: UrlElicitation,
     /// The gateway's own credential towards this (HTTP) backend (`[backend.auth]`).
     pub auth: Option<BackendAuth>,
     /// Which of its tools are in the catalog, by its own names (`{ allow = [globs], deny = [globs] }`).

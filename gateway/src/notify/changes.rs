@@ -150,6 +150,9 @@ pub async fn watch(gw: Arc<Gateway>, mut events: mpsc::Receiver<BackendEvent>) {
                         fanout::update(&gw, &mut views, &backend, &uri, &notification);
                     }
                 }
+                Some(Method::NotificationsElicitationComplete) => {
+                    crate::notify::completion::deliver(&gw, &backend, &notification, None);
+                }
                 _ => {
                     tracing::debug!(%backend, method = %notification.method, "backend notification not tied to a request: dropped")
                 }

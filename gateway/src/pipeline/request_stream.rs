@@ -23,8 +23,9 @@ use protocol::{Generation, Message, Notification};
 use tokio::sync::mpsc;
 
 use crate::bridge::input;
+use crate::notify::completion;
 use crate::notify::fanout::level_passes;
-use crate::pipeline::dispatch::Dispatch;
+use crate::pipeline::dispatch::{Dispatch, UrlAsk};
 use crate::pipeline::response::Outcome;
 use crate::session::Session;
 
@@ -74,6 +75,8 @@ pub(crate) async fn rounds(
     wants: Wants,
 ) -> Outcome {
     let mut round = 0;
+    // The ids the gateway gave the URL elicitations it asked for the backend.
+    let mut asked_urls: Vec<String> = Vec::new();
     loop {
         let Some(outcome) = dispatch_once(base, &call, tx, wants).await else {
             tracing::debug!("the client closed the request's stream: cancelling it");
@@ -84,6 +87,9 @@ pub(crate) async fn rounds(
         let (Some(session), Some(question)) =
             (base.session, input_required(&outcome, base.generation))
         else {
+            if matches!(outcome, Outcome::Result(_)) {
+                completed(tx, &asked_urls);
+            }
             return outcome;
         };
         round += 1;
@@ -95,9 +101,27 @@ pub(crate) async fn rounds(
                 ),
             });
         }
-        match input::request_input(session, tx, question.requests).await {
+        let mut requests = question.requests;
+        let backend = base.backend.get().cloned().unwrap_or_default();
+        match base.url_ids(&call, &backend, &mut requests) {
+            Ok(ids) => asked_urls.extend(ids),
+            Err(refused) => return refused,
+        }
+        match input::request_input(session, tx, requests).await {
             Ok(responses) => call = input::retry(&call, responses, question.request_state),
             Err(reason) => return Outcome::Failed(Failure::Internal { reason }),
+        }
+    }
+}
+
+/// Tells a legacy client that the URL elicitations it was asked on a 2026-07-28 backend's behalf are
+/// complete: the backend's retry was answered.
+fn completed(tx: &mpsc::Sender<Vec<u8>>, ids: &[String]) {
+    for id in ids {
+        let params = serde_json::json!({ "elicitationId": id });
+        let n = Notification::new("notifications/elicitation/complete", Some(&params));
+        if tx.try_send(Message::Notification(n).to_bytes()).is_err() {
+            crate::session::note_stream_dropped("the request's stream is full");
         }
     }
 }
@@ -122,9 +146,18 @@ async fn dispatch_once(
         tokio::select! {
             outcome = &mut run => break outcome,
             Some(r) = related.recv() => match r {
-                Related::Notification(n) => forward(tx, n, wants),
+                Related::Notification(n) => forward(&dispatch, tx, n, wants),
                 Related::InputRequest { request, reply } => {
-                    asking.push(input::relay_input_request(session, tx, request, reply));
+                    let backend = dispatch.backend.get().map_or("", String::as_str);
+                    match dispatch.url_asked(call, backend, &request) {
+                        UrlAsk::Refused { to_backend, .. } => {
+                            tracing::debug!(%backend, error = %to_backend, "a url elicitation was not relayed");
+                            let _ = reply.send(Err(to_backend));
+                        }
+                        UrlAsk::Form | UrlAsk::Ask(_) => {
+                            asking.push(input::relay_input_request(session, tx, request, reply));
+                        }
+                    }
                 }
             },
             Some(()) = asking.next(), if !asking.is_empty() => {}
@@ -139,7 +172,7 @@ async fn dispatch_once(
     // Questions still open are withdrawn: the backend answered without them.
     while let Ok(r) = related.try_recv() {
         if let Related::Notification(n) = r {
-            forward(tx, n, wants);
+            forward(&dispatch, tx, n, wants);
         }
     }
     Some(outcome)
@@ -153,10 +186,18 @@ fn input_required(outcome: &Outcome, generation: Generation) -> Option<input::Qu
     }
 }
 
-/// Passes a notification on if the client wants it; a full stream drops notifications, never blocks.
-fn forward(tx: &mpsc::Sender<Vec<u8>>, n: Notification, wants: Wants) {
+/// Passes a notification on if the client wants it; a full stream drops notifications, never blocks. A URL
+/// elicitation's completion goes only where its elicitation was relayed (`notify::completion`).
+fn forward(dispatch: &Dispatch<'_>, tx: &mpsc::Sender<Vec<u8>>, n: Notification, wants: Wants) {
     if n.method == "notifications/message" && !level_passes(&n, wants.log_level) {
         return;
+    }
+    if n.method == "notifications/elicitation/complete" {
+        let backend = dispatch.backend.get().map_or("", String::as_str);
+        let here = completion::deliver(dispatch.gw, backend, &n, dispatch.session);
+        if here != completion::Delivered::Here {
+            return;
+        }
     }
     if tx.try_send(Message::Notification(n).to_bytes()).is_err() {
         crate::session::note_stream_dropped("the request's stream is full");

@@ -438,4 +438,6 @@ mod tests;
 #[cfg(test)]
 mod uri_policy_tests;
 #[cfg(test)]
+mod url_tests;
+#[cfg(test)]
 mod view_cache_tests;

@@ -55,6 +55,8 @@ pub struct Gateway {
     pub resource_cache: ResourceCache,
     /// Legacy backends' requests held open for a 2026-07-28 client's answer.
     pub parked: Arc<ParkedCalls>,
+    /// Where the completions of URL elicitations relayed to legacy sessions go.
+    pub url_completions: Arc<crate::bridge::url::Completions>,
     /// The shutdown's phase and the requests in flight it waits for.
     pub drain: crate::drain::Drain,
     /// Redis, when replicas share one (`[cluster] redis`).
@@ -146,6 +148,7 @@ impl Gateway {
                 config.server.cache_max_bytes,
             ),
             parked: Arc::default(),
+            url_completions: Arc::default(),
             drain: crate::drain::Drain::default(),
             auth: None,
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies)

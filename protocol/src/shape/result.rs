@@ -104,7 +104,7 @@ pub(super) fn write_result(
             _ => field(&mut out, key, value.get().as_bytes()),
         }
     }
-    if method == Method::ToolsCall && obj.get("content").is_none() {
+    if method == Method::ToolsCall && !input_required && obj.get("content").is_none() {
         // `content` is required on every generation: repair a result that left it out, keeping any
         // structured content readable as text, as the spec recommends.
         let text = structured_as_text.or_else(|| {

@@ -67,7 +67,7 @@ pub enum StateError {
 /// Who uses a state, for the cap on single-use ids per holder: the principal when authentication
 /// established one, else the client's address (an IPv6 address by its /64, which one client usually
 /// holds whole), else (stdio) the one local client.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Holder(String);
 
 impl Holder {

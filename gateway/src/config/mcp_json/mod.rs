@@ -200,6 +200,7 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         http2: false,
         roots: Vec::new(),
         era: Default::default(),
+        url_elicitation: Default::default(),
         tools: None,
         prompts: None,
         resources: None,

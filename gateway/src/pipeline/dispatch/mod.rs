@@ -23,6 +23,8 @@ use crate::pipeline::context::RequestContext;
 mod down;
 pub mod replay;
 mod search;
+mod url;
+pub(crate) use url::UrlAsk;
 
 use crate::bridge::sealed_state::{Holder, StateError};
 use crate::pipeline::response::{Outcome, backend_outcome};
@@ -37,6 +39,8 @@ struct FromState {
     replay: Option<Replay>,
     /// Its single-use id and expiry (Unix milliseconds), claimed across replicas before the call goes out.
     single_use: Option<(String, u64)>,
+    /// What it answered to the URL elicitations the gateway asked for a legacy backend.
+    url: Option<url::Answered>,
 }
 
 /// The result `_meta` key naming the backends a list or `server/discover` is missing or holds stale:
@@ -71,6 +75,8 @@ pub struct Dispatch<'a> {
     pub subject: Option<crate::auth::SubjectToken>,
     /// The endpoint the request arrived at (its instructions in `server/discover`).
     pub endpoint: &'a Arc<crate::endpoint::Endpoint>,
+    /// How the client reached the gateway (`serve --stdio` has one client).
+    pub transport: crate::session::Transport,
 }
 
 impl<'a> Dispatch<'a> {
@@ -94,6 +100,7 @@ impl<'a> Dispatch<'a> {
             backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: principal.and_then(|p| p.token.clone()),
             endpoint: request.endpoint(),
+            transport: request.transport(),
         }
     }
 
@@ -113,6 +120,7 @@ impl<'a> Dispatch<'a> {
             backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: self.subject.clone(),
             endpoint: self.endpoint,
+            transport: self.transport,
         }
     }
 }
@@ -183,9 +191,20 @@ impl Dispatch<'_> {
             | Method::PromptsGet
             | Method::ResourcesRead
             | Method::CompletionComplete => match self.backend_request(call) {
-                Ok((backend, request, FromState { replay, single_use })) => {
+                Ok((
+                    backend,
+                    request,
+                    FromState {
+                        replay,
+                        single_use,
+                        url,
+                    },
+                )) => {
                     if let Err(e) = self.claim_state(single_use).await {
                         return Outcome::Error(e);
+                    }
+                    if let Some(url::Answered::Refused(why)) = url {
+                        return url::refused(&backend, &why);
                     }
                     let request = match self.exchanged(&backend, request).await {
                         Ok(request) => request,
@@ -196,10 +215,11 @@ impl Dispatch<'_> {
                         let replay = replay.unwrap_or_default();
                         let outcome = replay::forward(self, call, &backend, request, replay).await;
                         self.waited(began.elapsed());
-                        outcome
+                        self.url_required(call, outcome)
                     } else {
                         let outcome = self.forward(backend.clone(), request).await;
-                        self.seal_state(call, &backend, outcome)
+                        let outcome = self.seal_state(call, &backend, outcome);
+                        self.url_required(call, outcome)
                     }
                 }
                 Err(e) => Outcome::Error(e),
@@ -526,12 +546,28 @@ impl Dispatch<'_> {
             let replay = Replay::from_opened(&opened.state, obj.get("inputResponses"));
             obj.remove("requestState");
             obj.remove("inputResponses");
-            return Ok(FromState { replay, single_use });
+            return Ok(FromState {
+                replay,
+                single_use,
+                url: None,
+            });
+        }
+        if url::is_url_state(&opened.state) {
+            // The gateway asked the URLs for a legacy backend, which knows nothing of the state or the answers.
+            let answered = url::answered(&opened.state, obj.get("inputResponses"));
+            obj.remove("requestState");
+            obj.remove("inputResponses");
+            return Ok(FromState {
+                replay: None,
+                single_use,
+                url: Some(answered),
+            });
         }
         obj.set("requestState", opened.state);
         Ok(FromState {
             replay: None,
             single_use,
+            url: None,
         })
     }
 
@@ -579,19 +615,26 @@ impl Dispatch<'_> {
         if !self.generation.is_modern() || !call.method().may_require_input() {
             return outcome;
         }
-        // Most results ask for no input: one without the key is not parsed.
-        if !protocol::raw::may_hold_key(raw.get(), "requestState") {
+        // Most results ask for no input: one without either key is not parsed.
+        let (stated, asks) = (
+            protocol::raw::may_hold_key(raw.get(), "requestState"),
+            protocol::raw::may_hold_key(raw.get(), "inputRequests"),
+        );
+        if !stated && !asks {
             return outcome;
         }
         let Some(mut result) = RawObject::parse(raw) else {
             return outcome;
         };
-        let Some(state) = result.get("requestState").map(RawValue::to_owned) else {
-            return outcome;
-        };
         if result.get("resultType").map(RawValue::get) != Some("\"input_required\"") {
             return outcome;
         }
+        if let Some(refused) = self.url_input_refused(backend, &result) {
+            return refused;
+        }
+        let Some(state) = result.get("requestState").map(RawValue::to_owned) else {
+            return outcome;
+        };
         let sealed = self.gw.sealer.seal(
             &self.auth,
             backend,

@@ -22,8 +22,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::bridge::parked::{BackendCall, Parked, Ticket};
-use crate::pipeline::dispatch::Dispatch;
+use crate::pipeline::dispatch::{Dispatch, UrlAsk};
 use crate::pipeline::response::Outcome;
+use protocol::elicitation::UrlElicitation;
 
 /// The key under which a replay state keeps its answers.
 const REPLAY_KEY: &str = "mcpgw/replay";
@@ -37,6 +38,10 @@ pub struct Answered {
     pub m: String,
     /// The client's result.
     pub r: Box<RawValue>,
+    /// For a URL-mode elicitation, the URL the client was asked to open: an answer replays only to the same
+    /// URL (a backend asking another URL on the replay asks the client again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub u: Option<String>,
 }
 
 /// The answers a retried request brings, in the order the backend asked, and the ticket of the backend
@@ -57,6 +62,9 @@ struct State {
         skip_serializing_if = "Option::is_none"
     )]
     parked: Option<Ticket>,
+    /// The URL of the question asked under the next key, when it was a URL-mode elicitation.
+    #[serde(rename = "mcpgw/url", default, skip_serializing_if = "Option::is_none")]
+    asking: Option<String>,
 }
 
 impl Replay {
@@ -70,10 +78,12 @@ impl Replay {
             .unwrap_or_default();
         // The question of round k was asked under "r{k}"; its method is not repeated by the client, so the
         // answer is recorded for whatever the backend asks at that position.
+        let mut asking = state.asking;
         while let Some(result) = responses.get(&format!("r{}", answers.len())) {
             answers.push(Answered {
                 m: String::new(),
                 r: result.to_owned(),
+                u: asking.take(),
             });
             if answers.len() >= MAX_ROUNDS {
                 break;
@@ -152,19 +162,43 @@ pub async fn forward(
             Step::Answered(result) => {
                 // What the backend sent just before its answer is already queued: pass it on first.
                 while let Ok(message) = related.try_recv() {
-                    if let (Related::Notification(n), Some(outer)) = (message, &outer) {
+                    if let (Related::Notification(n), Some(outer)) = (message, &outer)
+                        && n.method != "notifications/elicitation/complete"
+                    {
                         let _ = outer.try_send(Related::Notification(n));
                     }
                 }
                 return answered(d, call, backend, result);
             }
             Step::Related(None) => return answered(d, call, backend, answering.await),
+            // 2026-07-28 has no elicitation completion: the retry is how a client says it is done.
+            Step::Related(Some(Related::Notification(n)))
+                if n.method == "notifications/elicitation/complete" => {}
             Step::Related(Some(Related::Notification(n))) => {
                 if let Some(outer) = &outer {
                     let _ = outer.try_send(Related::Notification(n));
                 }
             }
             Step::Related(Some(Related::InputRequest { request, reply })) => {
+                let url = match d.url_asked(call, backend, &request) {
+                    UrlAsk::Refused {
+                        to_backend,
+                        to_client,
+                    } => {
+                        let _ = reply.send(Err(to_backend));
+                        return to_client;
+                    }
+                    UrlAsk::Ask(url) => Some(url),
+                    UrlAsk::Form => None,
+                };
+                if url.is_some()
+                    && answers
+                        .get(asked)
+                        .is_some_and(|a| a.u.as_deref() != url.as_ref().map(|u| u.url.as_str()))
+                {
+                    // The backend asks another URL than the one the client opened: asked again.
+                    answers.truncate(asked);
+                }
                 if let Some(answer) = answers.get_mut(asked) {
                     if answer.m.is_empty() {
                         answer.m.clone_from(&request.method);
@@ -193,8 +227,9 @@ pub async fn forward(
                     method: request.method.clone(),
                     asked,
                     until,
+                    holder: d.holder.clone(),
                 });
-                return question(d, call, backend, asked, &request, answers, ticket);
+                return question(d, call, backend, asked, &request, url, answers, ticket);
             }
         }
     }
@@ -250,17 +285,24 @@ fn askable(call: &Call, method: &str, k: usize) -> Result<(), Outcome> {
 }
 
 /// The `input_required` result asking the client the backend's question: its `requestState` holds the
-/// answers so far and, when the backend request is parked, its ticket.
+/// answers so far and, when the backend request is parked, its ticket (and a URL-mode question's URL).
+#[allow(clippy::too_many_arguments)] // one call site, each argument a different part of the question
 fn question(
     d: &Dispatch<'_>,
     call: &Call,
     backend: &str,
     k: usize,
     request: &protocol::Request,
+    url: Option<UrlElicitation>,
     answers: Vec<Answered>,
     parked: Option<Ticket>,
 ) -> Outcome {
-    let state = match serde_json::value::to_raw_value(&State { answers, parked }) {
+    let asking = url.as_ref().map(|u| u.url.clone());
+    let state = match serde_json::value::to_raw_value(&State {
+        answers,
+        parked,
+        asking,
+    }) {
         Ok(s) => s,
         Err(e) => {
             return Outcome::Failed(Failure::Internal {
@@ -275,8 +317,12 @@ fn question(
         call.request().params.as_deref(),
         &state,
     );
-    // The backend's params go to the client as they came (byte for byte, keys in their order).
-    let params = request.params.as_deref();
+    // The backend's params go to the client as they came (byte for byte, keys in their order), but a URL
+    // elicitation's, which 2026-07-28 writes without `elicitationId`.
+    let params = match &url {
+        Some(url) => serde_json::value::to_raw_value(&url.modern_params()).ok(),
+        None => request.params.clone(),
+    };
     let result = json!({
         "resultType": "input_required",
         "inputRequests": { format!("r{k}"): { "method": request.method, "params": params } },
