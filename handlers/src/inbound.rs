@@ -56,6 +56,14 @@ impl Inbound {
     }
 
     /// The same dispatch, with the notifications of subscriptions (`subscriptions/listen`) taken by `route`.
+    /// The same, answering the backend's requests through `outbox` (a principal's own backend session).
+    pub(crate) fn with_outbox(&self, outbox: Arc<dyn Outbox>) -> Inbound {
+        Inbound {
+            outbox: Some(outbox),
+            ..self.clone()
+        }
+    }
+
     pub(crate) fn with_listen(&self, route: ListenRoute) -> Inbound {
         Inbound {
             listen: Some(route),

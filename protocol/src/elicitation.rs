@@ -292,4 +292,42 @@ mod tests {
             "g1"
         );
     }
+
+    #[test]
+    fn what_is_written_for_each_generation_conforms_to_its_schema() {
+        use crate::schema_check::check;
+        let u = UrlElicitation::from_value(&e("https://a.example/c"))
+            .unwrap()
+            .unwrap();
+        check(
+            Generation::V2025_11_25,
+            "ElicitRequestURLParams",
+            &u.legacy_params("g1"),
+        )
+        .unwrap();
+        check(
+            Generation::V2026_07_28,
+            "ElicitRequestURLParams",
+            &u.modern_params(),
+        )
+        .unwrap();
+        let err = required_error("needs you", &[("g1".into(), u)]);
+        let wire = json!({"jsonrpc": "2.0", "id": 1, "error": {
+            "code": err.code().wire_code(Generation::V2025_11_25),
+            "message": err.message(), "data": err.data()}});
+        check(
+            Generation::V2025_11_25,
+            "URLElicitationRequiredError",
+            &wire,
+        )
+        .unwrap();
+        let complete = json!({"jsonrpc": "2.0", "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": "g1"}});
+        check(
+            Generation::V2025_11_25,
+            "ElicitationCompleteNotification",
+            &complete,
+        )
+        .unwrap();
+    }
 }

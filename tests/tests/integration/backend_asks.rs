@@ -44,7 +44,7 @@ fn a_legacy_backend_asks_the_legacy_client_for_sampling_on_the_request_stream() 
     let declared: Value = serde_json::from_str(&tool_text(&declared.json())).unwrap();
     assert_eq!(
         declared,
-        json!({"elicitation": {}, "roots": {}, "sampling": {}})
+        json!({"elicitation": {"form": {}, "url": {}}, "roots": {}, "sampling": {}})
     );
 
     let resp = host.post_streaming(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call",

@@ -51,3 +51,4 @@ mod support;
 mod tls;
 mod token_exchange;
 mod traces;
+mod url_elicitation;

@@ -335,14 +335,27 @@ impl LegacyLink {
         deadline: Instant,
         inbound: &Inbound,
     ) -> Attempt {
-        self.attempt_in(self.session(), method, params, trace, deadline, inbound)
-            .await
+        let outbox = Arc::clone(&self.0.outbox);
+        self.attempt_in(
+            self.session(),
+            &outbox,
+            method,
+            params,
+            trace,
+            deadline,
+            inbound,
+        )
+        .await
     }
 
     /// One attempt in `session`.
+    /// One request in `session`; its cancellation, and the answers to what the backend asks on its stream
+    /// (`inbound` delivers them to `outbox`), go in that session too.
+    #[allow(clippy::too_many_arguments)] // the request, and the session it goes in
     async fn attempt_in(
         &self,
         session: Session,
+        outbox: &Arc<dyn Outbox>,
         method: protocol::Method,
         params: Option<&RawValue>,
         trace: Option<&crate::TraceContext>,
@@ -353,7 +366,7 @@ impl LegacyLink {
         let ctx = &*inner.ctx;
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
         let body = wire::request(id, method.as_str(), params);
-        let mut guard = CancelGuard::new(&*inner.outbox, id, true);
+        let mut guard = CancelGuard::new(&**outbox, id, true);
         let mut headers = session.headers();
         if let Some(trace) = trace {
             trace.apply(&mut headers);

@@ -5,7 +5,7 @@
 //! They have no GET stream: a principal's session hears from the backend only in its requests' responses.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use protocol::shape::Failure;
 use reqwest::header::HeaderValue;
@@ -13,8 +13,9 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 use tracing::debug;
 
-use super::{Attempt, DELETE_TIMEOUT, LegacyLink, Refused, Session, initialize};
+use super::{Attempt, DELETE_TIMEOUT, Inner, LegacyLink, Refused, Session, initialize};
 use crate::inbound::Inbound;
+use crate::outbox::Outbox;
 
 /// Sessions kept per backend, at most.
 pub(super) const MAX: usize = 256;
@@ -89,6 +90,26 @@ impl Principals {
     }
 }
 
+/// What goes to a backend in a principal's own session: the answers to its requests and cancellations,
+/// posted with that session's id and the principal's credential (never in the shared session, whose
+/// backend would not know the request, nor with the gateway's own credential).
+#[derive(Debug)]
+struct PrincipalOutbox {
+    inner: Weak<Inner>,
+    session: Session,
+}
+
+impl Outbox for PrincipalOutbox {
+    fn deliver(&self, message: Vec<u8>) -> bool {
+        let Some(inner) = self.inner.upgrade() else {
+            return false;
+        };
+        inner
+            .poster
+            .post(inner.url.clone(), self.session.headers(), message)
+    }
+}
+
 impl LegacyLink {
     /// One request in the session of the principal whose credential is `credential`, answered by
     /// `deadline`; a 404 renews that session once.
@@ -114,8 +135,13 @@ impl LegacyLink {
                     }
                 }
             };
+            let outbox: Arc<dyn Outbox> = Arc::new(PrincipalOutbox {
+                inner: Arc::downgrade(&self.0),
+                session: session.clone(),
+            });
+            let inbound = inbound.with_outbox(Arc::clone(&outbox));
             match self
-                .attempt_in(session, method, params, trace, deadline, inbound)
+                .attempt_in(session, &outbox, method, params, trace, deadline, &inbound)
                 .await
             {
                 Attempt::Done(outcome) => return outcome,

@@ -1,0 +1,226 @@
+//! Each direction to each SDK client in each mode: the call ends with the backend's answer for that user,
+//! after the client opened the link its URL elicitation callback was given, the way the client's generation
+//! says it (a -32042, an `elicitation/create` request, an `input_required` result).
+
+use serde_json::Value;
+
+use super::{setup, the_call};
+use crate::interop::peers::ScriptClient;
+
+/// What one run must show: the tool's text, and how the link reached the client.
+struct Expect<'a> {
+    text: String,
+    via: &'a str,
+}
+
+/// Checks a report against `want`; `what` names the run.
+fn check(report: &Value, want: &Expect<'_>, what: &str) {
+    let call = the_call(report);
+    assert_eq!(call["ok"], true, "{what}: {report}");
+    assert_eq!(call["isError"], false, "{what}: {report}");
+    assert_eq!(call["text"], want.text.as_str(), "{what}: {report}");
+    let asked = report["urlElicitations"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: {report}"));
+    let first = asked
+        .first()
+        .unwrap_or_else(|| panic!("{what}: no URL was asked: {report}"));
+    assert_eq!(first["via"], want.via, "{what}: {report}");
+    assert_eq!(first["opened"], true, "{what}: {report}");
+    assert_eq!(first["status"], 200, "{what}: {report}");
+    let url = first["url"].as_str().unwrap();
+    assert!(
+        url.contains("/consent/"),
+        "{what}: the backend's own link: {url}"
+    );
+}
+
+fn legacy_directions(client: ScriptClient, tag: &str) {
+    let Some(s) = setup(&format!("url-legacy-{tag}")) else {
+        return;
+    };
+    // (tool, who, how it reaches a 2025-11-25 client)
+    let runs = [
+        ("lu__url_required", "error"),
+        ("lu__url_ask", "request"),
+        ("mu__url_required", "request"),
+    ];
+    for (tool, via) in runs {
+        let sub = format!("{tag}-legacy-{tool}");
+        let report = s.run(client, "legacy", &sub, &["--url-elicit"], tool);
+        let text = if tool.ends_with("ask") {
+            format!("asked and consented as {sub}")
+        } else {
+            format!("consented as {sub}")
+        };
+        check(
+            &report,
+            &Expect { text, via },
+            &format!("{client:?} legacy {tool}"),
+        );
+        let first = &report["urlElicitations"][0];
+        match tool {
+            // The -32042 as the backend sent it: the client retried after opening its link.
+            "lu__url_required" => {
+                let retried = the_call(&report)["retriedAfter"]
+                    .as_str()
+                    .unwrap_or_default();
+                assert!(
+                    !retried.is_empty(),
+                    "{client:?}: the -32042 first: {report}"
+                );
+            }
+            // A 2026-07-28 backend's URL input request: an elicitationId mcpgw gave it, completed by mcpgw
+            // once the backend's retry was answered.
+            "mu__url_required" => {
+                let id = first["elicitationId"].as_str().unwrap_or_default();
+                assert!(id.starts_with("mcpgw-"), "{client:?}: mcpgw's id: {report}");
+                let completions = report["completions"].as_array().unwrap();
+                assert!(
+                    completions.iter().any(|c| c == id),
+                    "{client:?}: mcpgw completed {id}: {report}"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+fn modern_directions(client: ScriptClient, tag: &str) {
+    let Some(s) = setup(&format!("url-modern-{tag}")) else {
+        return;
+    };
+    for tool in ["lu__url_required", "lu__url_ask", "mu__url_required"] {
+        let sub = format!("{tag}-modern-{tool}");
+        let report = s.run(client, "2026-07-28", &sub, &["--url-elicit"], tool);
+        let text = if tool.ends_with("ask") {
+            format!("asked and consented as {sub}")
+        } else {
+            format!("consented as {sub}")
+        };
+        let via = "input_required";
+        check(
+            &report,
+            &Expect { text, via },
+            &format!("{client:?} 2026-07-28 {tool}"),
+        );
+        let first = &report["urlElicitations"][0];
+        assert!(
+            first["elicitationId"].is_null(),
+            "no elicitationId on 2026-07-28: {report}"
+        );
+    }
+}
+
+#[test]
+fn the_python_client_in_legacy_mode_opens_every_kind_of_url_elicitation() {
+    legacy_directions(ScriptClient::Python, "py");
+}
+
+#[test]
+fn the_typescript_client_in_legacy_mode_opens_every_kind_of_url_elicitation() {
+    legacy_directions(ScriptClient::TypeScript, "ts");
+}
+
+#[test]
+fn the_python_client_in_2026_07_28_mode_opens_every_kind_of_url_elicitation() {
+    modern_directions(ScriptClient::Python, "py");
+}
+
+#[test]
+fn the_typescript_client_in_2026_07_28_mode_opens_every_kind_of_url_elicitation() {
+    modern_directions(ScriptClient::TypeScript, "ts");
+}
+
+#[test]
+fn declining_clients_clients_that_cannot_be_asked_and_a_backend_that_cannot_tell_users_apart() {
+    let Some(s) = setup("url-refusals") else {
+        return;
+    };
+    for client in [ScriptClient::Python, ScriptClient::TypeScript] {
+        // Declined on 2025-11-25: the -32042 is the call's answer (nothing retried).
+        let report = s.run(
+            client,
+            "legacy",
+            "decliner",
+            &["--url-decline"],
+            "lu__url_required",
+        );
+        let call = the_call(&report);
+        assert_eq!(call["ok"], false, "{client:?}: {report}");
+        let error = call["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("32042") || error.contains("URL elicitation required"),
+            "{client:?}: {report}"
+        );
+        // Declined on 2026-07-28: mcpgw answers the retry itself, as a tool error.
+        let report = s.run(
+            client,
+            "2026-07-28",
+            "decliner",
+            &["--url-decline"],
+            "lu__url_required",
+        );
+        let call = the_call(&report);
+        assert_eq!(call["isError"], true, "{client:?}: {report}");
+        assert!(
+            call["text"].as_str().unwrap().contains("declined"),
+            "{client:?}: {report}"
+        );
+
+        // A client that did not declare elicitation.url reads the link in a tool error.
+        for mode in ["legacy", "2026-07-28"] {
+            let report = s.run(client, mode, "no-url", &[], "lu__url_required");
+            let text = the_call(&report)["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert_eq!(
+                the_call(&report)["isError"],
+                true,
+                "{client:?} {mode}: {report}"
+            );
+            assert!(
+                text.contains("/consent/") && text.contains("elicitation.url"),
+                "{client:?} {mode}: {text}"
+            );
+        }
+
+        // The same server on the gateway's one session and credential: not passed on, no link shown.
+        for mode in ["legacy", "2026-07-28"] {
+            let report = s.run(
+                client,
+                mode,
+                "anyone",
+                &["--url-elicit"],
+                "one__url_required",
+            );
+            let text = the_call(&report)["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert_eq!(
+                the_call(&report)["isError"],
+                true,
+                "{client:?} {mode}: {report}"
+            );
+            assert!(
+                text.contains("did not pass on"),
+                "{client:?} {mode}: {text}"
+            );
+            assert!(!text.contains("/consent/"), "{client:?} {mode}: {text}");
+            assert!(
+                report["urlElicitations"]
+                    .as_array()
+                    .is_none_or(Vec::is_empty),
+                "{client:?} {mode}: nothing asked: {report}"
+            );
+        }
+    }
+    // Nobody consented to anything.
+    assert!(
+        s.consents().iter().all(|(_, done)| !done),
+        "{:?}",
+        s.consents()
+    );
+}
