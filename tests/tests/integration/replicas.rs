@@ -2,8 +2,8 @@
 //! key ring, and are refused without it; three replicas behind nginx with Redis lose nothing to a kill, a
 //! rolling restart or a Redis restart.
 
-mod cluster;
+pub(crate) mod cluster;
 mod limits;
 mod restart;
 mod shared;
-mod three;
+pub(crate) mod three;

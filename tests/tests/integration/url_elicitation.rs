@@ -12,11 +12,13 @@
 //! - `principals`: principal B never rides on A's consent.
 //! - `wire`: what mcpgw sends, validated against the official schemas of the generation it speaks.
 //!
-//! The `replicas` module proves the 2026-07-28 retry on another replica behind nginx.
+//! - `replicas`: the 2026-07-28 retry answered by another replica behind nginx.
+//!
 //! Needs the interop peers (`tests/fixtures/interop/setup.sh`); skipped with `MCPGW_SKIP_INTEROP=1`.
 
 mod clients;
 mod principals;
+mod replicas;
 mod wire;
 
 use std::sync::{Arc, Mutex};
