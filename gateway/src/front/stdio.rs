@@ -20,7 +20,7 @@ use crate::pipeline::context::Accepted;
 use crate::pipeline::deliver::Output;
 use crate::pipeline::deliver::settle;
 use crate::pipeline::routing::Origin;
-use crate::session::{Ending, Session, Transport};
+use crate::session::{Ending, Session, Transport, sse_data};
 use crate::state::Gateway;
 
 /// Requests answered at once; the next line waits for a slot (stdin is read no faster than answered).
@@ -118,11 +118,13 @@ where
     }
     // Standard input ended: let requests in flight finish (bounded by their own timeouts), then stop.
     let _ = slots.acquire_many(IN_FLIGHT as u32).await;
-    drop(out_tx);
-    let _ = writer.await;
+    // Ending the session closes its stream, whose forwarder holds a sender of the output: then the writer
+    // ends once everything is written.
     if let Some(s) = session {
         gw.sessions.end(&s.id, Ending::StdioClosed);
     }
+    drop(out_tx);
+    let _ = writer.await;
     Ok(())
 }
 
@@ -161,12 +163,29 @@ impl Output for StdioOutput<'_> {
     }
 
     async fn started(&mut self, session: Arc<Session>, shaped: Shaped, _: Accepts) {
+        // What the session hears outside any request (list changes, log messages, a URL elicitation's
+        // completion) goes out on standard output too, one message a line, after the `initialize` answer.
+        let (events, mut heard) = mpsc::channel::<Bytes>(OUT_BUFFER);
+        let attached = session.handle.attach_stream(events).is_ok();
         if let Some(slot) = self.session.as_mut() {
             if let Some(old) = slot.replace(session) {
                 self.gw.sessions.end(&old.id, Ending::StdioClosed);
             }
         }
         let _ = self.out_tx.send(shaped.body).await;
+        if attached {
+            let out_tx = self.out_tx.clone();
+            actix_rt::spawn(async move {
+                while let Some(event) = heard.recv().await {
+                    let Some(message) = sse_data(&event) else {
+                        continue;
+                    };
+                    if out_tx.send(message.to_vec()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
     }
 
     /// Stdio has no GET or DELETE: validation never yields them here.

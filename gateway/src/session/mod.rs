@@ -38,7 +38,7 @@ pub use reader::Reader;
 pub use replicas::key_text;
 pub use sealed::SessionKey;
 pub use shared::touch_every;
-pub use sse::sse_event;
+pub use sse::{sse_data, sse_event};
 pub use store::{CreateError, Ending, SessionStore, StoreFull, StoreLimits};
 
 /// How a client reaches the gateway (and a legacy session its client).

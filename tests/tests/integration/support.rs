@@ -536,6 +536,17 @@ impl StdioGateway {
         serde_json::from_str(&line).unwrap()
     }
 
+    /// Writes `v` as one line, expecting no answer.
+    pub fn tell(&mut self, v: &Value) {
+        write_line(self.stdin.as_mut().expect("stdin is open"), v);
+    }
+
+    /// The next line of output as JSON, if one comes within `within`.
+    pub fn next(&mut self, within: Duration) -> Option<Value> {
+        let line = self.lines.recv_timeout(within).ok()?;
+        Some(serde_json::from_str(&line).unwrap())
+    }
+
     /// Closes standard input and waits (bounded) for the process to exit: its status, if it did.
     pub fn close_and_wait(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
         drop(self.stdin.take());

@@ -224,3 +224,80 @@ fn declining_clients_clients_that_cannot_be_asked_and_a_backend_that_cannot_tell
         s.consents()
     );
 }
+
+/// `mcpgw serve --stdio` has one client: a backend on one session and one credential may ask it, since no
+/// other user can ride on the consent. The -32042 reaches it, then the backend's completion (sent on its
+/// session's GET stream, routed to the one session it was relayed to), then the retried call succeeds.
+#[test]
+fn the_one_client_of_a_stdio_gateway_is_asked_by_a_backend_on_one_session() {
+    let Some(deps) = crate::interop::peers::deps("url-stdio") else {
+        return;
+    };
+    let server = crate::interop::peers::python_fixture(
+        &deps,
+        "url_server.py",
+        &[],
+        "url_server listening on ",
+    );
+    let dir = crate::support::TempDir::new("url-stdio");
+    let config = dir.file(
+        "mcpgw.toml",
+        &format!(
+            "[[backend]]\nname = \"lu\"\nurl = \"{}\"\nera = \"legacy\"\n",
+            server.url
+        ),
+    );
+    let mut gw = crate::support::StdioGateway::start(&config);
+    let wait = std::time::Duration::from_secs(30);
+    let init = gw.ask(
+        &serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}},
+        "clientInfo": {"name": "stdio", "version": "1"}}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    gw.tell(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "lu__url_required", "arguments": {}}});
+    // The answer to `id`, past what comes before it (the backend may be listed meanwhile).
+    let answer_to = |gw: &mut crate::support::StdioGateway, body: &Value| -> Value {
+        gw.tell(body);
+        loop {
+            let m = gw.next(wait).expect("an answer within 30 s");
+            if m["id"] == body["id"] {
+                return m;
+            }
+        }
+    };
+    let deadline = std::time::Instant::now() + wait;
+    let first = loop {
+        let m = answer_to(&mut gw, &call);
+        let unknown = m["error"]["code"] == -32601 || m["error"]["code"] == -32602;
+        if !unknown || std::time::Instant::now() > deadline {
+            break m;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(first["error"]["code"], -32042, "{first}");
+    let elicitation = &first["error"]["data"]["elicitations"][0];
+    let link = elicitation["url"].as_str().unwrap();
+    let status = crate::support::client().get(link).send().unwrap().status();
+    assert_eq!(status.as_u16(), 200);
+    let complete = gw.next(wait).expect("the completion within 30 s");
+    assert_eq!(
+        complete["method"], "notifications/elicitation/complete",
+        "{complete}"
+    );
+    assert_eq!(
+        complete["params"]["elicitationId"],
+        elicitation["elicitationId"]
+    );
+    let again = answer_to(
+        &mut gw,
+        &serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "lu__url_required", "arguments": {}}}),
+    );
+    let text = again["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("consented as "), "{again}");
+}
