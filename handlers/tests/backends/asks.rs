@@ -55,7 +55,7 @@ async fn a_stdio_backend_request_reaches_the_only_caller_and_its_answer_the_back
     let init: Value = serde_json::from_str(&init).unwrap();
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"sampling": {}, "elicitation": {}, "roots": {}})
+        json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}})
     );
 
     let (request, mut rx) = sample_with_sink(r#"{"prompt":"say hi"}"#);
@@ -164,7 +164,7 @@ async fn a_legacy_http_backend_request_on_a_response_stream_reaches_its_caller()
     let init = &server.fake.with_method("initialize")[0];
     assert_eq!(
         init.json()["params"]["capabilities"],
-        json!({"sampling": {}, "elicitation": {}, "roots": {}})
+        json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}})
     );
 
     let (request, mut rx) = sample_with_sink("{}");
