@@ -304,9 +304,14 @@ impl ToolSet {
                 let message = string_arg(args, "message")
                     .unwrap_or("error requested")
                     .to_owned();
-                // Sent as given, whatever the generation (-32002 is not made the generation's
-                // resource-not-found, nor -32042 a 2026-07-28 -32603): the tests ask for exact codes.
-                let code = ErrorCode::Other(code);
+                // -32002 stays -32002 (not the generation-dependent resource-not-found), and -32042 stays
+                // -32042 on 2026-07-28 too (where the gateway would write -32603): the tests ask for exact
+                // codes. The others are named, so that their HTTP status follows them.
+                let code = if code == -32002 || code == -32042 {
+                    ErrorCode::Other(code)
+                } else {
+                    ErrorCode::from_code(code)
+                };
                 let error = Error::new(code, message);
                 return Err(match args.and_then(|a| a.get("data")) {
                     Some(data) => error.with_data(data.clone()),
