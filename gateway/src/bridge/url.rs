@@ -41,7 +41,8 @@ type Key = (Arc<str>, String);
 
 #[derive(Debug)]
 struct Route {
-    session: String,
+    /// The session's id, shared with the session itself (a sealed id is some 250 bytes).
+    session: Arc<str>,
     holder: Holder,
     until: Instant,
 }
@@ -49,7 +50,7 @@ struct Route {
 #[derive(Debug, Default)]
 struct Inner {
     routes: HashMap<Key, Route>,
-    per_session: HashMap<String, usize>,
+    per_session: HashMap<Arc<str>, usize>,
     per_holder: HashMap<Holder, usize>,
     /// Keys in the order they were written (a key written again appears twice; the stale one is skipped).
     order: VecDeque<(Instant, Key)>,
@@ -67,7 +68,7 @@ impl Completions {
         &self,
         backend: &str,
         id: &str,
-        session: &str,
+        session: &Arc<str>,
         holder: &Holder,
     ) -> Result<(), Full> {
         self.record_at(backend, id, session, holder, Instant::now())
@@ -77,7 +78,7 @@ impl Completions {
         &self,
         backend: &str,
         id: &str,
-        session: &str,
+        session: &Arc<str>,
         holder: &Holder,
         now: Instant,
     ) -> Result<(), Full> {
@@ -85,11 +86,11 @@ impl Completions {
         inner.expire(now);
         let key: Key = (Arc::from(backend), id.to_owned());
         if let Some(route) = inner.routes.get(&key) {
-            if route.session == session {
+            if route.session == *session {
                 return Ok(()); // the same elicitation relayed again to the same session
             }
         }
-        if inner.per_session.get(session).copied().unwrap_or(0) >= PER_SESSION {
+        if inner.per_session.get(&**session).copied().unwrap_or(0) >= PER_SESSION {
             return Err(Full::Session);
         }
         if inner.per_holder.get(holder).copied().unwrap_or(0) >= PER_HOLDER {
@@ -103,13 +104,13 @@ impl Completions {
         }
         // A backend that gives two sessions one id: the later session's route replaces the earlier one's.
         inner.remove(&key);
-        *inner.per_session.entry(session.to_owned()).or_default() += 1;
+        *inner.per_session.entry(Arc::clone(session)).or_default() += 1;
         *inner.per_holder.entry(holder.clone()).or_default() += 1;
         inner.order.push_back((now, key.clone()));
         inner.routes.insert(
             key,
             Route {
-                session: session.to_owned(),
+                session: Arc::clone(session),
                 holder: holder.clone(),
                 until: now + LIFETIME,
             },
@@ -119,7 +120,7 @@ impl Completions {
 
     /// The session `backend`'s completed elicitation `id` was relayed to, if it is still waiting (the
     /// route is used up).
-    pub fn complete(&self, backend: &str, id: &str) -> Option<String> {
+    pub fn complete(&self, backend: &str, id: &str) -> Option<Arc<str>> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         inner.expire(Instant::now());
         let key: Key = (Arc::from(backend), id.to_owned());
@@ -182,6 +183,10 @@ fn decrement<K: std::hash::Hash + Eq + Clone>(counts: &mut HashMap<K, usize>, ke
 mod tests {
     use super::*;
 
+    fn s(id: &str) -> Arc<str> {
+        Arc::from(id)
+    }
+
     fn holder(n: &str) -> Holder {
         Holder::of(None, Some(format!("10.0.0.{n}").parse().unwrap()))
     }
@@ -189,7 +194,7 @@ mod tests {
     #[test]
     fn a_completion_reaches_the_session_it_was_relayed_to_once() {
         let c = Completions::default();
-        c.record("b", "e1", "session-a", &holder("1")).unwrap();
+        c.record("b", "e1", &s("session-a"), &holder("1")).unwrap();
         assert_eq!(c.complete("other", "e1"), None, "another backend's id");
         assert_eq!(c.complete("b", "e2"), None, "an id never relayed");
         assert_eq!(c.complete("b", "e1").as_deref(), Some("session-a"));
@@ -201,10 +206,11 @@ mod tests {
     fn sessions_and_holders_are_refused_at_their_caps() {
         let c = Completions::default();
         for i in 0..PER_SESSION {
-            c.record("b", &format!("e{i}"), "s", &holder("1")).unwrap();
+            c.record("b", &format!("e{i}"), &s("s"), &holder("1"))
+                .unwrap();
         }
         assert_eq!(
-            c.record("b", "one-more", "s", &holder("1")),
+            c.record("b", "one-more", &s("s"), &holder("1")),
             Err(Full::Session)
         );
         // The same holder on other sessions, up to its own cap.
@@ -213,36 +219,36 @@ mod tests {
             c.record(
                 "b",
                 &format!("x{n}"),
-                &format!("s{}", n / PER_SESSION),
+                &s(&format!("s{}", n / PER_SESSION)),
                 &holder("1"),
             )
             .unwrap();
             n += 1;
         }
         assert_eq!(
-            c.record("b", "again", "fresh-session", &holder("1")),
+            c.record("b", "again", &s("fresh-session"), &holder("1")),
             Err(Full::Holder)
         );
         // Another holder is not affected, and a completion frees a place.
-        c.record("b", "other", "t", &holder("2")).unwrap();
+        c.record("b", "other", &s("t"), &holder("2")).unwrap();
         assert!(c.complete("b", "e0").is_some());
-        c.record("b", "one-more", "s", &holder("1")).unwrap();
+        c.record("b", "one-more", &s("s"), &holder("1")).unwrap();
     }
 
     #[test]
     fn routes_expire_and_the_table_is_bounded() {
         let c = Completions::default();
         let t0 = Instant::now();
-        c.record_at("b", "old", "s", &holder("1"), t0).unwrap();
+        c.record_at("b", "old", &s("s"), &holder("1"), t0).unwrap();
         c.record_at(
             "b",
             "new",
-            "s",
+            &s("s"),
             &holder("1"),
             t0 + LIFETIME - Duration::from_secs(1),
         )
         .unwrap();
-        c.record_at("b", "x", "s2", &holder("2"), t0 + LIFETIME)
+        c.record_at("b", "x", &s("s2"), &holder("2"), t0 + LIFETIME)
             .unwrap();
         assert_eq!(c.len(), 2, "the oldest expired");
         let c = Completions::default();
@@ -251,7 +257,7 @@ mod tests {
                 None,
                 Some(format!("10.1.{}.{}", i / 200, i % 200).parse().unwrap()),
             );
-            c.record_at("b", &format!("e{i}"), &format!("s{i}"), &h, t0)
+            c.record_at("b", &format!("e{i}"), &s(&format!("s{i}")), &h, t0)
                 .unwrap();
         }
         assert_eq!(c.len(), MAX_ROUTES);
@@ -262,8 +268,8 @@ mod tests {
     #[test]
     fn one_id_given_to_two_sessions_routes_to_the_later_one_only() {
         let c = Completions::default();
-        c.record("b", "e", "first", &holder("1")).unwrap();
-        c.record("b", "e", "second", &holder("2")).unwrap();
+        c.record("b", "e", &s("first"), &holder("1")).unwrap();
+        c.record("b", "e", &s("second"), &holder("2")).unwrap();
         assert_eq!(c.complete("b", "e").as_deref(), Some("second"));
         assert_eq!(c.len(), 0);
     }

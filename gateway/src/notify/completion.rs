@@ -35,7 +35,7 @@ pub fn deliver(gw: &Gateway, backend: &str, n: &Notification, here: Option<&Sess
         tracing::debug!(%backend, "an elicitation completion for no relayed elicitation: dropped");
         return Delivered::Nowhere;
     };
-    if here.is_some_and(|s| *s.id == *session) {
+    if here.is_some_and(|s| s.id == session) {
         return Delivered::Here;
     }
     if let Some(session) = gw.sessions.peek(&session) {
