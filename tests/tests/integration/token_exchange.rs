@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::backend_credentials::{Recorder, token_server};
 use crate::support::{JSON_HEADERS, TempDir, gateway, http_mock, post_raw};
 
-const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
+pub(crate) const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
 
 /// A token endpoint that answers token-exchange requests from `gw-client:gw-secret` with
 /// `exchanged-N`, recording each `(subject_token, issued)`.
@@ -49,7 +49,8 @@ fn exchange_endpoint() -> (String, Issued) {
     (url, issued)
 }
 
-fn token_of(sub: &str) -> String {
+/// A token of `sub` that a gateway with `[auth.jwt]` on [`SECRET`] accepts.
+pub(crate) fn token_of(sub: &str) -> String {
     let exp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

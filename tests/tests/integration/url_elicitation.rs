@@ -24,14 +24,12 @@ mod wire;
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
 use crate::backend_credentials::token_server;
 use crate::interop::peers::{self, Deps, Proc};
 use crate::support::{Running, TempDir, gateway};
-
-const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
+pub(crate) use crate::token_exchange::{SECRET, token_of};
 
 /// The peers, the backend and the gateway in front of it.
 pub struct Setup {
@@ -82,21 +80,6 @@ fn subject_of(jwt: &str) -> Option<String> {
         .ok()?;
     let claims: Value = serde_json::from_slice(&bytes).ok()?;
     claims["sub"].as_str().map(str::to_owned)
-}
-
-/// A token of `sub` the gateway accepts.
-pub fn token_of(sub: &str) -> String {
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 600;
-    jsonwebtoken::encode(
-        &Header::new(Algorithm::HS256),
-        &json!({"iss": "https://issuer.test", "aud": "mcpgw-test", "sub": sub, "exp": exp}),
-        &EncodingKey::from_secret(SECRET.as_bytes()),
-    )
-    .unwrap()
 }
 
 /// The config of a gateway in front of `server`: `lu` (legacy) and `mu` (2026-07-28) with token exchange,

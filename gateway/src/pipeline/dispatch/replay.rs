@@ -310,13 +310,7 @@ fn question(
             });
         }
     };
-    let sealed = d.gw.sealer.seal(
-        &d.auth,
-        backend,
-        call.method().as_str(),
-        call.request().params.as_deref(),
-        &state,
-    );
+    let sealed = d.seal(call, backend, &state);
     // The backend's params go to the client as they came (byte for byte, keys in their order), but a URL
     // elicitation's, which 2026-07-28 writes without `elicitationId`.
     let params = match &url {

@@ -148,14 +148,19 @@ impl Dispatch<'_> {
         let Some(state) = result.get("requestState").map(RawValue::to_owned) else {
             return outcome;
         };
-        let sealed = self.gw.sealer.seal(
+        let sealed = self.seal(call, backend, &state);
+        result.set_value("requestState", &sealed);
+        Outcome::Result(result.to_raw())
+    }
+
+    /// `state` sealed for this request's client, bound to `backend` and the call's method and params.
+    pub(super) fn seal(&self, call: &Call, backend: &str, state: &RawValue) -> String {
+        self.gw.sealer.seal(
             &self.auth,
             backend,
             call.method().as_str(),
             call.request().params.as_deref(),
-            &state,
-        );
-        result.set_value("requestState", &sealed);
-        Outcome::Result(result.to_raw())
+            state,
+        )
     }
 }

@@ -166,13 +166,7 @@ impl Dispatch<'_> {
                 });
             }
         };
-        let sealed = self.gw.sealer.seal(
-            &self.auth,
-            backend,
-            call.method().as_str(),
-            call.request().params.as_deref(),
-            &state,
-        );
+        let sealed = self.seal(call, backend, &state);
         super::raw(&json!({
             "resultType": "input_required",
             "inputRequests": requests,

@@ -4,9 +4,11 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
+use handlers::{InProcessAnswer, InProcessServer};
 use serde_json::{Value, json};
 
 use super::{Exchange, header_map};
@@ -66,4 +68,19 @@ pub(super) fn tool_names(e: &Exchange) -> Vec<String> {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// The mock, counting the `tools/call` requests that reach it.
+pub(super) struct Counting {
+    pub(super) mock: mock::InProcessMock,
+    pub(super) calls: Arc<AtomicUsize>,
+}
+
+impl InProcessServer for Counting {
+    fn handle(&self, message: Vec<u8>) -> InProcessAnswer {
+        if serde_json::from_slice::<Value>(&message).is_ok_and(|v| v["method"] == "tools/call") {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+        }
+        self.mock.handle(message)
+    }
 }

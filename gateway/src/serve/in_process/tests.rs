@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
-use handlers::{BackendConfig, BackendHandle, InProcess, InProcessAnswer, InProcessServer};
+use handlers::{BackendConfig, BackendHandle, InProcess};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::fixtures::Counting;
 use super::{Exchange, InProcessGateway, header_map};
 use crate::config::Config;
 
@@ -28,24 +29,6 @@ const ALLOW_CALLS: &str =
 
 fn config(middlewares: &str) -> Config {
     Config::from_toml_str(&format!("{middlewares}\n{MOCK}"), Path::new("test.toml")).unwrap()
-}
-
-/// The mock, counting the `tools/call` requests that reach it.
-struct Counting {
-    mock: mock::InProcessMock,
-    calls: Arc<AtomicUsize>,
-}
-
-impl InProcessServer for Counting {
-    fn handle(&self, message: Vec<u8>) -> InProcessAnswer {
-        let method = serde_json::from_slice::<Value>(&message)
-            .ok()
-            .and_then(|v| v["method"].as_str().map(str::to_owned));
-        if method.as_deref() == Some("tools/call") {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-        }
-        self.mock.handle(message)
-    }
 }
 
 async fn gateway(middlewares: &str) -> InProcessGateway {

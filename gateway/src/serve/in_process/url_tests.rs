@@ -14,14 +14,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use handlers::{
-    BackendConfig, BackendEvent, BackendHandle, InProcess, InProcessAnswer, InProcessServer,
-};
+use handlers::{BackendConfig, BackendEvent, BackendHandle, InProcess};
 use protocol::Notification;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::fixtures::principal;
+use super::fixtures::{Counting, principal};
 use super::{Exchange, InProcessGateway, header_map};
 use crate::config::Config;
 
@@ -46,21 +44,6 @@ url_elicitation = "off"
 "#;
 
 const URL: &str = "https://idp.example/consent/e1";
-
-/// The mock, counting the `tools/call` requests that reach it.
-struct Counting {
-    mock: mock::InProcessMock,
-    calls: Arc<AtomicUsize>,
-}
-
-impl InProcessServer for Counting {
-    fn handle(&self, message: Vec<u8>) -> InProcessAnswer {
-        if serde_json::from_slice::<Value>(&message).is_ok_and(|v| v["method"] == "tools/call") {
-            self.calls.fetch_add(1, Ordering::SeqCst);
-        }
-        self.mock.handle(message)
-    }
-}
 
 struct Setup {
     gw: InProcessGateway,

@@ -35,6 +35,15 @@ fn check(report: &Value, want: &Expect<'_>, what: &str) {
     );
 }
 
+/// The text of a report's one call, which must be a tool error; `what` names the run.
+fn tool_error_text(report: &Value, what: &str) -> String {
+    assert_eq!(the_call(report)["isError"], true, "{what}: {report}");
+    the_call(report)["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn legacy_directions(client: ScriptClient, tag: &str) {
     let Some(s) = setup(&format!("url-legacy-{tag}")) else {
         return;
@@ -171,15 +180,7 @@ fn declining_clients_clients_that_cannot_be_asked_and_a_backend_that_cannot_tell
         // A client that did not declare elicitation.url reads the link in a tool error.
         for mode in ["legacy", "2026-07-28"] {
             let report = s.run(client, mode, "no-url", &[], "lu__url_required");
-            let text = the_call(&report)["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            assert_eq!(
-                the_call(&report)["isError"],
-                true,
-                "{client:?} {mode}: {report}"
-            );
+            let text = tool_error_text(&report, &format!("{client:?} {mode}"));
             assert!(
                 text.contains("/consent/") && text.contains("elicitation.url"),
                 "{client:?} {mode}: {text}"
@@ -195,15 +196,7 @@ fn declining_clients_clients_that_cannot_be_asked_and_a_backend_that_cannot_tell
                 &["--url-elicit"],
                 "one__url_required",
             );
-            let text = the_call(&report)["text"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            assert_eq!(
-                the_call(&report)["isError"],
-                true,
-                "{client:?} {mode}: {report}"
-            );
+            let text = tool_error_text(&report, &format!("{client:?} {mode}"));
             assert!(
                 text.contains("did not pass on"),
                 "{client:?} {mode}: {text}"
