@@ -37,6 +37,9 @@ pub(crate) struct Inbound {
     own: Option<Asker>,
     /// Where subscriptions' notifications go, on streams that carry them.
     listen: Option<ListenRoute>,
+    /// A principal's own GET stream: only URL elicitation completions pass (to the gateway, which routes
+    /// each to the one session it belongs to); anything else it says could reach other principals.
+    completions_only: bool,
 }
 
 impl Inbound {
@@ -52,10 +55,10 @@ impl Inbound {
             outbox,
             own: None,
             listen: None,
+            completions_only: false,
         }
     }
 
-    /// The same dispatch, with the notifications of subscriptions (`subscriptions/listen`) taken by `route`.
     /// The same, answering the backend's requests through `outbox` (a principal's own backend session).
     pub(crate) fn with_outbox(&self, outbox: Arc<dyn Outbox>) -> Inbound {
         Inbound {
@@ -64,6 +67,21 @@ impl Inbound {
         }
     }
 
+    /// For a principal's own GET stream: its URL elicitation completions go to the gateway; its other
+    /// notifications are dropped and its requests refused (answered through `outbox`, in that session),
+    /// since no request of that principal is there to take them and nobody else may.
+    pub(crate) fn completions_of(&self, outbox: Arc<dyn Outbox>) -> Inbound {
+        Inbound {
+            notifier: self.notifier.clone(),
+            pending: None,
+            outbox: Some(outbox),
+            own: Some(Asker::new(None, Instant::now(), None)),
+            listen: None,
+            completions_only: true,
+        }
+    }
+
+    /// The same dispatch, with the notifications of subscriptions (`subscriptions/listen`) taken by `route`.
     pub(crate) fn with_listen(&self, route: ListenRoute) -> Inbound {
         Inbound {
             listen: Some(route),
@@ -126,6 +144,15 @@ impl Inbound {
     }
 
     fn notification(&self, n: protocol::Notification) {
+        if self.completions_only {
+            if n.method == "notifications/elicitation/complete" {
+                self.notifier.notification(n);
+            } else {
+                debug!(backend = %self.notifier.backend(), method = %n.method,
+                    "dropping a notification on a principal's own stream");
+            }
+            return;
+        }
         let n = match &self.listen {
             Some(route) => match route.deliver(n) {
                 Ok(()) => return,

@@ -125,6 +125,15 @@ async fn stream_once(
     request: reqwest::RequestBuilder,
     inbound: &Inbound,
 ) -> Result<(), StatusCode> {
+    let response = open_stream(request).await?;
+    read_stream(response, inbound).await;
+    Ok(())
+}
+
+/// A GET stream opened (200), or the refusing status.
+pub(super) async fn open_stream(
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, StatusCode> {
     let response = request
         .send()
         .await
@@ -132,11 +141,15 @@ async fn stream_once(
     if response.status() != StatusCode::OK {
         return Err(response.status());
     }
+    Ok(response)
+}
+
+/// An open GET stream's messages handed to `inbound`, to its end.
+pub(super) async fn read_stream(response: reqwest::Response, inbound: &Inbound) {
     let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
     while let Some(Ok(event)) = events.next().await {
         if event.is_message() {
             inbound.text(event.data.as_bytes());
         }
     }
-    Ok(())
 }

@@ -71,6 +71,13 @@ fn legacy_directions(client: ScriptClient, tag: &str) {
         match tool {
             // The -32042 as the backend sent it: the client retried after opening its link.
             "lu__url_required" => {
+                // Its completion, from the principal's own backend session's GET stream (opened for it).
+                let id = first["elicitationId"].as_str().unwrap_or_default();
+                let completions = report["completions"].as_array().unwrap();
+                assert!(
+                    completions.iter().any(|c| c == id),
+                    "{client:?}: the backend's completion of {id}: {report}"
+                );
                 let retried = the_call(&report)["retriedAfter"]
                     .as_str()
                     .unwrap_or_default();
