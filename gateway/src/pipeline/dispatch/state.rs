@@ -128,12 +128,9 @@ impl Dispatch<'_> {
         if !self.generation.is_modern() || !call.method().may_require_input() {
             return outcome;
         }
-        // Most results ask for no input: one without either key is not parsed.
-        let (stated, asks) = (
-            protocol::raw::may_hold_key(raw.get(), "requestState"),
-            protocol::raw::may_hold_key(raw.get(), "inputRequests"),
-        );
-        if !stated && !asks {
+        // Most results ask for no input: one that cannot spell `input_required` (its `resultType`) is not
+        // parsed — one scan of the result.
+        if !protocol::raw::may_hold_key(raw.get(), "input_required") {
             return outcome;
         }
         let Some(mut result) = RawObject::parse(raw) else {
