@@ -83,7 +83,8 @@ fn subject_of(jwt: &str) -> Option<String> {
 }
 
 /// The config of a gateway in front of `server`: `lu` (legacy) and `mu` (2026-07-28) with token exchange,
-/// and `one` (legacy, the gateway's one session and credential: its URL elicitations are not relayed).
+/// and `one` (legacy) and `mone` (2026-07-28) on the gateway's one session and credential: their URL
+/// elicitations are not relayed.
 pub fn config(dir: &TempDir, server: &str, token_url: &str, extra: &str) -> String {
     let secret = dir.file("hs256.secret", SECRET);
     let client_secret = dir.file("client.secret", "gw-secret");
@@ -97,7 +98,8 @@ pub fn config(dir: &TempDir, server: &str, token_url: &str, extra: &str) -> Stri
          hs256_secret_file = {:?}\n\n\
          [[backend]]\nname = \"lu\"\nurl = \"{server}\"\nera = \"legacy\"\n{exchange}\n\
          [[backend]]\nname = \"mu\"\nurl = \"{server}\"\nera = \"modern\"\n{exchange}\n\
-         [[backend]]\nname = \"one\"\nurl = \"{server}\"\nera = \"legacy\"\n",
+         [[backend]]\nname = \"one\"\nurl = \"{server}\"\nera = \"legacy\"\n\n\
+         [[backend]]\nname = \"mone\"\nurl = \"{server}\"\nera = \"modern\"\n",
         secret.display()
     )
 }
@@ -111,7 +113,12 @@ pub fn setup(test: &str) -> Option<Setup> {
     let gw = gateway(&config(&dir, &server.url, &token_url, ""), &dir);
     wait_for_tools(
         &gw,
-        &["lu__url_required", "mu__url_required", "one__url_required"],
+        &[
+            "lu__url_required",
+            "mu__url_required",
+            "one__url_required",
+            "mone__url_required",
+        ],
     );
     Some(Setup {
         deps,

@@ -194,26 +194,30 @@ fn declining_clients_clients_that_cannot_be_asked_and_a_backend_that_cannot_tell
             );
         }
 
-        // The same server on the gateway's one session and credential: not passed on, no link shown.
-        for mode in ["legacy", "2026-07-28"] {
-            let report = s.run(
-                client,
-                mode,
-                "anyone",
-                &["--url-elicit"],
-                "one__url_required",
-            );
-            let text = tool_error_text(&report, &format!("{client:?} {mode}"));
+        // The same server on the gateway's one session and credential, as a legacy and as a 2026-07-28
+        // backend: not passed on, no link shown.
+        let runs = [
+            ("legacy", "one__url_required"),
+            ("2026-07-28", "one__url_required"),
+            ("legacy", "mone__url_required"),
+            ("2026-07-28", "mone__url_required"),
+        ];
+        for (mode, tool) in runs {
+            let report = s.run(client, mode, "anyone", &["--url-elicit"], tool);
+            let text = tool_error_text(&report, &format!("{client:?} {mode} {tool}"));
             assert!(
                 text.contains("did not pass on"),
-                "{client:?} {mode}: {text}"
+                "{client:?} {mode} {tool}: {text}"
             );
-            assert!(!text.contains("/consent/"), "{client:?} {mode}: {text}");
+            assert!(
+                !text.contains("/consent/"),
+                "{client:?} {mode} {tool}: {text}"
+            );
             assert!(
                 report["urlElicitations"]
                     .as_array()
                     .is_none_or(Vec::is_empty),
-                "{client:?} {mode}: nothing asked: {report}"
+                "{client:?} {mode} {tool}: nothing asked: {report}"
             );
         }
     }
