@@ -10,7 +10,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 
 use crate::backend_credentials::{Recorder, token_server};
-use crate::support::{JSON_HEADERS, TempDir, gateway, http_mock, post_raw};
+use crate::support::{TempDir, gateway, http_mock, modern_call_as};
 
 pub(crate) const SECRET: &str = "an HS256 secret of at least thirty-two bytes";
 
@@ -65,24 +65,13 @@ pub(crate) fn token_of(sub: &str) -> String {
 }
 
 fn call(url: &str, token: &str, tool: &str) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-    "name": tool, "arguments": {"text": "hi"},
-    "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "exchange-test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {}
-    }}});
-    let bearer = format!("Bearer {token}");
-    let mut headers = JSON_HEADERS.to_vec();
-    headers.extend([
-        ("Authorization", bearer.as_str()),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", tool),
-    ]);
-    let r = post_raw(url, &headers, body.to_string());
-    assert_eq!(r.status, 200, "{r:?}");
-    r.json()
+    modern_call_as(
+        token,
+        url,
+        tool,
+        json!({}),
+        json!({"arguments": {"text": "hi"}}),
+    )
 }
 
 #[test]

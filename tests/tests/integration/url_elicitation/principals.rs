@@ -6,29 +6,16 @@ use serde_json::{Value, json};
 
 use super::{setup, the_call, token_of};
 use crate::interop::peers::ScriptClient;
-use crate::support::{JSON_HEADERS, post_raw};
+use crate::support::modern_call_as;
 
 /// A 2026-07-28 `tools/call` of `tool` by `sub`, declaring `elicitation.url`, with `extra` params.
 fn modern_call(url: &str, sub: &str, tool: &str, extra: Value) -> Value {
-    let mut params = json!({"name": tool, "arguments": {}, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "principals", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}});
+    let mut params = json!({"arguments": {}});
     for (k, v) in extra.as_object().unwrap() {
         params[k] = v.clone();
     }
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let bearer = format!("Bearer {}", token_of(sub));
-    let mut headers = JSON_HEADERS.to_vec();
-    headers.extend([
-        ("Authorization", bearer.as_str()),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", tool),
-    ]);
-    let reply = post_raw(url, &headers, body.to_string());
-    assert_eq!(reply.status, 200, "{reply:?}");
-    reply.json()
+    let caps = json!({"elicitation": {"url": {}}});
+    modern_call_as(&token_of(sub), url, tool, caps, params)
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Setup, setup, token_of};
-use crate::support::{JSON_HEADERS, client, into_reply, post_raw, sse_messages};
+use crate::support::{JSON_HEADERS, client, into_reply, modern_call_as, post_raw, sse_messages};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -156,20 +156,14 @@ fn what_mcpgw_says_about_url_elicitation_conforms_to_each_generation_s_schema() 
     );
 
     // A 2026-07-28 client's input_required result, for a legacy backend's -32042.
-    let bearer = format!("Bearer {}", token_of("wire-modern"));
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "lu__url_required", "arguments": {}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "wire", "version": "1"},
-            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}}}});
-    let mut headers = JSON_HEADERS.to_vec();
-    headers.extend([
-        ("Authorization", bearer.as_str()),
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "lu__url_required"),
-    ]);
-    let answer = post_raw(&s.gw.url, &headers, body.to_string()).json();
+    let caps = json!({"elicitation": {"url": {}}});
+    let answer = modern_call_as(
+        &token_of("wire-modern"),
+        &s.gw.url,
+        "lu__url_required",
+        caps,
+        json!({"arguments": {}}),
+    );
     assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
     conforms("2026-07-28", "InputRequiredResult", &answer["result"]);
     for request in answer["result"]["inputRequests"]
