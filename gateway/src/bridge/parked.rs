@@ -86,7 +86,7 @@ pub struct Ticket {
 pub struct ParkedCalls {
     replica: u64,
     next: AtomicU64,
-    held: Mutex<HashMap<u64, Parked>>,
+    held: Mutex<Held>,
 }
 
 impl Default for ParkedCalls {
@@ -99,7 +99,7 @@ impl Default for ParkedCalls {
         ParkedCalls {
             replica: u64::from_le_bytes(replica.try_into().unwrap_or_default()),
             next: AtomicU64::new(u64::from_le_bytes(start.try_into().unwrap_or_default())),
-            held: Mutex::new(HashMap::new()),
+            held: Mutex::new(Held::default()),
         }
     }
 }
@@ -121,12 +121,12 @@ impl ParkedCalls {
         let until = parked.until;
         {
             let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-            // A linear count, under a lock held for no await: at most MAX_PARKED entries.
-            let theirs = held.values().filter(|p| p.holder == parked.holder).count();
-            if held.len() >= MAX_PARKED || theirs >= MAX_PARKED_PER_HOLDER {
+            let theirs = held.per_holder.get(&parked.holder).copied().unwrap_or(0);
+            if held.calls.len() >= MAX_PARKED || theirs >= MAX_PARKED_PER_HOLDER {
                 return None;
             }
-            held.insert(token, parked);
+            *held.per_holder.entry(parked.holder.clone()).or_default() += 1;
+            held.calls.insert(token, parked);
         }
         let this = Arc::clone(self);
         actix_rt::spawn(async move {
@@ -159,6 +159,7 @@ impl ParkedCalls {
         self.held
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .calls
             .len()
     }
 
@@ -169,11 +170,23 @@ impl ParkedCalls {
 
     fn remove(&self, token: u64) -> Option<Parked> {
         // The removed request is dropped by the caller, after the lock is released.
-        self.held
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&token)
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let parked = held.calls.remove(&token)?;
+        if let Some(n) = held.per_holder.get_mut(&parked.holder) {
+            *n -= 1;
+            if *n == 0 {
+                held.per_holder.remove(&parked.holder);
+            }
+        }
+        Some(parked)
     }
+}
+
+/// The requests held, and how many each holder has (the bound per holder, checked without a scan).
+#[derive(Default)]
+struct Held {
+    calls: HashMap<u64, Parked>,
+    per_holder: HashMap<Holder, usize>,
 }
 
 #[cfg(test)]
@@ -264,9 +277,10 @@ mod tests {
         let calls = Arc::new(ParkedCalls::default());
         let later = Instant::now() + Duration::from_secs(30);
         let mut kept = Vec::new();
+        let mut tickets = Vec::new();
         for _ in 0..MAX_PARKED_PER_HOLDER {
             let (p, answered) = parked("a", later, 7);
-            assert!(calls.park(p).is_some());
+            tickets.push(calls.park(p).unwrap());
             kept.push(answered);
         }
         let (p, _answered) = parked("a", later, 7);
@@ -276,5 +290,9 @@ mod tests {
         );
         let (p, _answered) = parked("a", later, 8);
         assert!(calls.park(p).is_some(), "another holder is not");
+        // A request taken back frees its holder's place.
+        assert!(calls.take(&tickets[0], "a").is_some());
+        let (p, _answered) = parked("a", later, 7);
+        assert!(calls.park(p).is_some(), "a place freed is taken again");
     }
 }

@@ -503,12 +503,16 @@ impl Dispatch<'_> {
 
     /// The capabilities the client declared: per request on 2026-07-28, at `initialize` before.
     fn client_capabilities(&self, meta: &RequestMeta) -> Value {
+        self.declared(meta).cloned().unwrap_or_else(|| json!({}))
+    }
+
+    /// What the client declared, borrowed: per request on 2026-07-28, at `initialize` before.
+    pub(crate) fn declared<'m>(&'m self, meta: &'m RequestMeta) -> Option<&'m Value> {
         match (self.generation.is_modern(), self.session) {
-            (true, _) => meta.client_capabilities.clone(),
-            (false, Some(s)) => Some(s.client_capabilities.clone()),
+            (true, _) => meta.client_capabilities.as_ref(),
+            (false, Some(s)) => Some(&s.client_capabilities),
             (false, None) => None,
         }
-        .unwrap_or_else(|| json!({}))
     }
 
     async fn forward(&self, backend: String, mut request: BackendRequest) -> Outcome {

@@ -98,7 +98,7 @@ impl Dispatch<'_> {
         if let Err(why) = self.url_relay(backend) {
             return not_relayed(backend, why);
         }
-        match elicitation::delivery(self.generation, self.capabilities(call).as_ref()) {
+        match elicitation::delivery(self.generation, self.declared(call.meta())) {
             Delivery::Legacy => match self.route_completions(backend, &elicitations) {
                 Ok(()) => Outcome::Error(error.clone()),
                 Err(full) => described(backend, &elicitations, &full.to_string()),
@@ -134,15 +134,6 @@ impl Dispatch<'_> {
             )
         } else {
             "this client did not declare elicitation.url, so mcpgw cannot ask it".to_owned()
-        }
-    }
-
-    /// The capabilities this request's client declared (per request on 2026-07-28, at `initialize` before).
-    pub(crate) fn capabilities(&self, call: &Call) -> Option<Value> {
-        if self.generation.is_modern() {
-            call.meta().client_capabilities.clone()
-        } else {
-            self.session.map(|s| s.client_capabilities.clone())
         }
     }
 
@@ -249,7 +240,7 @@ impl Dispatch<'_> {
         if let Err(why) = self.url_relay(backend) {
             return refused(why.clone(), not_relayed(backend, why));
         }
-        match elicitation::delivery(self.generation, self.capabilities(call).as_ref()) {
+        match elicitation::delivery(self.generation, self.declared(call.meta())) {
             Delivery::InputRequired => UrlAsk::Ask(asked),
             Delivery::Legacy => match self.route_completions(backend, std::slice::from_ref(&asked))
             {
@@ -293,7 +284,7 @@ impl Dispatch<'_> {
             let url = parsed.map_err(|why| not_relayed(backend, why.to_string()))?;
             self.url_relay(backend)
                 .map_err(|why| not_relayed(backend, why))?;
-            if elicitation::delivery(self.generation, self.capabilities(call).as_ref())
+            if elicitation::delivery(self.generation, self.declared(call.meta()))
                 != Delivery::Legacy
             {
                 return Err(described(backend, &[url], &self.cannot_ask()));
