@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["notify"],
     &["state"],
     &["bridge", "policy", "endpoint", "limit", "openapi"],
-    &["catalog", "session"],
+    &["catalog", "session", "oauth"],
     &["auth"],
     &["cluster", "telemetry", "cache", "egress"],
     &["config"],

@@ -30,6 +30,7 @@ mod layering;
 pub mod limit;
 pub mod metrics;
 pub mod notify;
+pub mod oauth;
 pub mod openapi;
 pub mod pipeline;
 pub mod policy;

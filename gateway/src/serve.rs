@@ -131,12 +131,20 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
         .map_err(ServeError::Auth)?;
     let backends = start_backends(&config, events_tx.clone(), &credentials);
     let exchanges = crate::auth::exchange::exchangers(&config).map_err(ServeError::Auth)?;
-    let gw = Arc::new(
-        Gateway::new(config, backends, keys)
-            .with_auth(auth)
-            .with_exchanges(exchanges)
-            .with_events(events_tx),
-    );
+    let gw = Gateway::new(config, backends, keys.clone())
+        .with_auth(auth)
+        .with_exchanges(exchanges)
+        .with_events(events_tx);
+    let oauth = crate::oauth::Authorizations::new(
+        &gw.config,
+        keys,
+        gw.redis.clone(),
+        &credentials,
+        gw.auth.clone(),
+    )
+    .map_err(ServeError::Auth)?;
+    let gw = Arc::new(gw.with_oauth(oauth));
+    keep_listers(&gw);
     if let Some(auth) = &gw.auth {
         auth.start();
     }
@@ -163,6 +171,22 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
         tracing::warn!("a backend process did not end in time: it is killed as the gateway exits");
     }
     result
+}
+
+/// Keeps the tokens per-user backends are listed with fresh, and has a backend connect at once when its
+/// first user's consent gave it one.
+fn keep_listers(gw: &Arc<Gateway>) {
+    let Some(oauth) = gw.oauth.clone() else {
+        return;
+    };
+    let weak = Arc::downgrade(gw);
+    actix_rt::spawn(oauth.keep_listers(move |backend| {
+        if let Some(gw) = weak.upgrade()
+            && let Some(handle) = gw.live().backend(backend)
+        {
+            handle.connect_now();
+        }
+    }));
 }
 
 /// With Redis: other replicas' events applied here, the kept DELETEs published when it is back, and the

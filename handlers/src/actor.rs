@@ -231,7 +231,16 @@ impl BackendActor {
     fn retry_later(&mut self, ctx: &mut Context<Self>, floor: Duration) {
         let delay = self.backoff.next_delay().max(floor);
         debug!(parent: &self.span, delay_ms = delay.as_millis() as u64, "reconnecting later");
-        ctx.run_later(delay, |act, ctx| act.connect(ctx));
+        let shared = Arc::clone(&self.shared);
+        let first = floor.max(Duration::from_secs(1)).min(delay);
+        let wait = async move {
+            tokio::time::sleep(first).await;
+            tokio::select! {
+                () = tokio::time::sleep(delay - first) => {}
+                () = shared.connect_now.notified() => {}
+            }
+        };
+        ctx.spawn(actix::fut::wrap_future::<_, Self>(wait).map(|(), act, ctx| act.connect(ctx)));
     }
 }
 

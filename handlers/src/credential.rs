@@ -98,6 +98,16 @@ impl Credential {
         Ok(())
     }
 
+    /// Takes the value away: requests carry none from now on.
+    pub fn clear(&self) {
+        if let Some(slot) = &self.0 {
+            match slot.value.write() {
+                Ok(mut g) => *g = None,
+                Err(p) => *p.into_inner() = None,
+            }
+        }
+    }
+
     /// Adds the header to `headers` (replacing one of the same name).
     pub fn apply(&self, headers: &mut HeaderMap) {
         let Some(slot) = &self.0 else {

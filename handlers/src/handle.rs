@@ -135,6 +135,7 @@ impl BackendHandle {
                 crate::config::Transport::Http { .. } => TransportKind::StreamableHttp,
                 crate::config::Transport::InProcess(_) => TransportKind::InProcess,
             },
+            connect_now: tokio::sync::Notify::new(),
         });
         let shares = Arc::new(Shares::new(config.max_in_flight, config.share()));
         let notifier = Notifier::start(&config.name, Callers::new(&config.roots), events);
@@ -376,6 +377,12 @@ impl BackendHandle {
     /// acknowledgement, while the backend is down or reconnecting, and when the filter is empty.
     pub fn listening(&self) -> Option<ListenFilter> {
         self.shared.honoured.borrow().clone()
+    }
+
+    /// A backend that is down tries to connect now instead of waiting out its reconnect delay (what it
+    /// lacked — a credential — is there now); once, and never sooner than a second after its last attempt.
+    pub fn connect_now(&self) {
+        self.shared.connect_now.notify_one();
     }
 
     /// Stops the actor: in-flight requests are answered, a stdio child gets stdin closed, then SIGTERM

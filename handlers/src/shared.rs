@@ -54,6 +54,8 @@ pub(crate) struct Shared {
     pub(crate) last_error: std::sync::Mutex<Option<String>>,
     /// The transport as configured.
     pub(crate) configured: TransportKind,
+    /// Wakes a backend waiting out its reconnect delay ([`crate::BackendHandle::connect_now`]).
+    pub(crate) connect_now: tokio::sync::Notify,
 }
 
 impl Shared {

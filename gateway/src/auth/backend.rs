@@ -82,8 +82,9 @@ pub async fn prepare(config: &Config) -> Result<BTreeMap<String, Credential>, St
     for entry in &config.backends {
         let Some(auth) = &entry.auth else { continue };
         let field = format!("backend {} auth", entry.name);
-        let credential = if auth.is_token_exchange() {
-            // Per request, per principal (`exchange`); the backend-wide credential stays empty.
+        let credential = if auth.is_token_exchange() || auth.is_authorization_code() {
+            // Per request, per principal (`exchange`, `oauth`); the backend-wide credential stays empty (an
+            // authorization-code backend's is set to the token its catalog is listed with: `oauth::lister`).
             Credential::rotating(auth.header_name())?
         } else if auth.is_client_credentials() {
             let credential = Credential::rotating(auth.header_name())?;
@@ -275,7 +276,7 @@ async fn refresh(source: TokenSource, credential: Credential, auth: BackendAuth,
 }
 
 /// `application/x-www-form-urlencoded` (RFC 6749 Appendix B for the Basic credentials too).
-fn form_encode(s: &str) -> String {
+pub(crate) fn form_encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         match b {

@@ -26,6 +26,9 @@ pub enum Purpose {
     SessionId,
     /// A 2026-07-28 `requestState`.
     RequestState,
+    /// Per-user authorization to backends: consent links, an authorization flow's state, the tokens at
+    /// rest (`oauth`).
+    Authorization,
 }
 
 impl Purpose {
@@ -34,6 +37,7 @@ impl Purpose {
         match self {
             Purpose::SessionId => b"mcpgw/session-id/v1",
             Purpose::RequestState => b"mcpgw/request-state/v1",
+            Purpose::Authorization => b"mcpgw/authorization/v1",
         }
     }
 
@@ -42,6 +46,7 @@ impl Purpose {
         match self {
             Purpose::SessionId => b"mcpgw/session-id/v2",
             Purpose::RequestState => b"mcpgw/request-state/v2",
+            Purpose::Authorization => b"mcpgw/authorization/v2",
         }
     }
 }
@@ -89,6 +94,8 @@ struct RingKey {
     state: ChaCha20Poly1305,
     session_x: XChaCha20Poly1305,
     state_x: XChaCha20Poly1305,
+    authorization: ChaCha20Poly1305,
+    authorization_x: XChaCha20Poly1305,
 }
 
 impl RingKey {
@@ -99,13 +106,19 @@ impl RingKey {
             let _ = Hkdf::<Sha256>::new(None, secret).expand(info, &mut okm);
             *Key::from_slice(&okm)
         };
-        let (session, state) = (Purpose::SessionId, Purpose::RequestState);
+        let (session, state, authorization) = (
+            Purpose::SessionId,
+            Purpose::RequestState,
+            Purpose::Authorization,
+        );
         RingKey {
             tag: tag_of(&id),
             session: ChaCha20Poly1305::new(&derive(session.info())),
             state: ChaCha20Poly1305::new(&derive(state.info())),
             session_x: XChaCha20Poly1305::new(&derive(session.info_x())),
             state_x: XChaCha20Poly1305::new(&derive(state.info_x())),
+            authorization: ChaCha20Poly1305::new(&derive(authorization.info())),
+            authorization_x: XChaCha20Poly1305::new(&derive(authorization.info_x())),
             id,
         }
     }
@@ -114,6 +127,7 @@ impl RingKey {
         match purpose {
             Purpose::SessionId => &self.session,
             Purpose::RequestState => &self.state,
+            Purpose::Authorization => &self.authorization,
         }
     }
 
@@ -121,6 +135,7 @@ impl RingKey {
         match purpose {
             Purpose::SessionId => &self.session_x,
             Purpose::RequestState => &self.state_x,
+            Purpose::Authorization => &self.authorization_x,
         }
     }
 }

@@ -24,8 +24,10 @@ pub struct BackendAuth {
     /// OAuth: the token endpoint (client credentials, or token exchange with `grant`).
     #[serde(serialize_with = "super::redact::url")]
     pub token_url: Option<String>,
-    /// `"client_credentials"` (default: one token for the gateway) or `"token_exchange"` (RFC 8693: each
-    /// client's token exchanged for one meant for this backend; 2026-07-28 backends only, needs `[auth]`).
+    /// `"client_credentials"` (default: one token for the gateway), `"token_exchange"` (RFC 8693: each
+    /// client's token exchanged for one meant for this backend; needs `[auth]`) or `"authorization_code"`
+    /// (each principal's own consent at the backend's authorization server; needs `[auth]` and
+    /// `[authorization]`).
     #[serde(default)]
     pub grant: Grant,
     /// The client's id.
@@ -51,6 +53,9 @@ pub enum Grant {
     ClientCredentials,
     /// The client's token exchanged per principal (RFC 8693).
     TokenExchange,
+    /// Each principal's own authorization at the backend's authorization server: the gateway asks the user
+    /// to open a consent link and runs the authorization code flow with PKCE for them (`oauth`).
+    AuthorizationCode,
 }
 
 impl BackendAuth {
@@ -74,6 +79,11 @@ impl BackendAuth {
         self.token_url.is_some() && self.grant == Grant::ClientCredentials
     }
 
+    /// Whether each principal authorizes the gateway at the backend's own authorization server.
+    pub fn is_authorization_code(&self) -> bool {
+        self.grant == Grant::AuthorizationCode
+    }
+
     /// Whether it exchanges each client's token.
     pub fn is_token_exchange(&self) -> bool {
         self.token_url.is_some() && self.grant == Grant::TokenExchange
@@ -95,6 +105,9 @@ impl BackendAuth {
             return Err(invalid(field("auth.header"), "not a valid header name"));
         }
         let fixed = self.value_env.is_some() || self.value_file.is_some();
+        if self.grant == Grant::AuthorizationCode {
+            return self.validate_authorization_code(field, fixed);
+        }
         match (fixed, &self.token_url) {
             (true, Some(_)) => Err(invalid(
                 field("auth.token_url"),
@@ -142,6 +155,51 @@ impl BackendAuth {
                 Ok(())
             }
         }
+    }
+}
+
+impl BackendAuth {
+    /// `grant = "authorization_code"`: endpoints come from the backend's metadata; a pre-registered client
+    /// is `client_id` (with a secret for a confidential one).
+    fn validate_authorization_code(
+        &self,
+        field: &dyn Fn(&str) -> String,
+        fixed: bool,
+    ) -> Result<(), ConfigError> {
+        if fixed || self.token_url.is_some() || self.audience.is_some() {
+            return Err(invalid(
+                field("auth.grant"),
+                "authorization_code finds the backend's authorization server itself (RFC 9728, RFC 8414): \
+                 give no value_env, value_file, token_url or audience",
+            ));
+        }
+        if self.client_secret_env.is_some() && self.client_secret_file.is_some() {
+            return Err(invalid(
+                field("auth.client_secret_env"),
+                "give client_secret_env or client_secret_file, not both",
+            ));
+        }
+        let secret = self.client_secret_env.is_some() || self.client_secret_file.is_some();
+        if secret && self.client_id.as_deref().is_none_or(str::is_empty) {
+            return Err(invalid(
+                field("auth.client_id"),
+                "a client secret belongs to a pre-registered client: give its client_id",
+            ));
+        }
+        if !self.header_name().eq_ignore_ascii_case("authorization")
+            || self.scheme() != Some("Bearer")
+        {
+            return Err(invalid(
+                field("auth.header"),
+                "authorization_code sends OAuth bearer tokens: Authorization: Bearer",
+            ));
+        }
+        if let Some(resource) = &self.resource
+            && !(resource.starts_with("https://") || resource.starts_with("http://"))
+        {
+            return Err(invalid(field("auth.resource"), "must be an http(s) URL"));
+        }
+        Ok(())
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod admin;
 mod auth;
+mod authorization;
 mod backend_auth;
 pub mod catalog;
 pub mod circuit;
@@ -44,6 +45,7 @@ pub use auth::{
     ALGORITHMS, ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, OneOrMany, ScopeRule,
     parse_digest, parse_proxy_block,
 };
+pub use authorization::{AuthorizationConfig, LinkProof};
 pub use backend_auth::{BackendAuth, Grant};
 pub use catalog::CatalogConfig;
 pub use cluster::{ClusterConfig, SealCipher};
@@ -106,6 +108,9 @@ pub struct Config {
     /// `[egress]`: what the gateway may fetch on its own.
     #[serde(default)]
     pub egress: EgressConfig,
+    /// `[authorization]`: each user's own authorization to backends (`grant = "authorization_code"`).
+    #[serde(default)]
+    pub authorization: AuthorizationConfig,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -826,6 +831,12 @@ impl Config {
                         "an openapi backend takes a fixed value or client credentials, not the client's exchanged token",
                     ));
                 }
+                if auth.is_authorization_code() && b.openapi.is_some() {
+                    return Err(invalid(
+                        field("auth.grant"),
+                        "an openapi backend takes a fixed value or client credentials, not a user's own authorization",
+                    ));
+                }
                 if auth.is_token_exchange() && !self.auth.enabled() {
                     return Err(invalid(
                         field("auth.grant"),
@@ -842,6 +853,21 @@ impl Config {
                 }
             }
         }
+        let per_user = self
+            .backends
+            .iter()
+            .find(|b| {
+                b.auth
+                    .as_ref()
+                    .is_some_and(BackendAuth::is_authorization_code)
+            })
+            .map(|b| b.name.as_str());
+        self.authorization.validate(
+            per_user,
+            self.auth.enabled(),
+            self.auth.oauth.is_some(),
+            s.strict,
+        )?;
         self.catalog.validate(self.auth.enabled())?;
         endpoint::validate(self)
     }

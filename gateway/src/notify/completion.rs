@@ -46,3 +46,14 @@ pub fn deliver(gw: &Gateway, backend: &str, n: &Notification, here: Option<&Sess
     }
     Delivered::Elsewhere
 }
+
+/// The gateway's own URL elicitation (a consent link of `oauth`) completed: its
+/// `notifications/elicitation/complete` to the legacy session it was relayed to, if that session is held on
+/// this replica (elsewhere, or gone: the client's retry finds the consent all the same).
+pub fn consented(gw: &Gateway, backend: &str, elicitation_id: &str) -> Delivered {
+    let n = Notification::new(
+        "notifications/elicitation/complete",
+        Some(&serde_json::json!({ "elicitationId": elicitation_id })),
+    );
+    deliver(gw, backend, &n, None)
+}

@@ -34,6 +34,9 @@ pub struct Naming {
     pub prefix: String,
     /// Its selection, renames and descriptions.
     pub shaping: Arc<Shaping>,
+    /// Each principal authorizes it (`grant = "authorization_code"`): its listing is made with one
+    /// principal's token, so its resources are not listed, and the gateway adds its connect tools.
+    pub per_user: bool,
 }
 
 impl Naming {
@@ -54,6 +57,10 @@ impl Naming {
                 rename: entry.rename.clone(),
                 describe: entry.describe.clone(),
             }),
+            per_user: entry
+                .auth
+                .as_ref()
+                .is_some_and(crate::config::BackendAuth::is_authorization_code),
         }
     }
 }
@@ -188,8 +195,73 @@ async fn within(
         })
 }
 
-/// One backend's listing attempt: down when it is not connected, else what listing it came to.
+/// One backend's listing attempt; a per-user backend's is then [`per_user`]'s.
 async fn attempt(handle: &BackendHandle, naming: &Naming) -> Attempt {
+    let attempt = attempt_as_listed(handle, naming).await;
+    if naming.per_user {
+        per_user(attempt, handle.name(), naming)
+    } else {
+        attempt
+    }
+}
+
+/// A per-user backend's listing: without its resources (listed with one principal's token, they are that
+/// principal's), with the gateway's connect and disconnect tools; down (no one connected yet, or the
+/// token it is listed with was refused), the connect tool alone, so that a first user can connect.
+fn per_user(attempt: Attempt, backend: &str, naming: &Naming) -> Attempt {
+    let tools = || {
+        [
+            (
+                crate::oauth::CONNECT_TOOL,
+                format!(
+                    "Connect your own account at {backend}: asks you to open a link and authorize mcpgw there. \
+                     Its tools use your account once you have."
+                ),
+            ),
+            (
+                crate::oauth::DISCONNECT_TOOL,
+                format!("Disconnect your account at {backend}: mcpgw forgets your token there."),
+            ),
+        ]
+        .into_iter()
+        .map(|(name, description)| {
+            serde_json::json!({
+                "name": name,
+                "description": description,
+                "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false},
+                "annotations": {"readOnlyHint": false, "openWorldHint": true},
+            })
+        })
+        .collect::<Vec<_>>()
+    };
+    let shaped = |mut listing: BackendListing| {
+        listing.resources.clear();
+        listing.tools.retain(|t| {
+            let name = t.get("name").and_then(serde_json::Value::as_str);
+            name != Some(crate::oauth::CONNECT_TOOL) && name != Some(crate::oauth::DISCONNECT_TOOL)
+        });
+        listing.tools.extend(tools());
+        listing
+    };
+    match attempt {
+        Attempt::Listed(l) => Attempt::Listed(shaped(l)),
+        Attempt::Partial(l, failed) => Attempt::Partial(shaped(l), failed),
+        Attempt::Failed(why) => Attempt::Failed(why),
+        Attempt::Down(_) => Attempt::Listed(BackendListing {
+            backend: backend.to_owned(),
+            prefix: naming.prefix.clone(),
+            shaping: naming.shaping.clone(),
+            tools: tools().into_iter().take(1).collect(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            resource_templates: Vec::new(),
+            freshness: ListsFreshness::default(),
+        }),
+    }
+}
+
+/// One backend's listing attempt: down when it is not connected, else what listing it came to.
+async fn attempt_as_listed(handle: &BackendHandle, naming: &Naming) -> Attempt {
     if handle.description().is_none() {
         let reason = handle
             .down_reason()

@@ -63,6 +63,8 @@ pub struct Gateway {
     pub redis: Option<Arc<crate::cluster::redis::RedisLink>>,
     /// Who is asking (`[auth]`); `None` when authentication is off.
     pub auth: Option<Arc<crate::auth::Authenticator>>,
+    /// Each user's own authorization to the backends that take it (`grant = "authorization_code"`).
+    pub oauth: Option<Arc<crate::oauth::Authorizations>>,
     /// Whose `Forwarded` / `X-Forwarded-For` is believed (`[server] trusted_proxies`).
     pub proxies: crate::auth::proxies::TrustedProxies,
     /// Backend events (what each backend's actor reports), for the backends a reload starts.
@@ -151,6 +153,7 @@ impl Gateway {
             url_completions: Arc::default(),
             drain: crate::drain::Drain::default(),
             auth: None,
+            oauth: None,
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies)
                 .with_header(config.server.forwarded_header.unwrap_or_default()),
             events: None,
@@ -188,6 +191,12 @@ impl Gateway {
     /// What a reload replaces, as it is now (keep it for the request's length).
     pub fn live(&self) -> Arc<Live> {
         self.live.load()
+    }
+
+    /// The same state, asking users for their own authorization to these backends.
+    pub fn with_oauth(mut self, oauth: Option<Arc<crate::oauth::Authorizations>>) -> Gateway {
+        self.oauth = oauth;
+        self
     }
 
     /// The same state, authenticating requests with `auth`.

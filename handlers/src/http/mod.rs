@@ -220,7 +220,9 @@ where
             Err(legacy::Refused::NotStreamable(why)) => {
                 debug!(backend = %ctx.name(), %why, "no streamable http: trying http+sse");
             }
-            Err(legacy::Refused::Outage(reason)) => {
+            Err(
+                legacy::Refused::Outage(reason) | legacy::Refused::Credential { why: reason, .. },
+            ) => {
                 return Err(ConnectFailure::new(reason, learned));
             }
             Err(legacy::Refused::Failed(reason)) => {
@@ -272,6 +274,32 @@ fn is_outage(status: StatusCode) -> bool {
                 | StatusCode::REQUEST_TIMEOUT
                 | StatusCode::TOO_MANY_REQUESTS
         )
+}
+
+/// The longest `WWW-Authenticate` challenge kept from a backend's refusal.
+const MAX_CHALLENGE: usize = 4096;
+
+/// A 401 or 403 answering a request that carried its principal's own credential: that principal's
+/// token was refused (never an outage of the backend), with the backend's challenge for the gateway.
+pub(crate) fn refused_credential(ctx: &LinkContext, response: &BackendResponse) -> Option<Failure> {
+    let status = response.status();
+    if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+        return None;
+    }
+    Some(Failure::Unauthorized {
+        backend: ctx.name().to_owned(),
+        status: status.as_u16(),
+        challenge: challenge_of(response.headers()),
+    })
+}
+
+/// A response's `WWW-Authenticate` challenge, if it has one of at most [`MAX_CHALLENGE`] bytes.
+pub(crate) fn challenge_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(reqwest::header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| v.len() <= MAX_CHALLENGE)
+        .map(str::to_owned)
 }
 
 /// `Content-Type: application/json` and `Accept: application/json, text/event-stream`.

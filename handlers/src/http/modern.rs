@@ -203,7 +203,9 @@ impl ModernLink {
         if let Some(trace) = &request.trace {
             trace.apply(&mut headers);
         }
-        if let Some(own) = request.credential.take() {
+        let own = request.credential.take();
+        let carries_own = own.is_some();
+        if let Some(own) = own {
             headers.insert(ctx.config.credential.header_name(), own);
         }
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -215,6 +217,9 @@ impl ModernLink {
             .await
             .map_err(|reason| ctx.unavailable(reason))?;
         let status = response.status();
+        if carries_own && let Some(refused) = super::refused_credential(ctx, &response) {
+            return Err(refused);
+        }
         if status != StatusCode::OK {
             let failure = Box::pin(status_failure(
                 ctx,

@@ -28,6 +28,17 @@ pub enum Failure {
         /// Why.
         reason: String,
     },
+    /// The backend refused the credential the request carried as its principal's own (HTTP 401, or 403):
+    /// that principal's token is missing, expired, revoked or short of a scope. Never the backend's fault,
+    /// so it is not counted against the backend's circuit.
+    Unauthorized {
+        /// The backend's configured name.
+        backend: String,
+        /// The HTTP status (401 or 403).
+        status: u16,
+        /// Its `WWW-Authenticate` challenge, if any (at most 4 KiB), for the gateway to read.
+        challenge: Option<String>,
+    },
     /// The backend died while the request was in flight.
     Crashed {
         /// The backend's configured name.
@@ -72,6 +83,7 @@ impl Failure {
             Failure::Backend { .. } => "backend_error",
             Failure::Timeout { .. } => "timeout",
             Failure::Unavailable { .. } => "unavailable",
+            Failure::Unauthorized { .. } => "unauthorized",
             Failure::Crashed { .. } => "crashed",
             Failure::Overloaded { .. } | Failure::OverShare { .. } => "overloaded",
             Failure::CircuitOpen { .. } => "circuit_open",
@@ -86,6 +98,7 @@ impl Failure {
             Failure::Backend { backend, .. }
             | Failure::Timeout { backend, .. }
             | Failure::Unavailable { backend, .. }
+            | Failure::Unauthorized { backend, .. }
             | Failure::Crashed { backend, .. }
             | Failure::Overloaded { backend }
             | Failure::OverShare { backend, .. }
@@ -120,6 +133,12 @@ impl fmt::Display for Failure {
             Failure::Unavailable { backend, reason } => {
                 write!(f, "backend {backend} is unavailable: {reason}")
             }
+            Failure::Unauthorized {
+                backend, status, ..
+            } => write!(
+                f,
+                "backend {backend} refused this client's credential (HTTP {status})"
+            ),
             Failure::Crashed { backend, reason } => {
                 write!(
                     f,

@@ -22,6 +22,17 @@ fn what_one_key_seals_opens_with_any_ring_holding_it_and_no_other() {
     // The same id with another secret, another purpose, another aad: none opens it.
     assert_eq!(other.open(Purpose::SessionId, b"x", &sealed), None);
     assert_eq!(old.open(Purpose::RequestState, b"x", &sealed), None);
+    assert_eq!(
+        old.open(Purpose::Authorization, b"x", &sealed),
+        None,
+        "a purpose of its own"
+    );
+    let token = old.seal(Purpose::Authorization, b"x", b"a token");
+    assert_eq!(old.open(Purpose::SessionId, b"x", &token), None);
+    assert_eq!(
+        old.open(Purpose::Authorization, b"x", &token).as_deref(),
+        Some(&b"a token"[..])
+    );
     assert_eq!(old.open(Purpose::SessionId, b"y", &sealed), None);
     // The new first key seals; the old ring cannot open that (rotation's middle step is "add everywhere").
     let new = both.seal(Purpose::SessionId, b"x", b"hi");

@@ -90,6 +90,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         catalog: Default::default(),
         endpoints: Vec::new(),
         egress: Default::default(),
+        authorization: Default::default(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

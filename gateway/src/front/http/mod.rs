@@ -5,6 +5,7 @@
 
 mod body;
 pub mod connections;
+mod consent;
 pub mod cors;
 pub mod gate;
 pub mod guard;
@@ -136,6 +137,9 @@ fn routes(cfg: &mut web::ServiceConfig, worker: Worker) {
             .wrap(from_fn(cors::middleware))
             .route(web::post().to(http_sse::post)),
     )
+    .service(web::resource("/oauth/connect/{link}").route(web::get().to(consent::connect)))
+    .service(web::resource("/oauth/callback").route(web::get().to(consent::callback)))
+    .service(web::resource("/oauth/client").route(web::get().to(consent::client)))
     .service(web::resource("/healthz").to(health::healthz))
     // Where the MCP endpoint is (after the endpoints: an `[[endpoint]]` at `/` keeps its path).
     .service(web::resource("/").route(web::get().to(hint::root)))

@@ -21,6 +21,7 @@ use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
 use crate::pipeline::context::RequestContext;
 mod down;
+mod per_user;
 pub mod replay;
 mod search;
 mod state;
@@ -63,6 +64,8 @@ pub struct Dispatch<'a> {
     /// The client's bearer token, for a backend that exchanges it (`[backend.auth] grant =
     /// "token_exchange"`).
     pub subject: Option<crate::auth::SubjectToken>,
+    /// The principal (`Principal::id`), for a backend each principal authorizes itself.
+    pub principal: Option<String>,
     /// The endpoint the request arrived at (its instructions in `server/discover`).
     pub endpoint: &'a Arc<crate::endpoint::Endpoint>,
     /// How the client reached the gateway (`serve --stdio` has one client).
@@ -89,6 +92,7 @@ impl<'a> Dispatch<'a> {
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: principal.and_then(|p| p.token.clone()),
+            principal: principal.map(crate::auth::Principal::id),
             endpoint: request.endpoint(),
             transport: request.transport(),
         }
@@ -109,6 +113,7 @@ impl<'a> Dispatch<'a> {
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: self.subject.clone(),
+            principal: self.principal.clone(),
             endpoint: self.endpoint,
             transport: self.transport,
         }
@@ -200,17 +205,29 @@ impl Dispatch<'_> {
                         Ok(request) => request,
                         Err(failed) => return failed,
                     };
-                    if self.replays(call, &backend) {
+                    let (request, sent) = match self.per_user(call, &backend, request).await {
+                        per_user::Prepared::Other(request) => (request, None),
+                        per_user::Prepared::Ready(request) => {
+                            let sent = request.clone();
+                            (request, Some(sent))
+                        }
+                        per_user::Prepared::Answered(outcome) => return outcome,
+                    };
+                    let outcome = if self.replays(call, &backend) {
                         let began = Instant::now();
                         let replay = replay.unwrap_or_default();
                         let outcome = replay::forward(self, call, &backend, request, replay).await;
                         self.waited(began.elapsed());
-                        self.url_required(call, outcome)
+                        outcome
                     } else {
                         let outcome = self.forward(backend.clone(), request).await;
-                        let outcome = self.seal_state(call, &backend, outcome);
-                        self.url_required(call, outcome)
-                    }
+                        self.seal_state(call, &backend, outcome)
+                    };
+                    let outcome = match sent {
+                        Some(sent) => self.after_per_user(call, &backend, sent, outcome).await,
+                        None => outcome,
+                    };
+                    self.url_required(call, outcome)
                 }
                 Err(e) => Outcome::Error(e),
             },

@@ -68,7 +68,13 @@ impl Dispatch<'_> {
                 "backend {backend}'s url elicitations are not relayed (url_elicitation = \"off\")"
             )),
             Relay::PerPrincipal
-                if self.transport == Transport::Stdio || live.exchanges.contains_key(backend) =>
+                if self.transport == Transport::Stdio
+                    || live.exchanges.contains_key(backend)
+                    || self
+                        .gw
+                        .oauth
+                        .as_ref()
+                        .is_some_and(|o| o.is_per_user(backend)) =>
             {
                 Ok(())
             }

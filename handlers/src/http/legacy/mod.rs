@@ -81,6 +81,8 @@ struct Session {
     generation: Generation,
     /// The gateway's credential towards the backend, on every request of the session.
     credential: crate::Credential,
+    /// A principal's own session (`principals`): a 401 or 403 there is that principal's, not an outage.
+    own: bool,
 }
 
 /// Why a legacy handshake failed.
@@ -91,6 +93,16 @@ pub(super) enum Refused {
     Outage(String),
     /// The backend refused the handshake.
     Failed(String),
+    /// 401 or 403: the credential was refused (an outage for the gateway's own; for a principal's own
+    /// session, that principal's token — [`Failure::Unauthorized`]).
+    Credential {
+        /// The outage's wording.
+        why: String,
+        /// The status.
+        status: u16,
+        /// The `WWW-Authenticate` challenge, if any (bounded).
+        challenge: Option<String>,
+    },
 }
 
 /// Runs the handshake and starts the session's GET stream.
@@ -172,6 +184,13 @@ async fn initialize(
             return Err(Refused::Outage(refused));
         }
         let status = response.status();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(Refused::Credential {
+                why: format!("initialize answered HTTP {status}"),
+                status: status.as_u16(),
+                challenge: super::challenge_of(response.headers()),
+            });
+        }
         if is_outage(status) {
             return Err(Refused::Outage(format!(
                 "initialize answered HTTP {status}"
@@ -202,6 +221,7 @@ async fn initialize(
             id: session_id,
             generation,
             credential,
+            own: false,
         };
         let initialized = wire::notification("notifications/initialized", None);
         let response = client
@@ -382,6 +402,11 @@ impl LegacyLink {
                 Ok(r) => r,
                 Err(failure) => return Attempt::Done(Err(failure)),
             };
+            if session.own
+                && let Some(refused) = super::refused_credential(ctx, &response)
+            {
+                return Attempt::Done(Err(refused));
+            }
             let status = response.status();
             if status == StatusCode::NOT_FOUND && session.id.is_some() {
                 return Attempt::Expired(session.id.clone());
@@ -433,7 +458,10 @@ impl LegacyLink {
         )
         .await
         .map_err(|r| match r {
-            Refused::NotStreamable(why) | Refused::Outage(why) | Refused::Failed(why) => why,
+            Refused::NotStreamable(why)
+            | Refused::Outage(why)
+            | Refused::Failed(why)
+            | Refused::Credential { why, .. } => why,
         })?;
         info!(backend = %inner.ctx.name(), session = ?session.id.as_deref().map(ShortId), "backend session renewed");
         let generation = session.generation;

@@ -238,10 +238,21 @@ impl LegacyLink {
         let (session, _) = initialize(ctx, &inner.client, &inner.url, &inner.last_id, own)
             .await
             .map_err(|r| match r {
+                Refused::Credential {
+                    status, challenge, ..
+                } => Failure::Unauthorized {
+                    backend: ctx.name().to_owned(),
+                    status,
+                    challenge,
+                },
                 Refused::NotStreamable(why) | Refused::Outage(why) | Refused::Failed(why) => {
                     ctx.unavailable(format!("initializing a principal's backend session: {why}"))
                 }
             })?;
+        let session = Session {
+            own: true,
+            ..session
+        };
         debug!(backend = %ctx.name(), sessions = inner.principals.len() + 1, "a principal's backend session initialized");
         if let Some(old) = inner.principals.put(credential.clone(), session.clone()) {
             self.delete(old);
@@ -325,6 +336,7 @@ mod tests {
             id: Some(format!("s{n}")),
             generation: Generation::V2025_06_18,
             credential: crate::Credential::default(),
+            own: true,
         }
     }
 
