@@ -52,3 +52,4 @@ mod tls;
 mod token_exchange;
 mod traces;
 mod url_elicitation;
+mod user_authorization;

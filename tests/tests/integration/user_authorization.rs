@@ -1,0 +1,353 @@
+//! Each user's own authorization to a backend (issue 37), with real peers: `oauth_server.py` (the Python
+//! SDK's dual-era server behind an OAuth 2.1 authorization server of its own, written for these tests: it
+//! publishes RFC 9728 and RFC 8414 metadata, registers clients dynamically, and its authorization endpoint
+//! signs in whoever the browser says with `X-Fixture-User`) behind mcpgw twice — as a legacy backend
+//! (`ln`) and a 2026-07-28 one (`mn`) with `grant = "authorization_code"`. Principals are API keys, so the
+//! link is the proof (`link_proof = "link"`). The Python and TypeScript SDK clients, in legacy and
+//! 2026-07-28 mode, are asked to open the consent link by their URL elicitation callbacks and "open" it as
+//! a browser signed in at the authorization server as their user (`--browser-as`).
+
+use serde_json::{Value, json};
+
+use crate::interop::peers::{self, Deps, Proc, ScriptClient};
+use crate::support::{Running, TempDir, free_port, mcpgw, start};
+
+const ALICE: &str = "user-authorization-alice-0123456789abcdef";
+const BOB: &str = "user-authorization-bob-0123456789abcdefghi";
+
+struct Setup {
+    deps: Deps,
+    server: Proc,
+    gw: Running,
+    _dir: TempDir,
+}
+
+fn config(server: &str, public: &str, extra: &str) -> String {
+    let digest = crate::auth::api_keys::digest_of;
+    let per_user = "[backend.auth]\ngrant = \"authorization_code\"\n";
+    format!(
+        "{extra}[[auth.api_key]]\nprincipal = \"alice\"\ndigest = \"{}\"\n\n\
+         [[auth.api_key]]\nprincipal = \"bob\"\ndigest = \"{}\"\n\n\
+         [authorization]\npublic_url = \"{public}\"\nlink_proof = \"link\"\n\n\
+         [egress]\nallow_networks = [\"127.0.0.0/8\"]\n\n\
+         [[backend]]\nname = \"ln\"\nurl = \"{server}\"\nera = \"legacy\"\n{per_user}\n\
+         [[backend]]\nname = \"mn\"\nurl = \"{server}\"\nera = \"modern\"\n{per_user}",
+        digest(ALICE),
+        digest(BOB)
+    )
+}
+
+fn setup(test: &str, extra: &str) -> Option<Setup> {
+    let deps = peers::deps(test)?;
+    let server = peers::python_fixture(&deps, "oauth_server.py", &[], "oauth_server listening on ");
+    let dir = TempDir::new(test);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let path = dir.file(
+        "mcpgw.toml",
+        &config(&server.url, &format!("http://{addr}"), extra),
+    );
+    let mut cmd = std::process::Command::new(mcpgw());
+    cmd.args(["serve", "--config"])
+        .arg(path)
+        .args(["--listen", &addr])
+        .env("RUST_LOG", "info");
+    let gw = start(cmd, "mcpgw listening on ");
+    Some(Setup {
+        deps,
+        server,
+        gw,
+        _dir: dir,
+    })
+}
+
+impl Setup {
+    /// `client` in `mode` as the API key `key`, its browser signed in as `user`, calling `calls` in order.
+    fn run(
+        &self,
+        client: ScriptClient,
+        mode: &str,
+        key: &str,
+        user: &str,
+        calls: &[(&str, Value)],
+    ) -> Value {
+        let mut args: Vec<String> = vec![
+            "--url-elicit".into(),
+            "--browser-as".into(),
+            user.into(),
+            "--header".into(),
+            format!("Authorization: Bearer {key}"),
+        ];
+        for (tool, arguments) in calls {
+            args.extend(["--call".into(), (*tool).into(), arguments.to_string()]);
+        }
+        peers::script_client(&self.deps, client, &self.gw.url, mode, &args)
+            .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}"))
+    }
+
+    /// The fixture's record of what it was asked.
+    fn log(&self) -> Vec<Value> {
+        let base = self.server.url.trim_end_matches("/mcp");
+        let body: Value = crate::support::client()
+            .get(format!("{base}/fixture/log"))
+            .send()
+            .and_then(|r| r.json())
+            .expect("oauth_server's /fixture/log");
+        body["events"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn revoke_user(&self, user: &str) {
+        let base = self.server.url.trim_end_matches("/mcp");
+        crate::support::client()
+            .post(format!("{base}/fixture/revoke-user?user={user}"))
+            .send()
+            .expect("revoke-user");
+    }
+
+    /// The gateway's tool names for `key` (2026-07-28 `tools/list`).
+    fn tools(&self, key: &str) -> Vec<String> {
+        let reply = crate::support::modern_request(
+            &self.gw.url,
+            "tools/list",
+            json!({}),
+            &[("Authorization", &format!("Bearer {key}"))],
+        );
+        reply.json()["result"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// Waits (bounded: 30 s) until `key` is listed every one of `tools`.
+    fn wait_for_tools(&self, key: &str, tools: &[&str]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::time::Instant::now() < deadline {
+            let names = self.tools(key);
+            if tools.iter().all(|t| names.iter().any(|n| n == t)) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        panic!(
+            "not listed within 30 s: {tools:?}; listed: {:?}",
+            self.tools(key)
+        );
+    }
+}
+
+fn texts(report: &Value) -> Vec<String> {
+    report["calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["text"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn two_principals_consent_each_with_their_own_account_and_get_their_own_results() {
+    let Some(s) = setup("user-authorization-two", "") else {
+        return;
+    };
+    // No one connected: each backend offers its connect tool alone.
+    s.wait_for_tools(ALICE, &["ln__mcpgw_connect", "mn__mcpgw_connect"]);
+    // Alice connects through the legacy backend (Python SDK, 2025-11-25: the -32042 with the link).
+    let report = s.run(
+        ScriptClient::Python,
+        "legacy",
+        ALICE,
+        "alice",
+        &[("ln__mcpgw_connect", json!({}))],
+    );
+    let call = &report["calls"][0];
+    assert_eq!(call["isError"], false, "{report}");
+    assert!(
+        call["text"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("connected"),
+        "{report}"
+    );
+    let opened = &report["urlElicitations"][0];
+    assert_eq!(opened["via"], "error", "{report}");
+    assert_eq!(
+        opened["status"], 200,
+        "the consent page after the authorization server: {report}"
+    );
+    let link = opened["url"].as_str().unwrap_or_default();
+    assert!(
+        link.starts_with(&format!(
+            "{}/oauth/connect/",
+            s.gw.url.trim_end_matches("/mcp")
+        )),
+        "{link}"
+    );
+    // The backend is now listed with a connected principal's token: its tools appear, never its resources.
+    s.wait_for_tools(
+        ALICE,
+        &["ln__whoami", "ln__write_note", "ln__mcpgw_disconnect"],
+    );
+    // Bob (TypeScript SDK, 2026-07-28 mode) is asked for his own consent: input_required with his own link.
+    let report = s.run(
+        ScriptClient::TypeScript,
+        "2026-07-28",
+        BOB,
+        "bob",
+        &[("ln__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are bob"], "{report}");
+    assert_eq!(
+        report["urlElicitations"][0]["via"], "input_required",
+        "{report}"
+    );
+    // Alice's calls carry alice's token, bob's bob's: each gets their own answer and their own notes.
+    let report = s.run(
+        ScriptClient::Python,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("ln__whoami", json!({})), ("ln__read_notes", json!({}))],
+    );
+    assert_eq!(
+        texts(&report),
+        ["you are alice", "no notes for alice"],
+        "{report}"
+    );
+    assert!(
+        report["urlElicitations"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "no second consent: {report}"
+    );
+    // Writing needs notes.write: a step-up consent (the scopes held and the new one), then the note.
+    let report = s.run(
+        ScriptClient::Python,
+        "legacy",
+        ALICE,
+        "alice",
+        &[
+            ("ln__write_note", json!({"text": "alice's"})),
+            ("ln__read_notes", json!({})),
+        ],
+    );
+    assert_eq!(texts(&report), ["noted for alice", "alice's"], "{report}");
+    let log = s.log();
+    let asked: Vec<&Value> = log.iter().filter(|e| e["kind"] == "authorize").collect();
+    let scopes: Vec<&str> = asked.iter().filter_map(|e| e["scope"].as_str()).collect();
+    assert!(
+        scopes.contains(&"notes.read notes.write"),
+        "the step-up asked the union: {scopes:?}"
+    );
+    for e in &asked {
+        assert_eq!(e["code_challenge_method"], "S256", "{e}");
+        assert_eq!(
+            e["resource"],
+            s.server.url.as_str(),
+            "RFC 8707 resource: {e}"
+        );
+    }
+    let users: Vec<&str> = asked.iter().filter_map(|e| e["user"].as_str()).collect();
+    assert_eq!(
+        users.iter().filter(|u| **u == "bob").count(),
+        1,
+        "{users:?}"
+    );
+    // Bob's view was never alice's: the backend saw each call with its own principal's token.
+    let calls: Vec<(&str, &str)> = log
+        .iter()
+        .filter(|e| e["kind"] == "mcp" && e["method"] == "tools/call")
+        .filter_map(|e| Some((e["user"].as_str()?, e["method"].as_str()?)))
+        .collect();
+    assert!(calls.iter().any(|(u, _)| *u == "bob"), "{calls:?}");
+    // Bob's notes are his own, on either backend: the 2026-07-28 one lists its tools once he connected it
+    // (TypeScript SDK, 2025-11-25: the -32042).
+    let report = s.run(
+        ScriptClient::TypeScript,
+        "legacy",
+        BOB,
+        "bob",
+        &[
+            ("ln__read_notes", json!({})),
+            ("mn__mcpgw_connect", json!({})),
+        ],
+    );
+    assert_eq!(texts(&report)[0], "no notes for bob", "{report}");
+    assert_eq!(report["urlElicitations"][0]["via"], "error", "{report}");
+    s.wait_for_tools(BOB, &["mn__read_notes"]);
+    let report = s.run(
+        ScriptClient::TypeScript,
+        "legacy",
+        BOB,
+        "bob",
+        &[("mn__read_notes", json!({}))],
+    );
+    assert_eq!(texts(&report), ["no notes for bob"], "{report}");
+}
+
+#[test]
+fn a_revoked_token_leads_to_a_new_consent_and_disconnect_forgets_it() {
+    let Some(s) = setup("user-authorization-revoke", "") else {
+        return;
+    };
+    s.wait_for_tools(ALICE, &["mn__mcpgw_connect"]);
+    let report = s.run(
+        ScriptClient::Python,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("mn__mcpgw_connect", json!({}))],
+    );
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    s.wait_for_tools(ALICE, &["mn__whoami"]);
+    // The authorization server revokes every token of alice's (refresh tokens too): her next call is
+    // refused with 401, the refresh fails, and she is asked to consent again — then answered.
+    s.revoke_user("alice");
+    let report = s.run(
+        ScriptClient::TypeScript,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("mn__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are alice"], "{report}");
+    assert_eq!(
+        report["urlElicitations"].as_array().map(Vec::len),
+        Some(1),
+        "asked again: {report}"
+    );
+    // Her own disconnect: forgotten, and the next call asks again (declined here: the call fails).
+    let report = s.run(
+        ScriptClient::Python,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("mn__mcpgw_disconnect", json!({}))],
+    );
+    assert!(texts(&report)[0].contains("Disconnected"), "{report}");
+    let report = peers::script_client(
+        &s.deps,
+        ScriptClient::Python,
+        &s.gw.url,
+        "legacy",
+        &[
+            "--url-decline".into(),
+            "--header".into(),
+            format!("Authorization: Bearer {ALICE}"),
+            "--call".into(),
+            "mn__whoami".into(),
+            "{}".into(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        report["urlElicitations"].as_array().map(Vec::len),
+        Some(1),
+        "asked again: {report}"
+    );
+    assert_ne!(
+        texts(&report).first().map(String::as_str),
+        Some("you are alice"),
+        "{report}"
+    );
+}
