@@ -60,12 +60,10 @@ impl Dispatch<'_> {
             });
         }
         match oauth.credential(principal, backend).await {
-            Ok(Some(token)) if tool.as_deref() == Some(CONNECT_TOOL) => {
-                drop(token);
-                Prepared::Answered(text(&format!(
-                    "You are connected to {backend}: its tools use your own account."
-                )))
-            }
+            Ok(Some(token)) if tool.as_deref() == Some(CONNECT_TOOL) => Prepared::Answered(
+                self.verify(call, oauth, principal, backend, token, &request)
+                    .await,
+            ),
             Ok(Some(token)) => {
                 request.credential = Some(token);
                 Prepared::Ready(request)
@@ -112,6 +110,54 @@ impl Dispatch<'_> {
                 }
                 outcome
             }
+            Ok(AfterRefusal::Ask(consent)) => self.ask_consent(call, backend, &consent),
+            Ok(AfterRefusal::GiveUp(why)) => unavailable(backend, &why),
+            Err(e) => failed(backend, &e),
+        }
+    }
+
+    /// `mcpgw_connect` for a principal the store says is connected: a `ping` with its token says whether
+    /// the backend still takes it; a refusal refreshes it (one more ping) or asks again.
+    async fn verify(
+        &self,
+        call: &Call,
+        oauth: &Authorizations,
+        principal: &str,
+        backend: &str,
+        token: reqwest::header::HeaderValue,
+        request: &BackendRequest,
+    ) -> Outcome {
+        let ping = |token| {
+            let mut probe = BackendRequest::new(Method::Ping, None);
+            probe.caller = request.caller;
+            probe.credential = Some(token);
+            self.forward(backend.to_owned(), probe)
+        };
+        let connected = || {
+            text(&format!(
+                "You are connected to {backend}: its tools use your own account."
+            ))
+        };
+        let (status, challenge) = match ping(token).await {
+            Outcome::Failed(Failure::Unauthorized {
+                status, challenge, ..
+            }) => (status, challenge),
+            // A backend without `ping` answered: it took the token.
+            Outcome::Result(_) | Outcome::Failed(Failure::Backend { .. }) => return connected(),
+            other => return other,
+        };
+        match oauth
+            .refused(principal, backend, status, challenge.as_deref())
+            .await
+        {
+            Ok(AfterRefusal::Retry(token)) => match ping(token).await {
+                Outcome::Result(_) | Outcome::Failed(Failure::Backend { .. }) => connected(),
+                Outcome::Failed(Failure::Unauthorized { .. }) => {
+                    let consent = oauth.consent(principal, backend, None, None);
+                    self.ask_consent(call, backend, &consent)
+                }
+                other => other,
+            },
             Ok(AfterRefusal::Ask(consent)) => self.ask_consent(call, backend, &consent),
             Ok(AfterRefusal::GiveUp(why)) => unavailable(backend, &why),
             Err(e) => failed(backend, &e),
