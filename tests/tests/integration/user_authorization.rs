@@ -14,6 +14,7 @@ use crate::support::{Running, TempDir, free_port, mcpgw, start};
 
 const ALICE: &str = "user-authorization-alice-0123456789abcdef";
 const BOB: &str = "user-authorization-bob-0123456789abcdefghi";
+const OPS: &str = "user-authorization-ops-0123456789abcdefghi";
 
 struct Setup {
     deps: Deps,
@@ -28,12 +29,14 @@ fn config(server: &str, public: &str, extra: &str) -> String {
     format!(
         "{extra}[[auth.api_key]]\nprincipal = \"alice\"\ndigest = \"{}\"\n\n\
          [[auth.api_key]]\nprincipal = \"bob\"\ndigest = \"{}\"\n\n\
+         [[auth.api_key]]\nprincipal = \"ops\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n\n\
          [authorization]\npublic_url = \"{public}\"\nlink_proof = \"link\"\n\n\
          [egress]\nallow_networks = [\"127.0.0.0/8\"]\n\n\
          [[backend]]\nname = \"ln\"\nurl = \"{server}\"\nera = \"legacy\"\n{per_user}\n\
          [[backend]]\nname = \"mn\"\nurl = \"{server}\"\nera = \"modern\"\n{per_user}",
         digest(ALICE),
-        digest(BOB)
+        digest(BOB),
+        digest(OPS)
     )
 }
 
@@ -287,7 +290,8 @@ fn two_principals_consent_each_with_their_own_account_and_get_their_own_results(
 
 #[test]
 fn a_revoked_token_leads_to_a_new_consent_and_disconnect_forgets_it() {
-    let Some(s) = setup("user-authorization-revoke", "") else {
+    let admin = "[admin]\nlisten = \"127.0.0.1:0\"\ngroups = [\"ops\"]\n\n";
+    let Some(s) = setup("user-authorization-revoke", admin) else {
         return;
     };
     s.wait_for_tools(ALICE, &["mn__mcpgw_connect"]);
@@ -311,6 +315,70 @@ fn a_revoked_token_leads_to_a_new_consent_and_disconnect_forgets_it() {
         &[("mn__whoami", json!({}))],
     );
     assert_eq!(texts(&report), ["you are alice"], "{report}");
+    assert_eq!(
+        report["urlElicitations"].as_array().map(Vec::len),
+        Some(1),
+        "asked again: {report}"
+    );
+    // Bob connects too. The operators' view: who connected which backend, until when, whose token the
+    // backend is listed with — never a token.
+    let report = s.run(
+        ScriptClient::TypeScript,
+        "2026-07-28",
+        BOB,
+        "bob",
+        &[("mn__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are bob"], "{report}");
+    let base = crate::support::admin_base(&s.gw);
+    let ops = format!("Bearer {OPS}");
+    let view = crate::support::client()
+        .get(format!("{base}/admin/authorizations"))
+        .header("Authorization", &ops)
+        .send()
+        .unwrap();
+    assert_eq!(view.status(), 200);
+    let text = view.text().unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let grants: Vec<(&str, &str)> = body["grants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["principal"].as_str().unwrap(),
+                g["backend"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        grants,
+        [("api_key:alice", "mn"), ("api_key:bob", "mn")],
+        "{body}"
+    );
+    assert_eq!(body["backends"][1]["listed_as"], "api_key:alice", "{body}");
+    assert!(
+        !text.contains("Bearer") && !text.contains("access"),
+        "no token shown: {text}"
+    );
+    // The operator revokes bob's: his next call asks him again.
+    let revoked = crate::support::client()
+        .post(format!("{base}/admin/authorizations/revoke"))
+        .header("Authorization", &ops)
+        .header("X-Mcpgw-Admin", "1")
+        .json(&json!({"principal": "api_key:bob", "backend": "mn"}))
+        .send()
+        .unwrap();
+    assert_eq!(revoked.status(), 200);
+    assert_eq!(revoked.json::<Value>().unwrap()["revoked"], true);
+    let report = s.run(
+        ScriptClient::Python,
+        "2026-07-28",
+        BOB,
+        "bob",
+        &[("mn__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are bob"], "{report}");
     assert_eq!(
         report["urlElicitations"].as_array().map(Vec::len),
         Some(1),

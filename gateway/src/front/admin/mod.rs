@@ -11,6 +11,7 @@
 //! guard across an `.await`, or keep the process alive: `serve` stops it with the front door, and its
 //! connections are not the drain's.
 
+mod authorizations;
 mod guard;
 mod page;
 mod playground;
@@ -93,6 +94,11 @@ pub fn configure(cfg: &mut web::ServiceConfig, admin: Admin) {
                 .route("/metrics", web::get().to(metrics))
                 .route("/readyz", web::get().to(readyz))
                 .route("/admin/reload", web::post().to(views::reload))
+                .route("/admin/authorizations", web::get().to(authorizations::list))
+                .route(
+                    "/admin/authorizations/revoke",
+                    web::post().to(authorizations::revoke),
+                )
                 .route("/admin/call", web::post().to(playground::call)),
         );
 }

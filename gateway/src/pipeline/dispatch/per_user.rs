@@ -144,6 +144,12 @@ impl Dispatch<'_> {
             }) => (status, challenge),
             // A backend without `ping` answered: it took the token.
             Outcome::Result(_) | Outcome::Failed(Failure::Backend { .. }) => return connected(),
+            // Not connected yet (its first user's token was just stored): nothing says the token is bad.
+            Outcome::Failed(Failure::Unavailable { .. }) => {
+                return text(&format!(
+                    "You are connected to {backend}; mcpgw is connecting to it: its tools appear in a moment."
+                ));
+            }
             other => return other,
         };
         match oauth
