@@ -218,3 +218,58 @@ fn without_url(e: &reqwest::Error) -> String {
         None => e,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[actix_rt::test]
+    async fn a_discovered_internal_url_is_refused_and_the_backends_own_origin_is_not() {
+        let backend = Url::parse("http://127.0.0.1:9/mcp").unwrap();
+        let fetcher = Fetcher::new(Arc::new(Egress::default()), backend);
+        // An authorization server on another internal address, learned from a document: refused unless
+        // [egress] allows it.
+        let refused = fetcher.json::<serde_json::Value>("http://10.1.2.3/x").await;
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.contains("egress refused")),
+            "{refused:?}"
+        );
+        // The backend's own origin is as configured as the backend: tried (and nothing listens there).
+        let tried = fetcher
+            .json::<serde_json::Value>("http://127.0.0.1:9/.well-known/x")
+            .await;
+        assert!(
+            tried.as_ref().is_err_and(|e| !e.contains("egress refused")),
+            "{tried:?}"
+        );
+        // Allowed by [egress] allow_networks.
+        let allowed = Egress::from_config(&crate::config::EgressConfig {
+            allow_networks: vec!["10.0.0.0/8".into()],
+            ..Default::default()
+        });
+        let fetcher = Fetcher::new(
+            Arc::new(allowed),
+            Url::parse("http://127.0.0.1:9/mcp").unwrap(),
+        );
+        let r = fetcher
+            .send(reqwest::Method::GET, "http://10.1.2.3:9/x", |r| {
+                r.timeout(Duration::from_millis(200))
+            })
+            .await
+            .err();
+        assert!(
+            r.as_ref().is_none_or(|e| !e.contains("egress refused")),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_query() {
+        assert_eq!(
+            shown("https://as.example/token?code=secret"),
+            "https://as.example/token"
+        );
+    }
+}

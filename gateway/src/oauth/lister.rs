@@ -91,6 +91,7 @@ impl Authorizations {
                 .iter()
                 .map(|(b, p)| (b.clone(), p.clone()))
                 .collect();
+            self.fill_vacancies(&nudge).await;
             for (backend, principal) in listers {
                 let grant = match self.store.get(&principal, &backend).await {
                     Ok(g) => g,
@@ -121,6 +122,41 @@ impl Authorizations {
                     }
                 }
             }
+        }
+    }
+
+    /// Backends listed with no one's token take a stored grant's (one another replica stored, or one kept
+    /// in Redis across a restart), and connect now.
+    async fn fill_vacancies(&self, nudge: &impl Fn(&str)) {
+        let vacant: Vec<&String> = self
+            .backends
+            .keys()
+            .filter(|b| self.lister_of(b).is_none())
+            .collect();
+        if vacant.is_empty() {
+            return;
+        }
+        let Ok(all) = self.store.all().await else {
+            return;
+        };
+        for backend in vacant {
+            if let Some(grant) = all.iter().find(|g| &g.backend == backend)
+                && self.adopt_lister(grant)
+            {
+                nudge(backend);
+            }
+        }
+    }
+
+    /// `principal`, connected to `backend`, lists it if no one does (another replica ran its consent);
+    /// whether the backend should connect now.
+    pub async fn adopt(&self, principal: &str, backend: &str) -> bool {
+        if self.lister_of(backend).is_some() {
+            return false;
+        }
+        match self.store.get(principal, backend).await {
+            Ok(Some(grant)) => self.adopt_lister(&grant),
+            _ => false,
         }
     }
 

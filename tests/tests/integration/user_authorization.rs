@@ -73,6 +73,19 @@ impl Setup {
         user: &str,
         calls: &[(&str, Value)],
     ) -> Value {
+        self.run_at(&self.gw, client, mode, key, user, calls)
+    }
+
+    /// [`Setup::run`] against the gateway `gw`.
+    fn run_at(
+        &self,
+        gw: &Running,
+        client: ScriptClient,
+        mode: &str,
+        key: &str,
+        user: &str,
+        calls: &[(&str, Value)],
+    ) -> Value {
         let mut args: Vec<String> = vec![
             "--url-elicit".into(),
             "--browser-as".into(),
@@ -83,7 +96,7 @@ impl Setup {
         for (tool, arguments) in calls {
             args.extend(["--call".into(), (*tool).into(), arguments.to_string()]);
         }
-        peers::script_client(&self.deps, client, &self.gw.url, mode, &args)
+        peers::script_client(&self.deps, client, &gw.url, mode, &args)
             .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}"))
     }
 
@@ -106,37 +119,42 @@ impl Setup {
             .expect("revoke-user");
     }
 
-    /// The gateway's tool names for `key` (2026-07-28 `tools/list`).
-    fn tools(&self, key: &str) -> Vec<String> {
-        let reply = crate::support::modern_request(
-            &self.gw.url,
-            "tools/list",
-            json!({}),
-            &[("Authorization", &format!("Bearer {key}"))],
-        );
-        reply.json()["result"]["tools"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["name"].as_str().map(str::to_owned))
-            .collect()
-    }
-
     /// Waits (bounded: 30 s) until `key` is listed every one of `tools`.
     fn wait_for_tools(&self, key: &str, tools: &[&str]) {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while std::time::Instant::now() < deadline {
-            let names = self.tools(key);
-            if tools.iter().all(|t| names.iter().any(|n| n == t)) {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-        panic!(
-            "not listed within 30 s: {tools:?}; listed: {:?}",
-            self.tools(key)
-        );
+        wait_for_tools_at(&self.gw, key, tools);
     }
+}
+
+/// The tool names `gw` lists to `key` (2026-07-28 `tools/list`).
+fn tools_at(gw: &Running, key: &str) -> Vec<String> {
+    let reply = crate::support::modern_request(
+        &gw.url,
+        "tools/list",
+        json!({}),
+        &[("Authorization", &format!("Bearer {key}"))],
+    );
+    reply.json()["result"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Waits (bounded: 30 s) until `gw` lists every one of `tools` to `key`.
+fn wait_for_tools_at(gw: &Running, key: &str, tools: &[&str]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
+        let names = tools_at(gw, key);
+        if tools.iter().all(|t| names.iter().any(|n| n == t)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!(
+        "not listed within 30 s: {tools:?}; listed: {:?}",
+        tools_at(gw, key)
+    );
 }
 
 fn texts(report: &Value) -> Vec<String> {
@@ -548,4 +566,91 @@ fn a_consent_link_opened_by_another_user_than_its_principal_stores_nothing() {
         .and_then(|r| r.json())
         .unwrap();
     assert!(authorized(&backend_log, "alice"), "{backend_log}");
+}
+
+/// With `[cluster] redis`, the token a user's consent stored on one replica serves them on another that
+/// never ran the flow (and started after it): sealed with the shared key ring, in Redis, never in clear.
+#[test]
+fn a_replica_that_did_not_run_the_flow_serves_the_user_after_it() {
+    use crate::replicas::cluster::{Redis, have};
+    assert!(
+        have("redis-server"),
+        "redis-server is needed (Debian's package; .ci/run installs it)"
+    );
+    let Some(deps) = peers::deps("user-authorization-replicas") else {
+        return;
+    };
+    let dir = TempDir::new("user-authorization-replicas");
+    let redis = Redis::start(&dir);
+    let server = peers::python_fixture(&deps, "oauth_server.py", &[], "oauth_server listening on ");
+    let (a_addr, b_addr) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let keys = dir.file("keys", &format!("{}\n", crate::replicas::three::new_key()));
+    let cluster = format!(
+        "[cluster]\nredis = \"{}\"\nkeys_file = {:?}\n\n",
+        redis.url(),
+        keys.display().to_string()
+    );
+    // Both replicas make links and callbacks on A's address (a load balancer's, in a deployment).
+    let path = dir.file(
+        "mcpgw.toml",
+        &config(&server.url, &format!("http://{a_addr}"), &cluster),
+    );
+    let replica = |addr: &str| {
+        let mut cmd = std::process::Command::new(mcpgw());
+        cmd.args(["serve", "--config"])
+            .arg(&path)
+            .args(["--listen", addr])
+            .env("RUST_LOG", "info");
+        start(cmd, "mcpgw listening on ")
+    };
+    let a = replica(&a_addr);
+    let s = Setup {
+        deps,
+        server,
+        gw: a,
+        _dir: dir,
+    };
+    s.wait_for_tools(ALICE, &["mn__mcpgw_connect"]);
+    let report = s.run(
+        ScriptClient::Python,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("mn__mcpgw_connect", json!({}))],
+    );
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    // Redis holds it sealed: neither the token nor the principal's name in clear.
+    let stored = redis.cli(&["--scan", "--pattern", "mcpgw:grant:*"]);
+    let key = stored
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("no grant in redis: {stored:?}"))
+        .to_owned();
+    let value = redis.cli(&["GET", &key]);
+    assert!(
+        !value.contains("alice") && !value.contains("Bearer"),
+        "sealed: {value}"
+    );
+    // B started after the consent: it lists the backend with the stored token and answers alice as
+    // herself without asking her again.
+    let b = replica(&b_addr);
+    wait_for_tools_at(&b, ALICE, &["mn__whoami"]);
+    let report = s.run_at(
+        &b,
+        ScriptClient::TypeScript,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("mn__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are alice"], "{report}");
+    assert!(
+        report["urlElicitations"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "not asked again: {report}"
+    );
 }

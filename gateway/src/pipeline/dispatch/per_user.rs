@@ -59,7 +59,14 @@ impl Dispatch<'_> {
                 Err(e) => failed(backend, &e),
             });
         }
-        match oauth.credential(principal, backend).await {
+        let credential = oauth.credential(principal, backend).await;
+        if matches!(credential, Ok(Some(_)))
+            && oauth.adopt(principal, backend).await
+            && let Some(handle) = self.gw.live().backend(backend)
+        {
+            handle.connect_now();
+        }
+        match credential {
             Ok(Some(token)) if tool.as_deref() == Some(CONNECT_TOOL) => Prepared::Answered(
                 self.verify(call, oauth, principal, backend, token, &request)
                     .await,
