@@ -165,3 +165,78 @@ impl AuthorizationConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use crate::config::Config;
+
+    const KEY: &str = "[[auth.api_key]]\nprincipal = \"a\"\ndigest = \"sha256:0000000000000000000000000000000000000000000000000000000000000000\"\n\n";
+    const BACKEND: &str = "[[backend]]\nname = \"n\"\nurl = \"https://n.example/mcp\"\n[backend.auth]\ngrant = \"authorization_code\"\n";
+    const LINK: &str =
+        "[authorization]\npublic_url = \"https://gw.example\"\nlink_proof = \"link\"\n\n";
+
+    fn check(text: &str) -> Result<(), String> {
+        Config::from_toml_str(text, std::path::Path::new("t.toml"))
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_per_user_backend_needs_principals_a_public_url_and_a_link_proof() {
+        let oauth = "[auth.jwt]\nissuer = \"https://idp.example\"\naudience = \"https://gw.example/mcp\"\nalgorithms = [\"HS256\"]\nhs256_secret_file = \"/dev/null\"\n\n[auth.oauth]\nresource = \"https://gw.example/mcp\"\nauthorization_servers = [\"https://idp.example\"]\n\n";
+        let cases: &[(String, Option<&str>)] = &[
+            (format!("{KEY}{LINK}{BACKEND}"), None),
+            (format!("{LINK}{BACKEND}"), Some("configure [auth]")),
+            (format!("{KEY}{BACKEND}"), Some("authorization.public_url")),
+            (
+                format!("{KEY}[authorization]\npublic_url = \"https://gw.example\"\n\n{BACKEND}"),
+                Some("authorization.link_proof"),
+            ),
+            (
+                format!(
+                    "{KEY}[authorization]\npublic_url = \"https://gw.example\"\nlink_proof = \"sign_in\"\n\n{BACKEND}"
+                ),
+                Some("sign_in needs [auth.oauth]"),
+            ),
+            (
+                format!(
+                    "{KEY}[authorization]\npublic_url = \"https://gw.example?x=1\"\nlink_proof = \"link\"\n\n{BACKEND}"
+                ),
+                Some("without a query"),
+            ),
+            (
+                format!("{KEY}{LINK}{BACKEND}client_secret_env = \"S\"\n"),
+                Some("pre-registered client"),
+            ),
+            (
+                format!("{KEY}{LINK}{BACKEND}value_env = \"S\"\n"),
+                Some("finds the backend's authorization server itself"),
+            ),
+            (
+                format!("{KEY}{LINK}{BACKEND}header = \"X-Token\"\n"),
+                Some("Authorization: Bearer"),
+            ),
+            (
+                format!(
+                    "{KEY}[authorization]\npublic_url = \"https://gw.example\"\nlink_proof = \"link\"\nlink_ttl_secs = 7200\n\n{BACKEND}"
+                ),
+                Some("link_ttl_secs"),
+            ),
+            (
+                format!(
+                    "{oauth}[authorization]\npublic_url = \"https://gw.example\"\nsign_in_client_id = \"c\"\n\n{BACKEND}"
+                ),
+                None,
+            ),
+        ];
+        for (text, want) in cases {
+            match (check(text), want) {
+                (Ok(()), None) => {}
+                (Err(e), Some(w)) => assert!(e.contains(w), "{e}\n--- for ---\n{text}"),
+                (got, want) => panic!("{got:?}, wanted {want:?}\n--- for ---\n{text}"),
+            }
+        }
+    }
+}

@@ -160,6 +160,9 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
         .map(|b| b.name.clone())
         .collect();
     let fresh: BTreeSet<String> = added.iter().chain(&restarted).cloned().collect();
+    if let Some(why) = per_user_changed(&old, &config, &fresh) {
+        return Err(why);
+    }
 
     // The new and changed backends, started beside the running ones.
     let mut starting = config.clone();
@@ -330,7 +333,8 @@ fn retire(handle: BackendHandle) {
 
 /// The settings that changed between `old` and `new` but apply only at start: `[server]` (but its
 /// `log_level`, and what the command line set: `--listen`, `--log-format`), `[cluster]`, `[auth]`, `[egress]`
-/// (the clients that fetch under it are built at start), `[[endpoint]]` (routes are registered at start).
+/// (the clients that fetch under it are built at start), `[[endpoint]]` (routes are registered at start),
+/// `[authorization]` (`oauth::Authorizations` is made at start).
 fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     let mut changed = Vec::new();
     let mut server = new.server.clone();
@@ -352,6 +356,9 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     if old.endpoints != new.endpoints {
         changed.push("[[endpoint]]".to_owned());
     }
+    if old.authorization != new.authorization {
+        changed.push("[authorization]".to_owned());
+    }
     changed
 }
 
@@ -363,6 +370,39 @@ mod tests {
 
     fn parse(text: &str) -> Config {
         Config::from_toml_str(text, std::path::Path::new("t.toml")).unwrap()
+    }
+
+    #[test]
+    fn a_reload_never_adds_removes_or_changes_a_per_user_backend() {
+        let per_user = |name: &str| {
+            format!(
+                "[[backend]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:9/mcp\"\n[backend.auth]\ngrant = \"authorization_code\"\n"
+            )
+        };
+        let plain = format!(
+            "[[auth.api_key]]\nprincipal = \"a\"\ndigest = \"sha256:{}\"\n\n[authorization]\n\
+             public_url = \"http://127.0.0.1:8080\"\nlink_proof = \"link\"\n\n\
+             [[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n",
+            "0".repeat(64)
+        );
+        let plain = plain.as_str();
+        let old = parse(&format!("{plain}{}", per_user("n")));
+        let none = BTreeSet::new();
+        assert_eq!(per_user_changed(&old, &old, &none), None);
+        let fresh_m: BTreeSet<String> = ["m".to_owned()].into();
+        assert_eq!(
+            per_user_changed(&old, &old, &fresh_m),
+            None,
+            "another backend changed"
+        );
+        let fresh_n: BTreeSet<String> = ["n".to_owned()].into();
+        assert!(per_user_changed(&old, &old, &fresh_n).is_some(), "changed");
+        assert!(
+            per_user_changed(&old, &parse(plain), &none).is_some(),
+            "removed"
+        );
+        let more = parse(&format!("{plain}{}{}", per_user("n"), per_user("o")));
+        assert!(per_user_changed(&old, &more, &none).is_some(), "added");
     }
 
     #[test]
@@ -394,4 +434,34 @@ mod tests {
             assert_eq!(restart_only(&started, &parse(text)), expected, "{text}");
         }
     }
+}
+
+/// Why a reload cannot apply, if it adds, removes or changes a backend each user authorizes
+/// (`grant = "authorization_code"`): their flows, consent links and tokens are
+/// set up at start (`oauth::Authorizations`).
+fn per_user_changed(
+    old: &crate::config::Config,
+    new: &crate::config::Config,
+    fresh: &BTreeSet<String>,
+) -> Option<String> {
+    let per_user = |c: &crate::config::Config| -> BTreeSet<String> {
+        c.backends
+            .iter()
+            .filter(|b| {
+                b.auth
+                    .as_ref()
+                    .is_some_and(crate::config::BackendAuth::is_authorization_code)
+            })
+            .map(|b| b.name.clone())
+            .collect()
+    };
+    let (before, after) = (per_user(old), per_user(new));
+    if before != after || after.iter().any(|b| fresh.contains(b)) {
+        return Some(
+            "a reload does not add, remove or change a backend with grant = \"authorization_code\": restart \
+             mcpgw for that"
+                .to_owned(),
+        );
+    }
+    None
 }
