@@ -160,7 +160,7 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
         .map(|b| b.name.clone())
         .collect();
     let fresh: BTreeSet<String> = added.iter().chain(&restarted).cloned().collect();
-    if let Some(why) = per_user_changed(&old, &config, &fresh) {
+    if let Some(why) = per_user_changed(old, &config, &fresh) {
         return Err(why);
     }
 
