@@ -362,6 +362,36 @@ fn restart_only(old: &Config, new: &Config) -> Vec<String> {
     changed
 }
 
+/// Why a reload cannot apply, if it adds, removes or changes a backend each user authorizes
+/// (`grant = "authorization_code"`): their flows, consent links and tokens are
+/// set up at start (`oauth::Authorizations`).
+fn per_user_changed(
+    old: &crate::config::Config,
+    new: &crate::config::Config,
+    fresh: &BTreeSet<String>,
+) -> Option<String> {
+    let per_user = |c: &crate::config::Config| -> BTreeSet<String> {
+        c.backends
+            .iter()
+            .filter(|b| {
+                b.auth
+                    .as_ref()
+                    .is_some_and(crate::config::BackendAuth::is_authorization_code)
+            })
+            .map(|b| b.name.clone())
+            .collect()
+    };
+    let (before, after) = (per_user(old), per_user(new));
+    if before != after || after.iter().any(|b| fresh.contains(b)) {
+        return Some(
+            "a reload does not add, remove or change a backend with grant = \"authorization_code\": restart \
+             mcpgw for that"
+                .to_owned(),
+        );
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -434,34 +464,4 @@ mod tests {
             assert_eq!(restart_only(&started, &parse(text)), expected, "{text}");
         }
     }
-}
-
-/// Why a reload cannot apply, if it adds, removes or changes a backend each user authorizes
-/// (`grant = "authorization_code"`): their flows, consent links and tokens are
-/// set up at start (`oauth::Authorizations`).
-fn per_user_changed(
-    old: &crate::config::Config,
-    new: &crate::config::Config,
-    fresh: &BTreeSet<String>,
-) -> Option<String> {
-    let per_user = |c: &crate::config::Config| -> BTreeSet<String> {
-        c.backends
-            .iter()
-            .filter(|b| {
-                b.auth
-                    .as_ref()
-                    .is_some_and(crate::config::BackendAuth::is_authorization_code)
-            })
-            .map(|b| b.name.clone())
-            .collect()
-    };
-    let (before, after) = (per_user(old), per_user(new));
-    if before != after || after.iter().any(|b| fresh.contains(b)) {
-        return Some(
-            "a reload does not add, remove or change a backend with grant = \"authorization_code\": restart \
-             mcpgw for that"
-                .to_owned(),
-        );
-    }
-    None
 }
