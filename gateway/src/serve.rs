@@ -179,14 +179,22 @@ fn keep_listers(gw: &Arc<Gateway>) {
     let Some(oauth) = gw.oauth.clone() else {
         return;
     };
-    let weak = Arc::downgrade(gw);
-    actix_rt::spawn(oauth.keep_listers(move |backend| {
+    let (weak, weak_too) = (Arc::downgrade(gw), Arc::downgrade(gw));
+    let nudge = move |backend: &str| {
         if let Some(gw) = weak.upgrade()
             && let Some(handle) = gw.live().backend(backend)
         {
             handle.connect_now();
         }
-    }));
+    };
+    // Down on a 401 or 403: the token it is listed with is refused.
+    let refused = move |backend: &str| {
+        weak_too
+            .upgrade()
+            .and_then(|gw| gw.live().backend(backend).and_then(|h| h.down_reason()))
+            .is_some_and(|r| r.contains("HTTP 401") || r.contains("HTTP 403"))
+    };
+    actix_rt::spawn(oauth.keep_listers(nudge, refused));
 }
 
 /// With Redis: other replicas' events applied here, the kept DELETEs published when it is back, and the

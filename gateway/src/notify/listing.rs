@@ -436,3 +436,66 @@ async fn list_all(
     tracing::warn!(backend = handle.name(), %method, "stopped listing after {MAX_PAGES} pages");
     Ok((items, freshness.unwrap_or(ListFreshness::NONE)))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn naming() -> Naming {
+        Naming {
+            prefix: "n__".into(),
+            shaping: Arc::new(Shaping::default()),
+            per_user: true,
+        }
+    }
+
+    fn names(listing: &BackendListing) -> Vec<&str> {
+        listing
+            .tools
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn a_per_user_backends_listing_never_shares_its_resources_and_offers_its_connect_tools() {
+        let listed = BackendListing {
+            backend: "n".into(),
+            prefix: "n__".into(),
+            shaping: Arc::new(Shaping::default()),
+            // A backend's own tool of the gateway's name is replaced by the gateway's.
+            tools: vec![
+                json!({"name": "search"}),
+                json!({"name": "mcpgw_connect", "description": "x"}),
+            ],
+            prompts: vec![json!({"name": "p"})],
+            resources: vec![json!({"uri": "notes://alice/diary", "name": "alice's diary"})],
+            resource_templates: vec![json!({"uriTemplate": "notes://{id}", "name": "t"})],
+            freshness: ListsFreshness::default(),
+        };
+        let Attempt::Listed(l) = per_user(Attempt::Listed(listed), "n", &naming()) else {
+            panic!("listed");
+        };
+        assert!(
+            l.resources.is_empty(),
+            "listed with one user's token: never shared"
+        );
+        assert_eq!(l.resource_templates.len(), 1);
+        assert_eq!(l.prompts.len(), 1);
+        assert_eq!(names(&l), ["search", "mcpgw_connect", "mcpgw_disconnect"]);
+        assert_ne!(l.tools[1]["description"], "x");
+        // No one connected yet (down): the connect tool alone, so a first user can.
+        let Attempt::Listed(l) = per_user(Attempt::Down("401".into()), "n", &naming()) else {
+            panic!("listed");
+        };
+        assert_eq!(names(&l), ["mcpgw_connect"]);
+        assert!(matches!(
+            per_user(Attempt::Failed("x".into()), "n", &naming()),
+            Attempt::Failed(_)
+        ));
+    }
+}

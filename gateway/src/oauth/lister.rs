@@ -77,9 +77,15 @@ impl Authorizations {
         }
     }
 
-    /// Keeps the listers' tokens fresh, every 30 s for as long as the gateway runs; `nudge(backend)` is
-    /// called when a backend's connection got a token it lacked (it should connect now).
-    pub async fn keep_listers(self: Arc<Self>, nudge: impl Fn(&str)) {
+    /// Keeps the listers' tokens fresh, every 30 s for as long as the gateway runs: one about to expire, or
+    /// one the backend refuses (`refused(backend)`: its connection is down on a 401 or 403 — the user
+    /// revoked it at the service), is refreshed, else given up for another connected user's; `nudge(backend)`
+    /// is called when a backend's connection got a token it lacked (it should connect now).
+    pub async fn keep_listers(
+        self: Arc<Self>,
+        nudge: impl Fn(&str),
+        refused: impl Fn(&str) -> bool,
+    ) {
         let mut every = tokio::time::interval(EVERY);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -97,12 +103,16 @@ impl Authorizations {
                     Ok(g) => g,
                     Err(_) => continue,
                 };
+                let refused = refused(&backend);
                 match grant {
-                    Some(g) if !g.stale(now(), REFRESH_MARGIN * 2) => {}
+                    Some(g) if !refused && !g.stale(now(), REFRESH_MARGIN * 2) => {}
                     Some(g) => match self.refresh(&g).await {
                         Ok(fresh) => {
                             if self.store.put(&fresh).await.is_ok() {
                                 self.listing_refreshed(&fresh);
+                                if refused {
+                                    nudge(&backend);
+                                }
                             }
                         }
                         Err(why) => {

@@ -25,7 +25,7 @@ struct Setup {
 
 /// The worked example of docs/src/user-authorization.md (its `notes` backend is `mn` here, on
 /// `oauth_server.py`), with a legacy twin `ln`, an operator's key and `extra` (before it).
-fn config(server: &str, public: &str, extra: &str) -> String {
+fn config(server: &str, public: &str, extra: &str, ln_tail: &str) -> String {
     let digest = crate::auth::api_keys::digest_of;
     let example = crate::support::doc_block("user-authorization", "toml")
         .replace("sha256:ALICE_DIGEST", &digest(ALICE))
@@ -40,19 +40,24 @@ fn config(server: &str, public: &str, extra: &str) -> String {
     format!(
         "{extra}[[auth.api_key]]\nprincipal = \"ops\"\ndigest = \"{}\"\ngroups = [\"ops\"]\n\n{example}\n\
          [[backend]]\nname = \"ln\"\nurl = \"{server}\"\nera = \"legacy\"\n\
-         [backend.auth]\ngrant = \"authorization_code\"\n",
+         [backend.auth]\ngrant = \"authorization_code\"\n{ln_tail}",
         digest(OPS)
     )
 }
 
 fn setup(test: &str, extra: &str) -> Option<Setup> {
+    setup_with(test, extra, "")
+}
+
+/// [`setup`], with `ln_tail` after the `ln` backend's table.
+fn setup_with(test: &str, extra: &str, ln_tail: &str) -> Option<Setup> {
     let deps = peers::deps(test)?;
     let server = peers::python_fixture(&deps, "oauth_server.py", &[], "oauth_server listening on ");
     let dir = TempDir::new(test);
     let addr = format!("127.0.0.1:{}", free_port());
     let path = dir.file(
         "mcpgw.toml",
-        &config(&server.url, &format!("http://{addr}"), extra),
+        &config(&server.url, &format!("http://{addr}"), extra, ln_tail),
     );
     let mut cmd = std::process::Command::new(mcpgw());
     cmd.args(["serve", "--config"])
@@ -614,7 +619,7 @@ fn a_replica_that_did_not_run_the_flow_serves_the_user_after_it() {
     // Both replicas make links and callbacks on A's address (a load balancer's, in a deployment).
     let path = dir.file(
         "mcpgw.toml",
-        &config(&server.url, &format!("http://{a_addr}"), &cluster),
+        &config(&server.url, &format!("http://{a_addr}"), &cluster, ""),
     );
     let replica = |addr: &str| {
         let mut cmd = std::process::Command::new(mcpgw());
@@ -671,4 +676,82 @@ fn a_replica_that_did_not_run_the_flow_serves_the_user_after_it() {
             .is_none_or(Vec::is_empty),
         "not asked again: {report}"
     );
+}
+
+/// Regression: a backend's 401 to one user's own token (revoked at the service) counted as an outage of the
+/// backend, so one user could open its circuit for everyone. It is that user's failure alone: they are asked
+/// again, and the other users' calls go on.
+#[test]
+fn one_users_refused_token_never_opens_the_backends_circuit() {
+    let admin = "[admin]\nlisten = \"127.0.0.1:0\"\ngroups = [\"ops\"]\n\n";
+    let circuit = "\n[backend.circuit]\nfailures = 1\nopen_ms = 60000\n";
+    let Some(s) = setup_with("user-authorization-circuit", admin, circuit) else {
+        return;
+    };
+    s.wait_for_tools(BOB, &["ln__mcpgw_connect"]);
+    // Bob connects first (the backend is listed with his token), then alice.
+    let report = s.run(
+        ScriptClient::Python,
+        "legacy",
+        BOB,
+        "bob",
+        &[("ln__mcpgw_connect", json!({}))],
+    );
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    s.wait_for_tools(BOB, &["ln__whoami"]);
+    let report = s.run(
+        ScriptClient::TypeScript,
+        "2026-07-28",
+        ALICE,
+        "alice",
+        &[("ln__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are alice"], "{report}");
+    // The service revokes alice's tokens: her calls get 401 (she declines the new consent), twice.
+    s.revoke_user("alice");
+    for _ in 0..2 {
+        let report = peers::script_client(
+            &s.deps,
+            ScriptClient::Python,
+            &s.gw.url,
+            "legacy",
+            &[
+                "--url-decline".into(),
+                "--header".into(),
+                format!("Authorization: Bearer {ALICE}"),
+                "--call".into(),
+                "ln__whoami".into(),
+                "{}".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            report["urlElicitations"].as_array().map(Vec::len),
+            Some(1),
+            "asked again: {report}"
+        );
+    }
+    // Bob is served; the circuit (one failure opens it) stayed closed.
+    let report = s.run(
+        ScriptClient::Python,
+        "2026-07-28",
+        BOB,
+        "bob",
+        &[("ln__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are bob"], "{report}");
+    let ready: Value = crate::support::client()
+        .get(format!("{}/readyz", crate::support::admin_base(&s.gw)))
+        .header("Authorization", format!("Bearer {OPS}"))
+        .send()
+        .and_then(|r| r.json())
+        .unwrap();
+    let ln = ready["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == "ln")
+        .cloned()
+        .unwrap_or_else(|| panic!("{ready}"));
+    assert_eq!(ln["circuit"], "closed", "{ready}");
 }
