@@ -78,6 +78,9 @@ async fn check_one(handle: &BackendHandle, naming: &Naming, list_deadline: Durat
         let reason = handle
             .down_reason()
             .unwrap_or_else(|| format!("did not connect within {} ms", connect.as_millis()));
+        if naming.per_user && (reason.contains("HTTP 401") || reason.contains("HTTP 403")) {
+            return Outcome::AwaitsConsent { reason };
+        }
         return Outcome::NotStarted { reason };
     };
     let server = Server {

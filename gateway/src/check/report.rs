@@ -18,6 +18,12 @@ pub enum Outcome {
         /// Why (the backend's own reason, or the deadline that passed).
         reason: String,
     },
+    /// Each user authorizes it (`grant = "authorization_code"`) and it refused the gateway without a
+    /// user's token: what is expected until a user connected (not a problem).
+    AwaitsConsent {
+        /// Its refusal.
+        reason: String,
+    },
     /// It connected but could not list what it offers.
     NotListed {
         /// Who it is.
@@ -117,6 +123,7 @@ impl Report {
                 Outcome::NotListed { reason, .. } => {
                     out.push(format!("backend {}: cannot list: {reason}", b.name));
                 }
+                Outcome::AwaitsConsent { .. } => {}
                 Outcome::Listed { failed, .. } => {
                     out.extend(
                         failed
@@ -146,6 +153,13 @@ impl Report {
                 Outcome::NotStarted { reason } => {
                     let _ = writeln!(out, "  did not start: {reason}");
                 }
+                Outcome::AwaitsConsent { reason } => {
+                    let _ = writeln!(
+                        out,
+                        "  waits for its first user's consent (grant = \"authorization_code\"): {reason}; \
+                         it lists its tools once a user connected, and offers mcpgw_connect until then"
+                    );
+                }
                 Outcome::NotListed { server, reason } => {
                     let _ = writeln!(out, "  {}", describe(server));
                     let _ = writeln!(out, "  cannot list: {reason}");
@@ -171,6 +185,12 @@ impl Report {
             out,
             "\n{}",
             match problems {
+                0 if self
+                    .backends
+                    .iter()
+                    .any(|b| matches!(b.outcome, Outcome::AwaitsConsent { .. })) =>
+                    "ok: every backend started and listed or waits for a user's consent, no collisions"
+                        .to_owned(),
                 0 => "ok: every backend started and listed, no collisions".to_owned(),
                 1 => "1 problem (on standard error)".to_owned(),
                 n => format!("{n} problems (on standard error)"),

@@ -247,3 +247,24 @@ fn a_backend_url_is_reported_without_its_userinfo_or_query() {
         "url https://mcp.example/v1/mcp"
     );
 }
+
+#[test]
+fn a_per_user_backend_waiting_for_its_first_consent_is_said_and_is_no_problem() {
+    let report = Report::new(
+        "t.toml".into(),
+        vec![BackendReport {
+            name: "notes".into(),
+            reached_by: "url https://notes.example/mcp".into(),
+            outcome: Outcome::AwaitsConsent {
+                reason: "server/discover answered HTTP 401 Unauthorized".into(),
+            },
+        }],
+    );
+    assert!(report.problems().is_empty());
+    let text = report.render();
+    assert!(
+        text.contains("waits for its first user's consent"),
+        "{text}"
+    );
+    assert!(text.contains("ok: every backend"), "{text}");
+}

@@ -202,6 +202,10 @@ fn two_principals_consent_each_with_their_own_account_and_get_their_own_results(
     );
     let opened = &report["urlElicitations"][0];
     assert_eq!(opened["via"], "error", "{report}");
+    // The callback told her session: `notifications/elicitation/complete` for the id of mcpgw's -32042.
+    let id = opened["elicitationId"].as_str().unwrap_or_default();
+    assert!(id.starts_with("mcpgw-oauth-"), "{report}");
+    assert_eq!(report["completions"], json!([id]), "{report}");
     assert_eq!(
         opened["status"], 200,
         "the consent page after the authorization server: {report}"
@@ -676,6 +680,34 @@ fn a_replica_that_did_not_run_the_flow_serves_the_user_after_it() {
             .is_none_or(Vec::is_empty),
         "not asked again: {report}"
     );
+    // A flow begun on one replica completes on another: bob asks B, whose link (on A's address) A's
+    // callback completes; B then serves him with the token A stored.
+    let report = s.run_at(
+        &b,
+        ScriptClient::Python,
+        "legacy",
+        BOB,
+        "bob",
+        &[("ln__mcpgw_connect", json!({}))],
+    );
+    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    let link = report["urlElicitations"][0]["url"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        link.starts_with(&format!("http://{a_addr}/oauth/connect/")),
+        "{report}"
+    );
+    wait_for_tools_at(&b, BOB, &["ln__whoami"]);
+    let report = s.run_at(
+        &b,
+        ScriptClient::TypeScript,
+        "legacy",
+        BOB,
+        "bob",
+        &[("ln__whoami", json!({}))],
+    );
+    assert_eq!(texts(&report), ["you are bob"], "{report}");
 }
 
 /// Regression: a backend's 401 to one user's own token (revoked at the service) counted as an outage of the
@@ -754,4 +786,35 @@ fn one_users_refused_token_never_opens_the_backends_circuit() {
         .cloned()
         .unwrap_or_else(|| panic!("{ready}"));
     assert_eq!(ln["circuit"], "closed", "{ready}");
+}
+
+/// `mcpgw check` on the worked example: the per-user backends refuse the gateway until a user connected,
+/// which is said and is no problem (exit 0).
+#[test]
+fn check_says_a_per_user_backend_waits_for_its_first_consent() {
+    let Some(deps) = peers::deps("user-authorization-check") else {
+        return;
+    };
+    let server = peers::python_fixture(&deps, "oauth_server.py", &[], "oauth_server listening on ");
+    let dir = TempDir::new("user-authorization-check");
+    let path = dir.file(
+        "mcpgw.toml",
+        &config(&server.url, "http://127.0.0.1:1", "", ""),
+    );
+    let out = std::process::Command::new(mcpgw())
+        .args(["check", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.matches("waits for its first user's consent").count(),
+        2,
+        "{stdout}"
+    );
 }

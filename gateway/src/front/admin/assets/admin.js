@@ -103,6 +103,21 @@ function renderSessions(s) {
   $("no-sessions").hidden = s.total > 0;
 }
 
+function renderAuthorizations(a) {
+  $("authorizations-section").hidden = a.backends.length === 0;
+  const when = (unix) => (unix ? new Date(unix * 1000).toLocaleString() : "not said");
+  fill($("authorizations").tBodies[0], a.grants, (x) => x.principal + " " + x.backend, (tr, x) => {
+    cell(tr, x.principal).className = "name";
+    cell(tr, x.backend);
+    cell(tr, when(x.expires), x.expires && x.expires * 1000 < Date.now() ? "warn" : "");
+    cell(tr, x.refreshable ? "yes" : "no");
+    cell(tr, when(x.stored));
+  });
+  $("listers").textContent = a.backends
+    .map((b) => b.backend + ": listed " + (b.listed_as ? "with " + b.listed_as + "'s token" : "by no one yet"))
+    .join(" · ");
+}
+
 function say(text) {
   const m = $("message");
   m.textContent = text;
@@ -111,9 +126,11 @@ function say(text) {
 
 async function refresh() {
   try {
-    const [summary, backends, sessions, catalog] = await Promise.all([
+    const [summary, backends, sessions, catalog, authorizations] = await Promise.all([
       get("/admin/summary"), get("/admin/backends"), get("/admin/sessions"), get("/admin/catalog"),
+      get("/admin/authorizations"),
     ]);
+    renderAuthorizations(authorizations);
     renderSummary(summary);
     renderTools(catalog);
     renderBackends(backends);
