@@ -92,7 +92,12 @@ impl<'a> Dispatch<'a> {
             backend: std::cell::OnceCell::new(),
             backend_time: std::cell::Cell::new(Duration::ZERO),
             subject: principal.and_then(|p| p.token.clone()),
-            principal: principal.map(crate::auth::Principal::id),
+            // Only a per-user backend needs it: no allocation per request otherwise.
+            principal: gw
+                .oauth
+                .as_ref()
+                .and(principal)
+                .map(crate::auth::Principal::id),
             endpoint: request.endpoint(),
             transport: request.transport(),
         }
