@@ -1,6 +1,6 @@
-//! The consent link opened and the authorization server's callback: the link (or the flow's state) opened
-//! and claimed once, the sign-in checked against the link's principal, the backend's code exchanged and the
-//! grant stored.
+//! The consent link opened and the authorization server's callback: the sign-in checked against the link's
+//! principal, the backend's code exchanged and the grant stored. A link is claimed once, by the flow that
+//! completes (a link scanner or prefetcher that opens it first does not use it up); each flow's state once.
 
 use super::link::{FlowKind, Refusal, open_flow, open_link};
 use super::store::Grant;
@@ -14,7 +14,6 @@ impl Authorizations {
         let link =
             open_link(&self.keys.ring(), sealed, now).ok_or(Failed::Link("forged or expired"))?;
         self.backend(&link.b)?;
-        self.claim(&link.j, &link.p, link.e, now).await?;
         match self.proof {
             LinkProof::SignIn => self.sign_in(link).await,
             LinkProof::Link => self.begin(link).await,
@@ -44,6 +43,11 @@ impl Authorizations {
         let flow =
             open_flow(&self.keys.ring(), state, now).ok_or(Failed::Link("forged or expired"))?;
         self.claim(&flow.j, &flow.l.p, flow.e, now).await?;
+        if flow.k == FlowKind::Backend {
+            let link = format!("link:{}", flow.l.j);
+            self.claim(&link, &flow.l.p, flow.e.max(flow.l.e), now)
+                .await?;
+        }
         let tokens = self.exchange_code(&flow, code, iss).await?;
         match flow.k {
             FlowKind::SignIn => {

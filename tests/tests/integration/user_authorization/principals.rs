@@ -46,6 +46,8 @@ fn two_principals_consent_each_with_their_own_account_and_get_their_own_results(
         )),
         "{link}"
     );
+    // The link is used: opened again (as a browser signed in as alice would), its flow stores nothing.
+    assert_eq!(browse(link, "alice"), 400, "a used link");
     // The backend is now listed with a connected principal's token: its tools appear, never its resources.
     s.wait_for_tools(
         ALICE,
@@ -177,4 +179,33 @@ fn check_says_a_per_user_backend_waits_for_its_first_consent() {
         2,
         "{stdout}"
     );
+}
+
+/// Follows `url`'s redirects (at most 10) as a browser signed in at the authorization server as `user`;
+/// the last page's status.
+fn browse(url: &str, user: &str) -> u16 {
+    let client = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .unwrap();
+    let mut url = reqwest::Url::parse(url).unwrap();
+    for _ in 0..10 {
+        let response = client
+            .get(url.clone())
+            .header("X-Fixture-User", user)
+            .send()
+            .unwrap();
+        let status = response.status();
+        let next = response
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .and_then(|l| url.join(l).ok());
+        match next {
+            Some(next) if status.is_redirection() => url = next,
+            _ => return status.as_u16(),
+        }
+    }
+    panic!("more than 10 redirects from {url}");
 }
