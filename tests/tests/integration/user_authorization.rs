@@ -64,12 +64,7 @@ fn setup_with(test: &str, extra: &str, ln_tail: &str) -> Option<Setup> {
         "mcpgw.toml",
         &config(&server.url, &format!("http://{addr}"), extra, ln_tail),
     );
-    let mut cmd = std::process::Command::new(mcpgw());
-    cmd.args(["serve", "--config"])
-        .arg(path)
-        .args(["--listen", &addr])
-        .env("RUST_LOG", "info");
-    let gw = start(cmd, "mcpgw listening on ");
+    let gw = serve_at(&path, &addr);
     Some(Setup {
         deps,
         server,
@@ -117,13 +112,7 @@ impl Setup {
 
     /// The fixture's record of what it was asked.
     fn log(&self) -> Vec<Value> {
-        let base = self.server.url.trim_end_matches("/mcp");
-        let body: Value = crate::support::client()
-            .get(format!("{base}/fixture/log"))
-            .send()
-            .and_then(|r| r.json())
-            .expect("oauth_server's /fixture/log");
-        body["events"].as_array().cloned().unwrap_or_default()
+        fixture_log(&self.server)
     }
 
     fn revoke_user(&self, user: &str) {
@@ -158,6 +147,27 @@ impl Setup {
     fn wait_for_tools(&self, key: &str, tools: &[&str]) {
         wait_for_tools_at(&self.gw, key, tools);
     }
+}
+
+/// `mcpgw serve` with the config at `path`, listening on `addr` (known beforehand: the public URL names it).
+fn serve_at(path: &std::path::Path, addr: &str) -> Running {
+    let mut cmd = std::process::Command::new(mcpgw());
+    cmd.args(["serve", "--config"])
+        .arg(path)
+        .args(["--listen", addr])
+        .env("RUST_LOG", "info");
+    start(cmd, "mcpgw listening on ")
+}
+
+/// What an `oauth_server.py` was asked, oldest first (its `/fixture/log` events).
+fn fixture_log(fixture: &Proc) -> Vec<Value> {
+    let base = fixture.url.trim_end_matches("/mcp");
+    let body: Value = crate::support::client()
+        .get(format!("{base}/fixture/log"))
+        .send()
+        .and_then(|r| r.json())
+        .expect("oauth_server's /fixture/log");
+    body["events"].as_array().cloned().unwrap_or_default()
 }
 
 /// The tool names `gw` lists to `key` (2026-07-28 `tools/list`).

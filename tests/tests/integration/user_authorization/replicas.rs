@@ -34,14 +34,7 @@ fn a_replica_that_did_not_run_the_flow_serves_the_user_after_it() {
         "mcpgw.toml",
         &config(&server.url, &format!("http://{a_addr}"), &cluster, ""),
     );
-    let replica = |addr: &str| {
-        let mut cmd = std::process::Command::new(mcpgw());
-        cmd.args(["serve", "--config"])
-            .arg(&path)
-            .args(["--listen", addr])
-            .env("RUST_LOG", "info");
-        start(cmd, "mcpgw listening on ")
-    };
+    let replica = |addr: &str| serve_at(&path, addr);
     let a = replica(&a_addr);
     let s = Setup {
         deps,

@@ -48,12 +48,7 @@ fn a_consent_link_opened_by_another_user_than_its_principal_stores_nothing() {
         backend.url
     );
     let path = dir.file("mcpgw.toml", &toml);
-    let mut cmd = std::process::Command::new(mcpgw());
-    cmd.args(["serve", "--config"])
-        .arg(path)
-        .args(["--listen", &addr])
-        .env("RUST_LOG", "info");
-    let gw = start(cmd, "mcpgw listening on ");
+    let gw = serve_at(&path, &addr);
     let exp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -82,40 +77,24 @@ fn a_consent_link_opened_by_another_user_than_its_principal_stores_nothing() {
     let report = connect("bob");
     assert_eq!(report["urlElicitations"][0]["status"], 400, "{report}");
     assert_ne!(report["calls"][0]["ok"], true, "{report}");
-    let backend_log: Value = crate::support::client()
-        .get(format!(
-            "{}/fixture/log",
-            backend.url.trim_end_matches("/mcp")
-        ))
-        .send()
-        .and_then(|r| r.json())
-        .unwrap();
-    let authorized = |log: &Value, user: &str| {
-        log["events"]
-            .as_array()
-            .unwrap()
-            .iter()
+    let authorized = |log: &[Value], user: &str| {
+        log.iter()
             .any(|e| e["kind"] == "authorize" && e["user"] == user)
     };
+    let backend_log = fixture_log(&backend);
     assert!(
         !authorized(&backend_log, "bob"),
-        "bob never reached the backend's consent: {backend_log}"
+        "bob never reached the backend's consent: {backend_log:?}"
     );
     // Opened by alice: signed in as alice, on to the backend's consent, stored.
     let report = connect("alice");
     assert_eq!(report["calls"][0]["isError"], false, "{report}");
-    let idp_log: Value = crate::support::client()
-        .get(format!("{}/fixture/log", idp.url.trim_end_matches("/mcp")))
-        .send()
-        .and_then(|r| r.json())
-        .unwrap();
+    let idp_log = fixture_log(&idp);
     assert!(
         authorized(&idp_log, "bob") && authorized(&idp_log, "alice"),
-        "{idp_log}"
+        "{idp_log:?}"
     );
-    let sign_ins: Vec<&Value> = idp_log["events"]
-        .as_array()
-        .unwrap()
+    let sign_ins: Vec<&Value> = idp_log
         .iter()
         .filter(|e| e["kind"] == "authorize")
         .collect();
@@ -123,13 +102,6 @@ fn a_consent_link_opened_by_another_user_than_its_principal_stores_nothing() {
         sign_ins.iter().all(|e| e["resource"] == resource.as_str()),
         "{sign_ins:?}"
     );
-    let backend_log: Value = crate::support::client()
-        .get(format!(
-            "{}/fixture/log",
-            backend.url.trim_end_matches("/mcp")
-        ))
-        .send()
-        .and_then(|r| r.json())
-        .unwrap();
-    assert!(authorized(&backend_log, "alice"), "{backend_log}");
+    let backend_log = fixture_log(&backend);
+    assert!(authorized(&backend_log, "alice"), "{backend_log:?}");
 }
