@@ -51,7 +51,7 @@ struct TokenResponse {
     expires_in: Option<u64>,
 }
 
-fn read_secret(
+pub(crate) fn read_secret(
     env: Option<&str>,
     file: Option<&std::path::Path>,
     what: &str,

@@ -30,8 +30,6 @@ struct TokenAnswer {
     refresh_token: Option<String>,
     #[serde(default)]
     expires_in: Option<u64>,
-    #[serde(default)]
-    scope: Option<String>,
 }
 
 /// RFC 7591's answer.
@@ -320,7 +318,6 @@ impl Authorizations {
             access: token.access_token,
             refresh: token.refresh_token,
             expires: token.expires_in.map_or(0, |s| now().saturating_add(s)),
-            scope: token.scope,
         })
     }
 
@@ -429,8 +426,6 @@ pub(super) struct TokenSet {
     pub access: String,
     pub refresh: Option<String>,
     pub expires: u64,
-    #[allow(dead_code)]
-    pub scope: Option<String>,
 }
 
 /// Unix milliseconds now.

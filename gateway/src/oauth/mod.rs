@@ -173,19 +173,14 @@ impl Authorizations {
                 .as_deref()
                 .and_then(|u| Url::parse(u).ok())
                 .ok_or_else(|| format!("backend {}: authorization_code needs its url", b.name))?;
+            // The same reading as every other backend secret (`auth::backend`).
             let client_secret = match (&auth.client_secret_env, &auth.client_secret_file) {
-                (Some(var), _) => Some(std::env::var(var).map_err(|_| {
-                    format!(
-                        "backend {} auth: the environment variable {var} is not set",
-                        b.name
-                    )
-                })?),
-                (None, Some(path)) => Some(
-                    std::fs::read_to_string(path)
-                        .map(|t| t.lines().next().unwrap_or("").trim().to_owned())
-                        .map_err(|e| format!("backend {} auth: {}: {e}", b.name, path.display()))?,
-                ),
                 (None, None) => None,
+                (env, file) => Some(crate::auth::backend::read_secret(
+                    env.as_deref(),
+                    file.as_deref(),
+                    &format!("backend {} auth client secret", b.name),
+                )?),
             };
             backends.insert(
                 b.name.clone(),
@@ -219,9 +214,11 @@ impl Authorizations {
                 client: Registration {
                     id: a.sign_in_client_id.clone().unwrap_or_default(),
                     secret: match &a.sign_in_client_secret_env {
-                        Some(var) => Some(std::env::var(var).map_err(|_| {
-                            format!("[authorization] sign_in_client_secret_env: {var} is not set")
-                        })?),
+                        Some(var) => Some(crate::auth::backend::read_secret(
+                            Some(var),
+                            None,
+                            "[authorization] sign_in_client_secret_env",
+                        )?),
                         None => None,
                     },
                     method: if a.sign_in_client_secret_env.is_some() {
