@@ -40,9 +40,9 @@ use std::time::{Duration, Instant};
 use actix_web::http::header::HeaderMap;
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group};
-use gateway::config::Config;
-use gateway::serve::in_process::{InProcessGateway, header_map};
 use handlers::InProcessServer;
+use mcpgw::config::Config;
+use mcpgw::serve::in_process::{InProcessGateway, header_map};
 use serde_json::Value;
 
 #[path = "pipeline/mock_alone.rs"]
@@ -187,11 +187,11 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("limiter_check_warm", |b| {
         let config = Config::from_toml_str(NEVER_REFUSING_LIMIT, Path::new("bench.toml")).unwrap();
-        let limits = gateway::limit::Limits::new(&config.rate_limits, None).unwrap();
-        let worker = gateway::limit::WorkerLimits::new(limits.clone());
-        let facts = gateway::limit::Facts {
+        let limits = mcpgw::limit::Limits::new(&config.rate_limits, None).unwrap();
+        let worker = mcpgw::limit::WorkerLimits::new(limits.clone());
+        let facts = mcpgw::limit::Facts {
             method: protocol::Method::ToolsCall,
-            subject: gateway::limit::Subject::Address(std::net::IpAddr::V4(
+            subject: mcpgw::limit::Subject::Address(std::net::IpAddr::V4(
                 std::net::Ipv4Addr::LOCALHOST,
             )),
             backend: Some("m"),
@@ -200,14 +200,14 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let keys = limits.keys(black_box(&facts));
             match worker.check(&keys, limits.now()) {
-                gateway::limit::Step::Admit => {}
-                gateway::limit::Step::Ask(at) => {
+                mcpgw::limit::Step::Admit => {}
+                mcpgw::limit::Step::Ask(at) => {
                     // Once per lease (every million requests here): the process's bucket.
                     let mut keys = keys;
                     limits.name(&mut keys, &facts);
                     system.block_on(worker.admit(&keys, at)).unwrap();
                 }
-                gateway::limit::Step::Refuse(r) => panic!("refused: {r:?}"),
+                mcpgw::limit::Step::Refuse(r) => panic!("refused: {r:?}"),
             }
         })
     });
@@ -227,23 +227,23 @@ fn bench(c: &mut Criterion) {
             let answer: Result<Box<serde_json::value::RawValue>, protocol::shape::Failure> =
                 Ok(black_box(result.clone()));
             let took = began.elapsed();
-            let backend = gateway::pipeline::response::backend_outcome(method, &answer);
+            let backend = mcpgw::pipeline::response::backend_outcome(method, &answer);
             metrics.backend_call(black_box("m"), None, backend, took);
             let Ok(raw) = answer else {
                 unreachable!("the answer is a result")
             };
-            let outcome = gateway::pipeline::response::Outcome::Result(raw);
+            let outcome = mcpgw::pipeline::response::Outcome::Result(raw);
             let counted = outcome.metric(method);
-            metrics.answered(gateway::metrics::Answered {
+            metrics.answered(mcpgw::metrics::Answered {
                 method: method.into(),
                 generation: Some(protocol::Generation::V2026_07_28),
-                transport: gateway::metrics::Transport::StreamableHttp,
+                transport: mcpgw::metrics::Transport::StreamableHttp,
                 outcome: counted,
                 took: Some(accepted.elapsed()),
                 in_backends: took,
             });
-            metrics.received(gateway::metrics::Transport::StreamableHttp, REQUEST.len());
-            metrics.sent(gateway::metrics::Transport::StreamableHttp, 300);
+            metrics.received(mcpgw::metrics::Transport::StreamableHttp, REQUEST.len());
+            metrics.sent(mcpgw::metrics::Transport::StreamableHttp, 300);
             black_box(outcome);
         })
     });

@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group};
-use gateway::auth::Principal;
-use gateway::catalog::search::{ToolIndex, found, gateway_tools};
-use gateway::catalog::{BackendListing, CatalogBuilder, CatalogSnapshot};
-use gateway::config::Config;
-use gateway::serve::in_process::{InProcessGateway, header_map};
+use mcpgw::auth::Principal;
+use mcpgw::catalog::search::{ToolIndex, found, gateway_tools};
+use mcpgw::catalog::{BackendListing, CatalogBuilder, CatalogSnapshot};
+use mcpgw::config::Config;
+use mcpgw::serve::in_process::{InProcessGateway, header_map};
 use serde_json::{Map, Value, json};
 
 #[global_allocator]
@@ -405,7 +405,7 @@ fn end_to_end() {
     let who = |name: &str| {
         Some(Arc::new(Principal {
             name: name.to_owned(),
-            source: gateway::auth::PrincipalSource::ApiKey,
+            source: mcpgw::auth::PrincipalSource::ApiKey,
             groups: Vec::new(),
             scopes: Vec::new(),
             token: None,

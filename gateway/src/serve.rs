@@ -15,8 +15,14 @@ use crate::catalog::CatalogError;
 use crate::config::Config;
 use crate::state::Gateway;
 
+mod additions;
+pub(crate) mod builder;
+mod command_line;
 pub mod in_process;
 mod stop;
+
+pub(crate) use additions::Additions;
+
 
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
@@ -49,6 +55,10 @@ pub enum ServeError {
     /// `[[policy]]` rule can apply to stdio's requests.
     #[error("{0}")]
     Auth(String),
+    /// The config names a server or middleware this binary was not built with, or a library user's
+    /// addition is refused (a header a middleware may not read).
+    #[error("{0}")]
+    Additions(String),
 }
 
 impl From<CatalogError> for ServeError {
@@ -63,10 +73,6 @@ impl From<crate::tls::TlsError> for ServeError {
     }
 }
 
-/// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio).
-pub fn run(config: Config, stdio: bool) -> Result<(), ServeError> {
-    run_with(config, stdio, Reloading::default())
-}
 
 /// How the config is reloaded while serving HTTP.
 #[derive(Debug, Clone, Default)]
@@ -78,13 +84,26 @@ pub struct Reloading {
     pub watch: bool,
 }
 
-/// [`run`], with the config reloaded from its file as `reloading` says.
-pub fn run_with(config: Config, stdio: bool, reloading: Reloading) -> Result<(), ServeError> {
+/// Runs the gateway until it is stopped (Ctrl-C or SIGTERM for HTTP; end of standard input for stdio), with
+/// the config reloaded from its file as `reloading` says and what a library user `added`.
+pub(crate) fn run_with(
+    config: Config,
+    stdio: bool,
+    reloading: Reloading,
+    added: Additions,
+) -> Result<(), ServeError> {
     crate::front::limits::raise_open_files_logged(config.server.max_connections);
-    actix_rt::System::new().block_on(start(config, stdio, reloading))
+    actix_rt::System::new().block_on(start(config, stdio, reloading, added))
 }
 
-async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), ServeError> {
+async fn start(
+    config: Config,
+    stdio: bool,
+    reloading: Reloading,
+    added: Additions,
+) -> Result<(), ServeError> {
+    // A config for another binary (a server or middleware this one was not built with) does not start.
+    added.check(&config)?;
     if stdio {
         // Stdio carries no credential: only `principal = "*"` rules apply to its requests.
         crate::config::validate_reach(&config.policies, false, "over stdio")
@@ -129,9 +148,10 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
     let credentials = crate::auth::backend::prepare(&config)
         .await
         .map_err(ServeError::Auth)?;
-    let backends = start_backends(&config, events_tx.clone(), &credentials);
+    let backends = start_backends(&config, events_tx.clone(), &credentials, &added.servers);
     let exchanges = crate::auth::exchange::exchangers(&config).map_err(ServeError::Auth)?;
     let gw = Gateway::new(config, backends, keys.clone())
+        .with_additions(added.servers.clone(), added.middleware_names(), added.headers.clone())
         .with_auth(auth)
         .with_exchanges(exchanges)
         .with_events(events_tx);
@@ -153,12 +173,14 @@ async fn start(config: Config, stdio: bool, reloading: Reloading) -> Result<(), 
     let first = first_catalog(gw.clone(), events_rx);
     let result = match front {
         None => match first.await {
-            Ok(()) => crate::front::stdio::run(gw.clone())
+            Ok(()) => crate::front::stdio::run(gw.clone(), added.middlewares)
                 .await
                 .map_err(ServeError::Io),
             Err(e) => Err(e),
         },
-        Some(front) => serve_http(gw.clone(), front, admin, first, reloading).await,
+        Some(front) => {
+            serve_http(gw.clone(), front, admin, first, reloading, added.middlewares).await
+        }
     };
     // The backends stop last, after every request is answered, each with its grace period (never
     // restarted: a shut-down backend stays down). The stdio front's end (its client closed standard input)
@@ -328,6 +350,7 @@ async fn serve_http(
     admin: Option<std::net::TcpListener>,
     first_catalog: impl std::future::Future<Output = Result<(), ServeError>>,
     reloading: Reloading,
+    added: crate::pipeline::Added,
 ) -> Result<(), ServeError> {
     let workers = gw.config.server.workers.unwrap_or_else(|| {
         std::thread::available_parallelism()
@@ -335,6 +358,7 @@ async fn serve_http(
             .unwrap_or(2)
     });
     let factory_gw = gw.clone();
+    let factory_added = added.clone();
     let connections =
         crate::front::http::connections::ConnectionLimit::new(gw.config.server.max_connections)
             .with_max_streams(
@@ -344,13 +368,13 @@ async fn serve_http(
                     .unwrap_or(crate::config::DEFAULT_H2_MAX_CONCURRENT_STREAMS),
             );
     let server = HttpServer::new(move || {
-        let gw = factory_gw.clone();
+        let (gw, added) = (factory_gw.clone(), factory_added.clone());
         // The guard wraps every route: the earliest point of a request the gateway controls.
         App::new()
             .wrap(actix_web::middleware::from_fn(
                 crate::front::http::guard::middleware,
             ))
-            .configure(move |cfg| crate::front::http::configure(cfg, gw))
+            .configure(move |cfg| crate::front::http::configure(cfg, gw, added))
     })
     .workers(workers)
     // One hook (actix-web keeps only the last one set): the connection bound first, then the guard's mark.
@@ -407,7 +431,7 @@ async fn serve_http(
         reloader.watch(std::time::Duration::from_secs(1));
     }
     let admin = admin
-        .map(|listener| start_admin(&gw, reloader.clone(), listener, front_tls.as_ref()))
+        .map(|listener| start_admin(&gw, reloader.clone(), listener, front_tls.as_ref(), added))
         .transpose()?;
     for addr in server.addrs() {
         // The one line a user needs: where to point a client. On stderr with the logs; stdout stays clean.
@@ -473,6 +497,7 @@ fn start_admin(
     reload: crate::reload::Reloader,
     listener: std::net::TcpListener,
     front_tls: Option<&crate::tls::ServerTls>,
+    added: crate::pipeline::Added,
 ) -> Result<actix_web::dev::ServerHandle, ServeError> {
     let addr = listener.local_addr().map_err(|error| ServeError::Bind {
         addr: gw.config.admin.listen.unwrap_or(gw.config.server.listen),
@@ -483,6 +508,7 @@ fn start_admin(
         reload,
         addr,
         tls: crate::front::admin::tls_for(addr, front_tls),
+        added,
     };
     let scheme = admin.scheme();
     let server = crate::front::admin::server(admin, listener)

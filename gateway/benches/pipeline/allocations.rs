@@ -25,8 +25,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use gateway::config::Config;
 use handlers::InProcessServer;
+use mcpgw::config::Config;
 use mimalloc::MiMalloc;
 
 /// mimalloc, counted while [`COUNTING`] is set.

@@ -51,7 +51,7 @@ impl InProcessServer for Recording {
 /// the bytes), its backend recorded. The gateway is shut down before returning.
 pub fn bytes_the_gateway_hands_the_mock(
     system: &actix_rt::SystemRunner,
-    config: gateway::config::Config,
+    config: mcpgw::config::Config,
     headers: actix_web::http::header::HeaderMap,
     request: &'static [u8],
 ) -> Vec<u8> {
@@ -61,12 +61,12 @@ pub fn bytes_the_gateway_hands_the_mock(
         seen: seen.clone(),
     };
     let mut bc = BackendConfig::new("m", Transport::InProcess(InProcess(Arc::new(server))));
-    bc.client_info = gateway::state::server_info();
+    bc.client_info = mcpgw::state::server_info();
     let (tx, rx) = mpsc::channel(16);
     let answer = system.block_on(async move {
         let backends = [("m".to_owned(), BackendHandle::start(bc, tx))].into();
         let gw =
-            gateway::serve::in_process::InProcessGateway::start_with_backends(config, backends, rx)
+            mcpgw::serve::in_process::InProcessGateway::start_with_backends(config, backends, rx)
                 .await
                 .unwrap();
         let answer = gw.post(headers, bytes::Bytes::from_static(request)).await;

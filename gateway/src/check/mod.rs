@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::config::{BackendEntry, BackendTransport, Config};
 use crate::notify::listing::{Naming, list_backend};
+use crate::state::Builtins;
 use crate::state::start::start_backends;
 
 /// Beyond the connect deadline, how long the check waits for a backend's first attempt to settle.
@@ -31,11 +32,11 @@ const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 const EVENTS: usize = 64;
 
 /// Checks every backend of `config`; `source` names the config in the report.
-pub fn run(config: &Config, source: String) -> Report {
-    actix_rt::System::new().block_on(check(config, source))
+pub fn run(config: &Config, source: String, builtins: &Builtins) -> Report {
+    actix_rt::System::new().block_on(check(config, source, builtins))
 }
 
-async fn check(config: &Config, source: String) -> Report {
+async fn check(config: &Config, source: String, builtins: &Builtins) -> Report {
     let (events, _held) = mpsc::channel(EVENTS);
     // The backends' credentials as serving would have them (a secret that cannot be read fails each
     // backend that needs one at its start, reported like any other start-up failure).
@@ -46,7 +47,7 @@ async fn check(config: &Config, source: String) -> Report {
             Default::default()
         }
     };
-    let handles = start_backends(config, events, &credentials);
+    let handles = start_backends(config, events, &credentials, builtins);
     let list_deadline = Duration::from_millis(config.server.list_timeout_ms);
     let checks = config.backends.iter().map(|entry| {
         let handle = handles.get(&entry.name).cloned();

@@ -122,6 +122,9 @@ pub struct MiddlewareEntry {
     /// `allow_methods`: the methods that pass (MCP wire names).
     #[serde(default)]
     pub methods: Option<Vec<String>>,
+    /// `library`: the name of a middleware a binary built with the mcpgw library added.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// The built-in middlewares.
@@ -132,6 +135,8 @@ pub enum MiddlewareKind {
     AccessLog,
     /// Only the listed methods pass; the others are answered as unknown methods.
     AllowMethods,
+    /// A middleware the binary's builder added (`name`): placed here instead of after the tables.
+    Library,
 }
 
 /// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
@@ -243,8 +248,42 @@ pub enum LogFormat {
     Json,
 }
 
+/// A built-in server's or library middleware's name: ASCII letters, digits, `_` and `-`, 1 to 64 of them.
+pub(crate) fn is_server_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError> {
+    match (m.kind, &m.name) {
+        (MiddlewareKind::Library, None) => {
+            return Err(invalid(
+                format!("middleware[{i}].name"),
+                "library needs the name of a middleware the binary added",
+            ));
+        }
+        (MiddlewareKind::Library, Some(name)) if !is_server_name(name) => {
+            return Err(invalid(
+                format!("middleware[{i}].name"),
+                "a middleware's name is 1 to 64 ASCII letters, digits, '_' and '-'",
+            ));
+        }
+        (MiddlewareKind::AccessLog | MiddlewareKind::AllowMethods, Some(_)) => {
+            return Err(invalid(
+                format!("middleware[{i}].name"),
+                "only library takes a name",
+            ));
+        }
+        _ => {}
+    }
     match (m.kind, &m.methods) {
+        (MiddlewareKind::Library, Some(_)) => Err(invalid(
+            format!("middleware[{i}].methods"),
+            "only allow_methods takes methods",
+        )),
+        (MiddlewareKind::Library, None) => Ok(()),
         (MiddlewareKind::AccessLog, Some(_)) => Err(invalid(
             format!("middleware[{i}].methods"),
             "only allow_methods takes methods",
@@ -545,6 +584,24 @@ fn valid_token(s: &str) -> bool {
 }
 
 impl Config {
+    /// The first `[[middleware]] kind = "library"` table naming a middleware that was not `added` (the
+    /// names of those a binary's builder added), said in a line: a config for another binary.
+    pub fn unknown_library(&self, added: &[String]) -> Option<String> {
+        let (i, name) = self.middlewares.iter().enumerate().find_map(|(i, e)| {
+            let name = e.name.as_deref()?;
+            (e.kind == MiddlewareKind::Library && !added.iter().any(|a| a == name))
+                .then_some((i, name))
+        })?;
+        Some(format!(
+            "middleware[{i}]: no middleware named {name:?} was added to this binary (added: {})",
+            if added.is_empty() {
+                "none".to_owned()
+            } else {
+                added.join(", ")
+            }
+        ))
+    }
+
     /// `[server] strict`: no listening beyond loopback without authentication. Checked again by `serve`
     /// after `--listen` is applied.
     pub fn validate_strict(&self) -> Result<(), ConfigError> {
@@ -751,10 +808,13 @@ impl Config {
                             return Err(invalid(field("builtin"), why));
                         }
                     }
+                    // A server a library user built into their binary (`Builder::backend`), checked by
+                    // name when the gateway starts; it takes no flags.
+                    Some((server, [])) if is_server_name(server) => {}
                     _ => {
                         return Err(invalid(
                             field("builtin"),
-                            "the builtin servers are: [\"mock-backend\", flags...]",
+                            "the builtin servers are [\"mock-backend\", flags...] and, in a binary built with the mcpgw library, [\"NAME\"] of a server it added",
                         ));
                     }
                 }

@@ -21,6 +21,7 @@ use crate::pipeline::deliver::Output;
 use crate::pipeline::deliver::settle;
 use crate::pipeline::routing::Origin;
 use crate::session::{Ending, Session, Transport, sse_data};
+use crate::pipeline::Added;
 use crate::state::Gateway;
 
 /// Requests answered at once; the next line waits for a slot (stdin is read no faster than answered).
@@ -29,17 +30,22 @@ const IN_FLIGHT: usize = 256;
 const OUT_BUFFER: usize = 1024;
 
 /// Serves standard input and output until standard input ends.
-pub async fn run(gw: Arc<Gateway>) -> std::io::Result<()> {
-    run_on(gw, tokio::io::stdin(), tokio::io::stdout()).await
+pub async fn run(gw: Arc<Gateway>, added: Added) -> std::io::Result<()> {
+    run_on(gw, added, tokio::io::stdin(), tokio::io::stdout()).await
 }
 
 /// Serves one stdio connection over any reader and writer (tests drive it through pipes).
-pub async fn run_on<R, W>(gw: Arc<Gateway>, input: R, mut output: W) -> std::io::Result<()>
+pub async fn run_on<R, W>(
+    gw: Arc<Gateway>,
+    added: Added,
+    input: R,
+    mut output: W,
+) -> std::io::Result<()>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin + 'static,
 {
-    let worker = Worker::start(gw.clone());
+    let worker = Worker::start(gw.clone(), added);
     let (out_tx, mut out_rx) = mpsc::channel::<Vec<u8>>(OUT_BUFFER);
     let metrics = gw.metrics.clone();
     let writer = actix_rt::spawn(async move {
@@ -79,6 +85,7 @@ where
             client: None,
             transport: Transport::Stdio,
             endpoint: gw.endpoints.default_endpoint().clone(),
+            headers: Vec::new(),
         });
         let routed = match worker
             .routing

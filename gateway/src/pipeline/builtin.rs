@@ -16,7 +16,7 @@ use protocol::shape::Refusal;
 use protocol::validate::Target;
 use protocol::{Error, ErrorCode, Method};
 
-use super::middleware::{Chain, Middleware, MwContext, Next, Response, Summary};
+use super::middleware::{Added, Chain, Middleware, MwContext, Next, Response, Summary};
 use super::rate_limit::RateLimit;
 use crate::config::{MiddlewareEntry, MiddlewareKind};
 use crate::pipeline::response::Outcome;
@@ -64,8 +64,10 @@ impl Middleware for RequireScopes {
 /// The configured chain: the scope check first when `[[auth.scope]]` rules exist (it is part of the
 /// authenticate phase, never reordered), then the rate limits when `[[rate_limit]]` tables exist (a new
 /// instance per call: each worker builds its own chain and so holds its own leases), then the
-/// `[[middleware]]` tables in order — the rate limits and tables of the config in effect (`live`).
-pub fn chain(gw: &crate::state::Gateway, live: &crate::state::Live) -> Chain {
+/// `[[middleware]]` tables in order (a `library` table places the `added` middleware it names), then the
+/// `added` middlewares no table names, in the order added — the rate limits and tables of the config in
+/// effect (`live`).
+pub fn chain(gw: &crate::state::Gateway, live: &crate::state::Live, added: &Added) -> Chain {
     let scopes = gw
         .auth
         .as_ref()
@@ -79,25 +81,33 @@ pub fn chain(gw: &crate::state::Gateway, live: &crate::state::Live) -> Chain {
         scopes
             .into_iter()
             .chain(limits)
-            .chain(configured(&live.config.middlewares))
+            .chain(configured(&live.config.middlewares, added))
             .collect(),
     )
 }
 
-/// The `[[middleware]]` tables' middlewares, in order.
-pub fn configured(entries: &[MiddlewareEntry]) -> Vec<Arc<dyn Middleware>> {
-    entries
-        .iter()
-        .map(|e| -> Arc<dyn Middleware> {
-            match e.kind {
-                MiddlewareKind::AccessLog => Arc::new(AccessLog),
-                MiddlewareKind::AllowMethods => Arc::new(AllowMethods::new(
-                    e.methods.iter().flatten().filter_map(|m| Method::parse(m)),
-                )),
-            }
-        })
-        .collect()
+/// The `[[middleware]]` tables' middlewares, in order, then the `added` ones no table names.
+pub fn configured(entries: &[MiddlewareEntry], added: &Added) -> Vec<Arc<dyn Middleware>> {
+    let named = |e: &MiddlewareEntry| e.name.as_deref().and_then(|n| added.named(n)).cloned();
+    let tables = entries.iter().filter_map(|e| -> Option<Arc<dyn Middleware>> {
+        match e.kind {
+            MiddlewareKind::AccessLog => Some(Arc::new(AccessLog)),
+            MiddlewareKind::AllowMethods => Some(Arc::new(AllowMethods::new(
+                e.methods.iter().flatten().filter_map(|m| Method::parse(m)),
+            ))),
+            // Checked at start and before a reload (`Config::unknown_library`): one named is there.
+            MiddlewareKind::Library => named(e),
+        }
+    });
+    let placed = |m: &Arc<dyn Middleware>| {
+        entries
+            .iter()
+            .any(|e| e.kind == MiddlewareKind::Library && e.name.as_deref() == Some(m.name()))
+    };
+    let rest = added.all().filter(|m| !placed(m)).cloned();
+    tables.chain(rest).collect()
 }
+
 
 /// One line per JSON-RPC request, after it was answered.
 #[derive(Debug, Clone, Copy)]

@@ -38,6 +38,9 @@ pub struct Accepted {
     pub transport: Transport,
     /// The endpoint it arrived at (`/mcp`, or an `[[endpoint]]`).
     pub endpoint: Arc<Endpoint>,
+    /// The request headers middlewares may read (`Builder::read_header`), as received; empty unless a
+    /// library user named some.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Accepted {
@@ -172,9 +175,26 @@ impl RequestContext {
         Reader::new(self.endpoint().index, self.principal().map(|p| &**p))
     }
 
+    /// A request header middlewares may read (`name` in lower case), when it was sent.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.accepted
+            .headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// What the front accepted.
     pub fn accepted(&self) -> &Accepted {
         &self.accepted
+    }
+
+    /// Sets the headers middlewares may read (tests).
+    #[cfg(test)]
+    pub(crate) fn keep_headers_for_tests(&mut self, headers: Vec<(String, String)>) {
+        if let Some(accepted) = Arc::get_mut(&mut self.accepted) {
+            accepted.headers = headers;
+        }
     }
 
     /// A context for tests of what borrows one (the middleware chain): a 2026-07-28-or-other request over
@@ -189,6 +209,7 @@ impl RequestContext {
                 client: None,
                 transport: Transport::StreamableHttp,
                 endpoint: Arc::new(Endpoint::default_for_tests()),
+                headers: Vec::new(),
             }),
             Arc::new(CatalogSnapshot::empty()),
             generation,

@@ -107,12 +107,22 @@ fn no_session() -> Rejection {
 impl Accepted {
     /// Validates a request (routing), answers it, and writes the answer through `out`.
     pub(crate) async fn deliver<O: Output>(
-        self,
+        mut self,
         routing: &RoutingHandle,
         origin: Origin,
         body: Bytes,
         out: &mut O,
     ) -> O::Reply {
+        let readable = &routing.gateway().readable_headers;
+        if let (false, Origin::Http(_, headers)) = (readable.is_empty(), &origin) {
+            self.headers = readable
+                .iter()
+                .filter_map(|name| {
+                    let value = headers.get(name.as_str())?.to_str().ok()?;
+                    Some((name.as_str().to_owned(), value.to_owned()))
+                })
+                .collect();
+        }
         // A refusal is counted with the method read from the body again (only then).
         let raw = body.clone();
         let accepted = Arc::new(self);

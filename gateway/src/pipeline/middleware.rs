@@ -8,7 +8,7 @@
 //! chain's last step is the dispatch to the backend.
 //!
 //! ```
-//! use gateway::pipeline::{MwContext, Next, Response};
+//! use mcpgw::pipeline::{MwContext, Next, Response};
 //! use protocol::{Error, ErrorCode};
 //!
 //! async fn auth_check(ctx: MwContext, next: Next) -> Response {
@@ -18,7 +18,7 @@
 //!     }
 //!     next(ctx).await
 //! }
-//! let _chain = gateway::pipeline::Chain::new(vec![std::sync::Arc::new(auth_check)]);
+//! let _chain = mcpgw::pipeline::Chain::new(vec![std::sync::Arc::new(auth_check)]);
 //! ```
 //!
 //! A middleware that panics is answered with -32603 and logged, never left hanging. Middlewares run on the
@@ -190,6 +190,44 @@ impl MwContext {
         }
     }
 
+    /// What the request names: a `tools/call`'s tool or a `prompts/get`'s prompt (their exposed names), a
+    /// resource request's URI; `None` for the others.
+    pub fn name(&self) -> Option<&str> {
+        self.call()?.target().map(Target::name)
+    }
+
+    /// A request header, when the binary's builder let middlewares read it (`Builder::read_header`) and
+    /// the client sent it (HTTP only); `name` in any case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            return self.request.header(&name.to_ascii_lowercase());
+        }
+        self.request.header(name)
+    }
+
+    /// The `arguments` of a `tools/call` or `prompts/get`, parsed; `None` when there are none.
+    pub fn arguments(&self) -> Option<serde_json::Map<String, serde_json::Value>> {
+        let raw = self.call()?.arguments()?;
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// Replaces the `arguments` of a `tools/call` or `prompts/get` for the middlewares after this one and
+    /// the backend; the tool (or prompt) stays the one the request named. An error for any other method.
+    pub fn set_arguments(
+        &mut self,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), Error> {
+        let raw = serde_json::value::to_raw_value(&arguments)
+            .map_err(|e| Error::new(ErrorCode::InternalError, e.to_string()))?;
+        match &mut self.asked {
+            Asked::Call(call) => call.set_arguments(raw),
+            Asked::Initialize { .. } => Err(Error::new(
+                ErrorCode::InternalError,
+                "initialize has no arguments to set",
+            )),
+        }
+    }
+
     /// The exposed tool name of a `tools/call`.
     pub fn tool(&self) -> Option<&str> {
         match self.call()?.target() {
@@ -218,31 +256,67 @@ pub struct Response {
     pub(crate) outcome: Outcome,
     /// The backend the request was routed to, when it reached one.
     pub(crate) backend: Option<String>,
+    /// The request a middleware answered, by its id (`None`: the dispatch's answer). Checked against the
+    /// request's own: an answer to another id is never sent.
+    answers: Option<RequestId>,
 }
 
 impl Response {
     /// A JSON-RPC error for request `id`, shaped for the client's generation (its code rewritten by
     /// `wire_code`, 400 on 2026-07-28 for the codes that are the request's fault).
+    ///
+    /// ```
+    /// use mcpgw::{Error, ErrorCode, Response, RequestId};
+    ///
+    /// let id = RequestId::number(7);
+    /// let answer = Response::error(&id, Error::new(ErrorCode::InvalidParams, "Unauthorized"));
+    /// assert_eq!(answer.id(), Some(&id));
+    /// ```
     pub fn error(id: &RequestId, err: Error) -> Response {
-        let _ = id;
-        Response {
-            outcome: Outcome::Error(err),
-            backend: None,
+        Response::answering(id, Outcome::Error(err))
+    }
+
+    /// A successful result for request `id`, answered instead of the backend's: a JSON object, stamped and
+    /// shaped for the client's generation like a backend's (for `tools/call`, a `CallToolResult`:
+    /// `{"content": [...]}`, a missing `content` repaired). Anything but an object is answered -32603.
+    ///
+    /// ```
+    /// use mcpgw::{Response, RequestId, Summary};
+    ///
+    /// let id = RequestId::number(1);
+    /// let answer = Response::result(&id, serde_json::json!({"content": [{"type": "text", "text": "cached"}]}));
+    /// assert_eq!(answer.summary(), Summary::Ok);
+    /// ```
+    pub fn result(id: &RequestId, result: serde_json::Value) -> Response {
+        if !result.is_object() {
+            return Response::error(
+                id,
+                Error::new(
+                    ErrorCode::InternalError,
+                    "internal error: a middleware answered a result that is not an object",
+                ),
+            );
+        }
+        match serde_json::value::to_raw_value(&result) {
+            Ok(raw) => Response::answering(id, Outcome::Result(raw)),
+            Err(e) => Response::error(
+                id,
+                Error::new(ErrorCode::InternalError, format!("internal error: {e}")),
+            ),
         }
     }
 
     /// A JSON-RPC error with its own HTTP status (401, 403, 429, 503 …); add headers with
     /// [`Response::with_header`].
     pub fn refuse(id: &RequestId, status: u16, err: Error) -> Response {
-        let _ = id;
-        Response {
-            outcome: Outcome::Refused(Refusal::Status {
+        Response::answering(
+            id,
+            Outcome::Refused(Refusal::Status {
                 status,
                 error: err,
                 headers: Vec::new(),
             }),
-            backend: None,
-        }
+        )
     }
 
     /// A tool error (`isError: true`) the model can read, for a `tools/call`; other methods get a JSON-RPC
@@ -252,14 +326,26 @@ impl Response {
         message: impl Into<String>,
         meta: Option<serde_json::Value>,
     ) -> Response {
-        let _ = id;
-        Response {
-            outcome: Outcome::Refused(Refusal::ToolError {
+        Response::answering(
+            id,
+            Outcome::Refused(Refusal::ToolError {
                 message: message.into(),
                 meta,
             }),
+        )
+    }
+
+    fn answering(id: &RequestId, outcome: Outcome) -> Response {
+        Response {
+            outcome,
             backend: None,
+            answers: Some(id.clone()),
         }
+    }
+
+    /// The request a middleware's answer is for (`None` for the dispatch's own).
+    pub fn id(&self) -> Option<&RequestId> {
+        self.answers.as_ref()
     }
 
     /// Adds a header to a [`Response::refuse`] answer (ignored by the others, and on stdio).
@@ -272,7 +358,11 @@ impl Response {
 
     /// The dispatch's outcome.
     pub(crate) fn dispatched(outcome: Outcome, backend: Option<String>) -> Response {
-        Response { outcome, backend }
+        Response {
+            outcome,
+            backend,
+            answers: None,
+        }
     }
 
     /// The backend the request reached, if any.
@@ -316,9 +406,10 @@ pub type Next = Box<dyn FnOnce(MwContext) -> LocalBoxFuture<'static, Response>>;
 
 /// One middleware. Any `async fn(MwContext, Next) -> Response` is one; a type with state implements it.
 pub trait Middleware: Send + Sync + 'static {
-    /// Its name in logs.
+    /// Its name in logs and in `[[middleware]] kind = "library"` tables: by default its type's own name
+    /// (a function's: `auth_check`), without the module path.
     fn name(&self) -> &str {
-        std::any::type_name::<Self>()
+        short_name(std::any::type_name::<Self>())
     }
 
     /// Answers the request, calling `next` to go on down the chain.
@@ -333,6 +424,12 @@ where
     fn handle(&self, ctx: MwContext, next: Next) -> LocalBoxFuture<'static, Response> {
         Box::pin(self(ctx, next))
     }
+}
+
+/// `a::b::auth_check` → `auth_check`; `a::Limit<b::C>` → `Limit`.
+fn short_name(full: &'static str) -> &'static str {
+    let plain = full.split('<').next().unwrap_or(full);
+    plain.rsplit("::").next().unwrap_or(plain)
 }
 
 /// The configured middlewares, in order, shared by every worker.
@@ -373,6 +470,36 @@ impl Chain {
     }
 }
 
+/// The middlewares a library user added (`Builder::middleware`), in the order added: placed by name where a
+/// `[[middleware]] kind = "library"` table says, the others after the tables (`builtin::chain`).
+#[derive(Clone, Default)]
+pub struct Added(Arc<[Arc<dyn Middleware>]>);
+
+impl std::fmt::Debug for Added {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|m| m.name()))
+            .finish()
+    }
+}
+
+impl Added {
+    /// These middlewares, in the order added.
+    pub fn new(middlewares: Vec<Arc<dyn Middleware>>) -> Added {
+        Added(middlewares.into())
+    }
+
+    /// The one named `name`.
+    pub fn named(&self, name: &str) -> Option<&Arc<dyn Middleware>> {
+        self.0.iter().find(|m| m.name() == name)
+    }
+
+    /// Every one, in the order added.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Middleware>> {
+        self.0.iter()
+    }
+}
+
 /// The chain from middleware `at` on, ending in `last`.
 fn link(chain: Arc<[Arc<dyn Middleware>]>, at: usize, last: Next) -> Next {
     if at >= chain.len() {
@@ -389,7 +516,7 @@ fn link(chain: Arc<[Arc<dyn Middleware>]>, at: usize, last: Next) -> Next {
         match std::panic::catch_unwind(AssertUnwindSafe(|| mw.handle(ctx, next))) {
             Ok(running) => Box::pin(async move {
                 match AssertUnwindSafe(running).catch_unwind().await {
-                    Ok(response) => response,
+                    Ok(response) => same_id(&*mw, &id, response),
                     Err(panic) => panicked(&*mw, &id, &*panic),
                 }
             }),
@@ -399,6 +526,27 @@ fn link(chain: Arc<[Arc<dyn Middleware>]>, at: usize, last: Next) -> Next {
             }
         }
     })
+}
+
+/// A middleware's answer to another request's id would leave the client waiting for its own: it is answered
+/// -32603 instead, and logged with the middleware's name.
+fn same_id(mw: &dyn Middleware, id: &RequestId, response: Response) -> Response {
+    match &response.answers {
+        Some(answered) if answered != id => {
+            tracing::error!(middleware = mw.name(), "a middleware answered another request's id");
+            Response::error(
+                id,
+                Error::new(
+                    ErrorCode::InternalError,
+                    format!(
+                        "internal error: middleware {} answered another request",
+                        mw.name()
+                    ),
+                ),
+            )
+        }
+        _ => response,
+    }
 }
 
 fn panicked(mw: &dyn Middleware, id: &RequestId, panic: &(dyn std::any::Any + Send)) -> Response {

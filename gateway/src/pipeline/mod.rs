@@ -20,4 +20,4 @@ pub mod routing;
 mod search;
 
 pub use context::{Accepted, RequestContext};
-pub use middleware::{Chain, Middleware, MwContext, Next, Principal, Response, Summary, Transport};
+pub use middleware::{Added, Chain, Middleware, MwContext, Next, Principal, Response, Summary, Transport};

@@ -16,7 +16,7 @@ use protocol::validate::{HttpMethod, Rejection, ValidRequest, validate, validate
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::catalog::CatalogSnapshot;
-use crate::pipeline::Chain;
+use crate::pipeline::{Added, Chain};
 use crate::pipeline::context::Accepted;
 use crate::policy::views::{Seen, Views};
 
@@ -264,20 +264,19 @@ impl std::fmt::Debug for RoutingHandle {
 }
 
 impl RoutingHandle {
-    /// Starts a routing actor on the current arbiter, with the configured chain (rebuilt after a reload).
-    pub fn start(gw: Arc<Gateway>, max_queued: usize) -> RoutingHandle {
+    /// Starts a routing actor on the current arbiter, with the configured chain (rebuilt after a reload),
+    /// which places the middlewares a library user `added`.
+    pub fn start(gw: Arc<Gateway>, max_queued: usize, added: Added) -> RoutingHandle {
         let live = gw.live();
-        let chain = crate::pipeline::builtin::chain(&gw, &live);
+        let chain = crate::pipeline::builtin::chain(&gw, &live, &added);
         RoutingHandle::start_from(
             gw,
             max_queued,
-            ChainSource::Configured(Rc::new(RefCell::new((live.version, chain)))),
+            ChainSource {
+                added,
+                built: Rc::new(RefCell::new((live.version, chain))),
+            },
         )
-    }
-
-    /// Starts a routing actor on the current arbiter with this middleware chain (kept through reloads).
-    pub fn start_with(gw: Arc<Gateway>, max_queued: usize, chain: Chain) -> RoutingHandle {
-        RoutingHandle::start_from(gw, max_queued, ChainSource::Fixed(chain))
     }
 
     fn start_from(gw: Arc<Gateway>, max_queued: usize, chain: ChainSource) -> RoutingHandle {
@@ -315,20 +314,15 @@ impl RoutingHandle {
     /// The middleware chain of this worker: the configured one is rebuilt (once per worker) after a reload
     /// (its rate limits and `[[middleware]]` tables may have changed).
     pub fn chain(&self) -> Chain {
-        match &self.chain {
-            ChainSource::Fixed(chain) => chain.clone(),
-            ChainSource::Configured(slot) => {
-                let live = self.gw.live.load();
-                let mut slot = slot.borrow_mut();
-                if slot.0 != live.version {
-                    *slot = (
-                        live.version,
-                        crate::pipeline::builtin::chain(&self.gw, &live),
-                    );
-                }
-                slot.1.clone()
-            }
+        let live = self.gw.live.load();
+        let mut slot = self.chain.built.borrow_mut();
+        if slot.0 != live.version {
+            *slot = (
+                live.version,
+                crate::pipeline::builtin::chain(&self.gw, &live, &self.chain.added),
+            );
         }
+        slot.1.clone()
     }
 
     /// Validates a request against the catalog as its principal may see it at its endpoint (one that arrives while the
@@ -376,13 +370,12 @@ impl RoutingHandle {
     }
 }
 
-/// Where a worker's middleware chain comes from.
+/// Where a worker's middleware chain comes from: the config in effect and what a library user added.
 #[derive(Clone)]
-enum ChainSource {
-    /// Given at start (tests, benchmarks): kept as it is.
-    Fixed(Chain),
-    /// The configured one and the `Live` version it was built for (one worker's: no other thread sees it).
-    Configured(Rc<RefCell<(u64, Chain)>>),
+struct ChainSource {
+    added: Added,
+    /// The chain and the `Live` version it was built for (one worker's: no other thread sees it).
+    built: Rc<RefCell<(u64, Chain)>>,
 }
 
 fn overloaded(why: &str) -> Rejection {

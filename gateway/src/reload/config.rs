@@ -163,6 +163,11 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     if let Some(why) = per_user_changed(old, &config, &fresh) {
         return Err(why);
     }
+    // A config for another binary (a server or middleware this one was not built with) changes nothing.
+    gw.builtins.check(&config).map_err(|e| e.to_string())?;
+    if let Some(why) = config.unknown_library(&gw.added_middlewares) {
+        return Err(why);
+    }
 
     // The new and changed backends, started beside the running ones.
     let mut starting = config.clone();
@@ -172,7 +177,7 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     let Some(events) = gw.events.clone() else {
         return Err("this gateway cannot start backends (no event channel)".to_owned());
     };
-    let started = crate::state::start::start_backends(&starting, events, &credentials);
+    let started = crate::state::start::start_backends(&starting, events, &credentials, &gw.builtins);
     let listed = list_started(gw, &config, &started).await;
     let names: Vec<&str> = config.backends.iter().map(|b| b.name.as_str()).collect();
     let snapshot = match gw.ledger.reconfigure(

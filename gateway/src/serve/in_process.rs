@@ -121,7 +121,12 @@ impl InProcessGateway {
     /// current actix arbiter. Fails as `serve` does when the first catalog cannot be built (a collision).
     pub async fn start(config: Config) -> Result<InProcessGateway, ServeError> {
         let (events_tx, events_rx) = mpsc::channel(EVENTS);
-        let backends = start_backends(&config, events_tx.clone(), &Default::default());
+        let backends = start_backends(
+            &config,
+            events_tx.clone(),
+            &Default::default(),
+            &Default::default(),
+        );
         InProcessGateway::start_from(config, backends, events_rx, Some(events_tx)).await
     }
 
@@ -165,7 +170,7 @@ impl InProcessGateway {
         }
         let gw = Arc::new(gw);
         first_catalog(gw.clone(), events).await?;
-        let worker = Worker::start(gw.clone());
+        let worker = Worker::start(gw.clone(), Default::default());
         Ok(InProcessGateway { gw, worker })
     }
 
@@ -301,6 +306,7 @@ impl InProcessGateway {
             client: Some(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST)),
             transport: Transport::StreamableHttp,
             endpoint,
+            headers: Vec::new(),
         })
     }
 

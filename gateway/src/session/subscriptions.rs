@@ -57,25 +57,25 @@ pub struct Filter {
 pub enum SubscribeError {
     /// The session holds its maximum of URIs.
     #[error("the session already subscribes to {MAX_PER_SESSION} resources, its maximum")]
-    TooMany,
+    UrisForSession,
     /// The caller holds its maximum of URIs over its sessions and streams.
     #[error(
         "this client already subscribes to {MAX_PER_CALLER} resources over its sessions and streams, its maximum"
     )]
-    TooManyForCaller,
+    UrisForCaller,
     /// The caller holds its maximum of listen streams.
     #[error("this client already holds {MAX_LISTENS_PER_CALLER} subscription streams, its maximum")]
-    TooManyListensForCaller,
+    ListensForCaller,
     /// The gateway holds its maximum of listen streams.
     #[error("the gateway holds its maximum of {MAX_LISTENS} subscription streams")]
-    TooManyListens,
+    Listens,
 }
 
 impl SubscribeError {
     /// Whether the client is at its own bound (its request is refused as invalid params, naming the bound);
     /// else the gateway is (overload).
     pub fn is_callers(&self) -> bool {
-        !matches!(self, SubscribeError::TooManyListens)
+        !matches!(self, SubscribeError::Listens)
     }
 }
 
@@ -285,10 +285,10 @@ impl Subscriptions {
         }
         let count = state.sessions.get(session).map_or(0, |(_, m)| m.len());
         if count >= MAX_PER_SESSION {
-            return Err(SubscribeError::TooMany);
+            return Err(SubscribeError::UrisForSession);
         }
         if owner.is_some() && state.holds(owner).uris >= MAX_PER_CALLER {
-            return Err(SubscribeError::TooManyForCaller);
+            return Err(SubscribeError::UrisForCaller);
         }
         state
             .sessions
@@ -391,13 +391,13 @@ impl Subscriptions {
         let mut state = self.lock();
         let held = state.holds(caller);
         if count_streams && held.streams >= MAX_LISTENS_PER_CALLER {
-            return Err(SubscribeError::TooManyListensForCaller);
+            return Err(SubscribeError::ListensForCaller);
         }
         if held.uris + filter.uris.len() > MAX_PER_CALLER {
-            return Err(SubscribeError::TooManyForCaller);
+            return Err(SubscribeError::UrisForCaller);
         }
         if state.listens.len() >= MAX_LISTENS {
-            return Err(SubscribeError::TooManyListens);
+            return Err(SubscribeError::Listens);
         }
         let key = self.next.fetch_add(1, Ordering::Relaxed);
         let wanted = [filter.tools, filter.prompts, filter.resources];
@@ -613,7 +613,7 @@ mod tests {
         }
         assert_eq!(
             subs.subscribe("s", "one-more", "b"),
-            Err(SubscribeError::TooMany)
+            Err(SubscribeError::UrisForSession)
         );
         subs.subscribe("s", "u0", "b").unwrap();
     }
@@ -632,7 +632,7 @@ mod tests {
         }
         assert_eq!(
             subs.subscribe_as(caller, "s-more", "u0", "b"),
-            Err(SubscribeError::TooManyForCaller)
+            Err(SubscribeError::UrisForCaller)
         );
         let (tx, _rx) = mpsc::channel(1);
         let one = Filter {
@@ -649,7 +649,7 @@ mod tests {
                 reader()
             )
             .err(),
-            Some(SubscribeError::TooManyForCaller)
+            Some(SubscribeError::UrisForCaller)
         );
         // Another principal is not affected.
         subs.subscribe_as(other, "t", "u0", "b").unwrap();
@@ -683,7 +683,7 @@ mod tests {
                 reader(),
             )
             .err();
-        assert_eq!(refused, Some(SubscribeError::TooManyListensForCaller));
+        assert_eq!(refused, Some(SubscribeError::ListensForCaller));
         assert!(refused.is_some_and(|e| e.is_callers()));
         held.pop();
         assert!(

@@ -20,8 +20,10 @@ use crate::catalog::ledger::Ledger;
 use crate::cluster::ClusterKeys;
 use crate::config::{Config, UnknownToolCode};
 
+pub mod builtins;
 pub mod live;
 pub mod start;
+pub use builtins::Builtins;
 use crate::session::subscriptions::Subscriptions;
 use crate::session::{PendingStreams, SessionStore, StoreLimits};
 pub use live::{Live, LiveStore};
@@ -71,6 +73,13 @@ pub struct Gateway {
     pub events: Option<tokio::sync::mpsc::Sender<handlers::BackendEvent>>,
     /// What `GET /metrics` reports that is counted on the request path.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The servers built into this binary (`builtin = [NAME]`): the mock's and a library user's.
+    pub builtins: Builtins,
+    /// The request headers middlewares may read (`MwContext::header`), lower-case; none unless a library
+    /// user named some (`Builder::read_header`).
+    pub readable_headers: Arc<[http::HeaderName]>,
+    /// The names of the middlewares a library user added (a `[[middleware]] kind = "library"` names one).
+    pub added_middlewares: Arc<[String]>,
 }
 
 impl Gateway {
@@ -157,8 +166,25 @@ impl Gateway {
             proxies: crate::auth::proxies::TrustedProxies::new(&config.server.trusted_proxies)
                 .with_header(config.server.forwarded_header.unwrap_or_default()),
             events: None,
+            builtins: Builtins::default(),
+            readable_headers: Arc::new([]),
+            added_middlewares: Arc::new([]),
             config,
         }
+    }
+
+    /// The same state, with a library user's servers built in (for the backends a reload starts), the
+    /// names of its middlewares and the headers they may read.
+    pub fn with_additions(
+        mut self,
+        builtins: Builtins,
+        middlewares: Arc<[String]>,
+        headers: Arc<[http::HeaderName]>,
+    ) -> Gateway {
+        self.builtins = builtins;
+        self.added_middlewares = middlewares;
+        self.readable_headers = headers;
+        self
     }
 
     /// The same state, exchanging client tokens for these backends.

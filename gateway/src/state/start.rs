@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use crate::config::{BackendTransport, Config};
 use crate::openapi::{OpenApiBackend, OpenApiServer};
 use crate::state::server_info;
+use crate::state::builtins::Builtins;
 
 /// Starts one actor per configured backend (each begins connecting at once); `mcpgw check` starts them the
 /// same way.
@@ -18,6 +19,7 @@ pub fn start_backends(
     config: &Config,
     events: mpsc::Sender<BackendEvent>,
     credentials: &BTreeMap<String, handlers::Credential>,
+    builtins: &Builtins,
 ) -> BTreeMap<String, BackendHandle> {
     let client_info = server_info();
     let egress = Arc::new(crate::egress::Egress::from_config(&config.egress));
@@ -30,7 +32,7 @@ pub fn start_backends(
                     Transport::Stdio { command, env, cwd }
                 }
                 BackendTransport::Http { url } => Transport::Http { url },
-                BackendTransport::Builtin { words } => builtin(&words),
+                BackendTransport::Builtin { words } => builtin(builtins, &entry.name, &words),
                 BackendTransport::OpenApi { document, base_url } => {
                     Transport::InProcess(InProcess(Arc::new(OpenApiServer::new(OpenApiBackend {
                         name: entry.name.clone(),
@@ -66,12 +68,12 @@ pub fn start_backends(
         .collect()
 }
 
-/// The in-process transport of a `builtin` backend (its words were checked when the config was read).
-fn builtin(words: &[String]) -> Transport {
-    let flags = words.get(1..).unwrap_or_default();
-    match mock::InProcessMock::from_words(flags) {
-        Ok(mock) => Transport::InProcess(InProcess(Arc::new(mock))),
-        // Unreachable after validation; an HTTP transport without a URL never connects and says why.
+/// The in-process transport of a `builtin` backend (`serve` checked its name at start, a reload before it
+/// starts anything).
+fn builtin(builtins: &Builtins, backend: &str, words: &[String]) -> Transport {
+    match builtins.transport(backend, words) {
+        Ok(transport) => transport,
+        // An HTTP transport without a URL never connects, and the backend is down saying so.
         Err(why) => {
             tracing::error!(%why, "builtin backend refused");
             Transport::Http { url: String::new() }

@@ -111,6 +111,39 @@ impl Call {
         self.target.as_ref()
     }
 
+    /// The `arguments` of a `tools/call` or `prompts/get` as received; `None` when there are none (or for
+    /// another method).
+    pub fn arguments(&self) -> Option<Box<RawValue>> {
+        if !matches!(self.method, Method::ToolsCall | Method::PromptsGet) {
+            return None;
+        }
+        let object = RawObject::parse(self.request.params.as_deref()?)?;
+        object.get("arguments").map(|a| a.to_owned())
+    }
+
+    /// Replaces the `arguments` of a `tools/call` or `prompts/get` (a middleware rewriting them): a JSON
+    /// object, or an error saying why not. What validation established (the method, the name and its
+    /// route, `_meta`) stays as it was.
+    pub fn set_arguments(&mut self, arguments: Box<RawValue>) -> Result<(), Error> {
+        if !matches!(self.method, Method::ToolsCall | Method::PromptsGet) {
+            return Err(Error::new(
+                ErrorCode::InternalError,
+                format!("{} has no arguments to set", self.method),
+            ));
+        }
+        if !arguments.get().trim_start().starts_with('{') {
+            return Err(Error::new(
+                ErrorCode::InternalError,
+                "arguments must be a JSON object",
+            ));
+        }
+        let mut object =
+            RawObject::parse_or_empty(self.request.params.as_deref()).unwrap_or_default();
+        object.set("arguments", arguments);
+        self.request.params = Some(object.to_raw());
+        Ok(())
+    }
+
     /// The same call retried with the client's `inputResponses` (keyed as the backend asked) and the
     /// backend's `requestState` (or none): everything validation established stays as it was.
     pub fn retry(

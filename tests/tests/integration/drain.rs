@@ -1,4 +1,4 @@
-//! Issue 13 §1, drain and shutdown: SIGTERM and SIGINT drain the gateway (`gateway::drain`,
+//! Issue 13 §1, drain and shutdown: SIGTERM and SIGINT drain the gateway (`mcpgw::drain`,
 //! `serve::stop`). Each test is named after what broke before; every wait is bounded. The repeated shutdown
 //! under load runs 20 times (`MCPGW_DRAIN_REPEATS` raises it for a longer run): its clients start no new call
 //! from the signal on, as they would once a load balancer took the replica out (a connection still in the

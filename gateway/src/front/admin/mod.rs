@@ -45,6 +45,8 @@ pub struct Admin {
     pub addr: SocketAddr,
     /// The TLS it serves with ([`tls_for`]); `None`: plain HTTP.
     pub tls: Option<ServerTls>,
+    /// The middlewares a library user added: the playground's calls meet them as a client's do.
+    pub added: crate::pipeline::Added,
 }
 
 impl Admin {
@@ -69,7 +71,7 @@ pub fn tls_for(addr: SocketAddr, front: Option<&ServerTls>) -> Option<ServerTls>
 /// `App`).
 pub fn configure(cfg: &mut web::ServiceConfig, admin: Admin) {
     // The playground's calls go through a routing actor of this worker, as the front door's do.
-    let worker = crate::front::http::Worker::start(admin.gw.clone());
+    let worker = crate::front::http::Worker::start(admin.gw.clone(), admin.added.clone());
     cfg.app_data(web::Data::new(admin))
         .app_data(web::Data::new(worker))
         .app_data(web::JsonConfig::default().limit(playground::MAX_BODY))

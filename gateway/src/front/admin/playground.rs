@@ -62,6 +62,7 @@ pub(super) async fn call(
         client: req.peer_addr().map(|a| a.ip()),
         transport: Transport::Admin,
         endpoint: admin.gw.endpoints.default_endpoint().clone(),
+        headers: Vec::new(),
     });
     let request = json!({
         "jsonrpc": "2.0",

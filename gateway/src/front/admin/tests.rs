@@ -51,6 +51,7 @@ fn admin(gw: Arc<Gateway>) -> Admin {
         reload: Reloader::new(None, parts),
         addr: HOST.parse().unwrap(),
         tls: None,
+        added: Default::default(),
     }
 }
 

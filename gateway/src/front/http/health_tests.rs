@@ -50,7 +50,7 @@ fn shutdown(gw: &Gateway) {
 macro_rules! front_door {
     ($gw:expr) => {{
         let gw = $gw.clone();
-        test::init_service(App::new().configure(move |cfg| super::configure(cfg, gw))).await
+        test::init_service(App::new().configure(move |cfg| super::configure(cfg, gw, Default::default()))).await
     }};
 }
 

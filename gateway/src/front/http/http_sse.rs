@@ -131,6 +131,7 @@ pub(super) async fn post(
         client: super::client_ip(&req, gw),
         transport: Transport::HttpSse,
         endpoint: worker.gw.endpoints.default_endpoint().clone(),
+        headers: Vec::new(),
     };
     let mut out = SseOutput {
         gw,

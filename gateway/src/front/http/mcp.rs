@@ -152,6 +152,7 @@ async fn handle(
         client: super::client_ip(req, &worker.gw),
         transport: Transport::StreamableHttp,
         endpoint,
+        headers: Vec::new(),
     };
     let session = match session_of(req, worker, accepted.binding(&worker.gw)).await {
         Ok(session) => session,

@@ -34,7 +34,7 @@ use actix_web::{HttpResponse, web};
 use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 
-use crate::pipeline::Chain;
+use crate::pipeline::Added;
 pub use crate::pipeline::routing::HeaderSource;
 use crate::pipeline::routing::RoutingHandle;
 use crate::session::sse_event;
@@ -54,20 +54,11 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts this worker's actors on its arbiter, with the configured chain (rebuilt after a reload).
-    pub fn start(gw: Arc<Gateway>) -> Worker {
-        let routing = RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker);
-        Worker::with_routing(gw, routing)
-    }
-
-    /// Starts this worker's actors on its arbiter, with this middleware chain.
-    pub fn start_with(gw: Arc<Gateway>, chain: Chain) -> Worker {
+    /// Starts this worker's actors on its arbiter, with the configured chain (rebuilt after a reload) and
+    /// the middlewares a library user `added`.
+    pub fn start(gw: Arc<Gateway>, added: Added) -> Worker {
         let routing =
-            RoutingHandle::start_with(gw.clone(), gw.config.server.max_in_flight_per_worker, chain);
-        Worker::with_routing(gw, routing)
-    }
-
-    fn with_routing(gw: Arc<Gateway>, routing: RoutingHandle) -> Worker {
+            RoutingHandle::start(gw.clone(), gw.config.server.max_in_flight_per_worker, added);
         let origin = OriginPolicy::from_config(&gw.config.server);
         let cors = CorsPolicy::from_config(&gw.config.server);
         Worker {
@@ -79,17 +70,10 @@ impl Worker {
     }
 }
 
-/// Registers every route, with the configured middleware chain. Call inside the `HttpServer::new` factory
-/// (per worker).
-pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>) {
-    let worker = Worker::start(gw);
-    routes(cfg, worker);
-}
-
-/// Registers every route, with this middleware chain (one's own middlewares, e.g. the built-ins of
-/// `pipeline::builtin::chain` and others around them).
-pub fn configure_with(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, chain: Chain) {
-    let worker = Worker::start_with(gw, chain);
+/// Registers every route, with the configured middleware chain and the middlewares a library user
+/// `added`. Call inside the `HttpServer::new` factory (per worker).
+pub fn configure(cfg: &mut web::ServiceConfig, gw: Arc<Gateway>, added: Added) {
+    let worker = Worker::start(gw, added);
     routes(cfg, worker);
 }
 

@@ -59,7 +59,7 @@ async fn dns_rebinding_beyond_loopback_is_refused_at_the_front_door() {
         let (gw, _events) = crate::front::fixtures::mocked(&format!("[server]\n{server}")).await;
         let app = test::init_service(App::new().configure({
             let gw = gw.clone();
-            move |cfg| configure(cfg, gw)
+            move |cfg| configure(cfg, gw, Default::default())
         }))
         .await;
         let resp = test::call_service(&app, echo_call(rebound_host, origin).to_request()).await;

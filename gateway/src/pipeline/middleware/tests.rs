@@ -239,3 +239,111 @@ fn a_tool_error_response_is_summarised_as_one() {
     let r = Response::dispatched(Outcome::Result(backend_said), None);
     assert_eq!(r.summary(), Summary::ToolError);
 }
+
+#[test]
+fn response_error_answers_with_the_id_it_is_given() {
+    let id = RequestId::number(9);
+    let r = Response::error(&id, Error::new(ErrorCode::InvalidParams, "no"));
+    assert_eq!(r.id(), Some(&id));
+    assert_eq!(r.summary(), Summary::Error(-32602));
+    // The dispatch's own answer names no id: the request's is used.
+    assert_eq!(ok().id(), None);
+}
+
+#[test]
+fn a_middleware_answering_another_requests_id_is_answered_internal_error_for_its_own() {
+    async fn wrong_id(_: MwContext, _: Next) -> Response {
+        Response::error(
+            &RequestId::number(10),
+            Error::new(ErrorCode::InvalidParams, "for someone else"),
+        )
+    }
+    let chain = Chain::new(vec![Arc::new(wrong_id)]);
+    let r = block_on(chain.run(ctx(Method::ToolsList), |_| async { ok() }));
+    assert_eq!(r.id(), Some(&RequestId::number(9)));
+    let Outcome::Error(e) = &r.outcome else {
+        panic!("{r:?}")
+    };
+    assert_eq!(e.code(), ErrorCode::InternalError);
+    assert!(e.message().contains("wrong_id answered another request"), "{e:?}");
+}
+
+#[test]
+fn a_middleware_answers_a_result_an_object_only() {
+    async fn cached(ctx: MwContext, _: Next) -> Response {
+        Response::result(
+            ctx.id(),
+            serde_json::json!({"content": [{"type": "text", "text": "cached"}]}),
+        )
+    }
+    let chain = Chain::new(vec![Arc::new(cached)]);
+    let r = block_on(chain.run(ctx(Method::ToolsCall), |_| async {
+        panic!("the dispatch is not reached")
+    }));
+    assert_eq!(r.summary(), Summary::Ok);
+    let Outcome::Result(raw) = &r.outcome else {
+        panic!("{r:?}")
+    };
+    assert!(raw.get().contains("cached"));
+    let not_an_object = Response::result(&RequestId::number(9), serde_json::json!([1]));
+    assert_eq!(not_an_object.summary(), Summary::Error(-32603));
+}
+
+#[test]
+fn a_middleware_rewrites_the_arguments_the_dispatch_gets_and_not_the_tool() {
+    async fn rewrite(mut ctx: MwContext, next: Next) -> Response {
+        let mut args = ctx.arguments().unwrap_or_default();
+        args.insert("added".into(), serde_json::json!(true));
+        if let Err(e) = ctx.set_arguments(args) {
+            return Response::error(ctx.id(), e);
+        }
+        next(ctx).await
+    }
+    let seen = Rc::new(RefCell::new(None));
+    let seen_by_dispatch = seen.clone();
+    let chain = Chain::new(vec![Arc::new(rewrite)]);
+    let r = block_on(chain.run(ctx(Method::ToolsCall), move |c| async move {
+        *seen_by_dispatch.borrow_mut() = Some((c.name().map(str::to_owned), c.arguments()));
+        ok()
+    }));
+    assert_eq!(r.summary(), Summary::Ok);
+    let (name, args) = seen.borrow_mut().take().expect("dispatched");
+    assert_eq!(name.as_deref(), Some("t"));
+    assert_eq!(
+        serde_json::Value::Object(args.expect("arguments")),
+        serde_json::json!({"added": true})
+    );
+    // A method without arguments says so.
+    let mut list = ctx(Method::ToolsList);
+    assert!(list.set_arguments(serde_json::Map::new()).is_err());
+}
+
+#[test]
+fn a_middlewares_default_name_is_its_own_without_the_module_path() {
+    async fn auth_check(ctx: MwContext, next: Next) -> Response {
+        next(ctx).await
+    }
+    let cases = [
+        ("mcpgw::pipeline::auth_check", "auth_check"),
+        ("auth_check", "auth_check"),
+        ("a::RateLimit<b::C>", "RateLimit"),
+        ("a::main::{{closure}}", "{{closure}}"),
+    ];
+    for (full, short) in cases {
+        assert_eq!(short_name(full), short, "{full}");
+    }
+    assert_eq!(Middleware::name(&auth_check), "auth_check");
+}
+
+#[test]
+fn headers_a_middleware_may_read_are_only_those_kept_at_acceptance() {
+    let mut request = RequestContext::for_tests(protocol::Generation::V2026_07_28);
+    request.keep_headers_for_tests(vec![("x-tenant".into(), "acme".into())]);
+    let c = MwContext::new(
+        ctx(Method::ToolsList).into_call().expect("a call"),
+        &Rc::new(request),
+    );
+    assert_eq!(c.header("x-tenant"), Some("acme"));
+    assert_eq!(c.header("X-Tenant"), Some("acme"));
+    assert_eq!(c.header("authorization"), None);
+}

@@ -64,7 +64,7 @@ impl Gw {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .env(
                 "RUST_LOG",
-                "info,gateway::auth=debug,gateway::front::http::gate=debug",
+                "info,mcpgw::auth=debug,mcpgw::front::http::gate=debug",
             );
         let run = start(cmd, "mcpgw listening on ");
         let gw = Gw {

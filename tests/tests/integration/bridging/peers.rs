@@ -239,7 +239,7 @@ fn a_legacy_backends_question_is_answered_on_its_parked_request_or_replayed_once
     cmd.args(["serve", "--config"])
         .arg(path)
         .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "info,gateway::pipeline::dispatch::replay=debug");
+        .env("RUST_LOG", "info,mcpgw::pipeline::dispatch::replay=debug");
     let gw = start(cmd, "mcpgw listening on ");
     let tool = "ev__trigger-sampling-request";
     wait_for_tools(&gw, &[tool]);

@@ -23,7 +23,7 @@ fn serve(config: &Path, port: u16, ring: Option<&str>) -> Running {
     cmd.args(["serve", "--config"])
         .arg(config)
         .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "info,gateway::session=debug")
+        .env("RUST_LOG", "info,mcpgw::session=debug")
         .env_remove("MCPGW_SESSION_KEYS");
     if let Some(ring) = ring {
         cmd.env("MCPGW_SESSION_KEYS", ring);
