@@ -33,6 +33,7 @@ const LAYERS: &[&[&str]] = &[
         "metrics",
         "glob",
         "probe",
+        "tool_server",
         "docs_blocks",
     ],
 ];

@@ -77,6 +77,7 @@ domains!(
     state,
     telemetry,
     tls,
+    tool_server,
 );
 
 #[cfg(test)]
@@ -85,7 +86,10 @@ mod docs_blocks;
 mod layering;
 
 pub use config::{Config, ConfigError};
+pub use handlers::{InProcessAnswer, InProcessServer};
 pub use pipeline::{Middleware, MwContext, Next, Principal, Response, Summary, Transport};
+pub use protocol::payload::CallToolResult;
 pub use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 pub use serve::ServeError;
 pub use serve::builder::{Builder, Gateway};
+pub use tool_server::ToolServer;

@@ -4,7 +4,6 @@
 //! binary itself is). It must not serve differently from `mcpgw serve`: both go through `run_with`.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 
 use handlers::InProcessServer;
@@ -167,12 +166,6 @@ impl Builder {
             watch: self.watch,
         };
         self.serve_loaded(config, reloading)
-    }
-
-    /// The `mcpgw` command line (`serve`, `check`, `call`, `mock-backend`, …) with what was added: for a
-    /// binary's `main`. Its config comes from the command line (`--config`), not from the builder.
-    pub fn main(self) -> ExitCode {
-        super::command_line::main(self)
     }
 
     /// Serves `config` (logging already set up), with the backends added, `[traces]` installed.

@@ -144,8 +144,16 @@ struct CheckArgs {
     mcp_json: Option<PathBuf>,
 }
 
+impl Builder {
+    /// The `mcpgw` command line (`serve`, `check`, `call`, `mock-backend`, …) with what was added: for a
+    /// binary's `main`. Its config comes from the command line (`--config`), not from the builder.
+    pub fn main(self) -> ExitCode {
+        main(self)
+    }
+}
+
 /// Parses the command line and runs what it asks, with what a library user added.
-pub(crate) fn main(builder: Builder) -> ExitCode {
+fn main(builder: Builder) -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(args, builder),

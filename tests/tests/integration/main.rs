@@ -31,6 +31,7 @@ mod errors;
 mod fairness;
 mod hardening;
 mod interop;
+mod library;
 mod load_asks;
 mod load_example;
 mod load_limits;

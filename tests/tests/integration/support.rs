@@ -34,6 +34,26 @@ pub fn mcpgw() -> PathBuf {
     .clone()
 }
 
+/// An example of the `gateway` package (`gateway/examples/NAME.rs`, a binary built with the mcpgw library),
+/// built once per test run.
+pub fn example(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", "gateway", "--examples"])
+            .current_dir(&root)
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building the examples failed");
+    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    target.join("debug").join("examples").join(name)
+}
+
 /// A loopback port free at this moment (for a process that must listen on a port known beforehand).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -531,7 +551,12 @@ pub struct StdioGateway {
 
 impl StdioGateway {
     pub fn start(config: &Path) -> StdioGateway {
-        let mut child = Command::new(mcpgw())
+        StdioGateway::start_bin(&mcpgw(), config)
+    }
+
+    /// As [`StdioGateway::start`], with another binary built with the mcpgw library.
+    pub fn start_bin(bin: &Path, config: &Path) -> StdioGateway {
+        let mut child = Command::new(bin)
             .args(["serve", "--stdio", "--config"])
             .arg(config)
             .stdin(Stdio::piped())
