@@ -98,6 +98,52 @@ fn domains() -> BTreeSet<String> {
         .collect()
 }
 
+/// The library's public surface is its crate root: every domain is declared through `domains!` (private, or
+/// public only with the `internals` feature), none with `pub mod`.
+#[test]
+fn the_crate_root_declares_no_public_module() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    let mut public = Vec::new();
+    let mut in_macro = false;
+    for line in lib.lines() {
+        let line = line.trim();
+        if line.starts_with("macro_rules! domains") {
+            in_macro = true;
+        }
+        if in_macro {
+            if line == "}" {
+                in_macro = false;
+            }
+            continue;
+        }
+        if line.starts_with("pub mod") || line.starts_with("pub(crate) mod") {
+            public.push(line.to_owned());
+        }
+    }
+    assert!(
+        public.is_empty(),
+        "lib.rs declares modules outside domains!: {public:?}"
+    );
+    for (domain, _) in std::fs::read_dir(src())
+        .expect("src")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let name = e
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned();
+            (!matches!(name.as_str(), "lib" | "main" | "layering" | "docs_blocks"))
+                .then_some((name, ()))
+        })
+    {
+        assert!(
+            lib.contains(&format!("    {domain},")),
+            "{domain} is not declared through domains! in lib.rs"
+        );
+    }
+}
+
 #[test]
 fn the_domains_import_only_lower_layers() {
     let domains = domains();

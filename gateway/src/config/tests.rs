@@ -457,6 +457,20 @@ fn middleware_tables_are_checked_at_start() {
             Some("middleware[0].methods[0]"),
         ),
         ("[[middleware]]\nkind = \"rate_limit\"\n", Some("kind")),
+        ("[[middleware]]\nkind = \"library\"\nname = \"auth_check\"\n", None),
+        ("[[middleware]]\nkind = \"library\"\n", Some("middleware[0].name")),
+        (
+            "[[middleware]]\nkind = \"library\"\nname = \"has space\"\n",
+            Some("middleware[0].name"),
+        ),
+        (
+            "[[middleware]]\nkind = \"library\"\nname = \"a\"\nmethods = [\"tools/call\"]\n",
+            Some("middleware[0].methods"),
+        ),
+        (
+            "[[middleware]]\nkind = \"access_log\"\nname = \"a\"\n",
+            Some("middleware[0].name"),
+        ),
     ];
     for (text, field) in table {
         match (parse(text), field) {

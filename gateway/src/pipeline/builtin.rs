@@ -186,3 +186,59 @@ impl Middleware for AllowMethods {
         Box::pin(async move { response })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn auth_check(ctx: MwContext, next: Next) -> Response {
+        next(ctx).await
+    }
+
+    async fn tag(ctx: MwContext, next: Next) -> Response {
+        next(ctx).await
+    }
+
+    fn entry(kind: MiddlewareKind, name: Option<&str>) -> MiddlewareEntry {
+        MiddlewareEntry {
+            kind,
+            methods: (kind == MiddlewareKind::AllowMethods).then(|| vec!["tools/call".into()]),
+            name: name.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn added_middlewares_run_where_a_library_table_places_them_and_the_rest_after_the_tables() {
+        let added = Added::new(vec![Arc::new(tag), Arc::new(auth_check)]);
+        let cases: &[(&[MiddlewareEntry], &[&str])] = &[
+            (&[], &["tag", "auth_check"]),
+            (
+                &[entry(MiddlewareKind::AccessLog, None)],
+                &["access_log", "tag", "auth_check"],
+            ),
+            (
+                &[
+                    entry(MiddlewareKind::Library, Some("auth_check")),
+                    entry(MiddlewareKind::AccessLog, None),
+                ],
+                &["auth_check", "access_log", "tag"],
+            ),
+            (
+                &[
+                    entry(MiddlewareKind::AccessLog, None),
+                    entry(MiddlewareKind::Library, Some("auth_check")),
+                    entry(MiddlewareKind::AllowMethods, None),
+                    entry(MiddlewareKind::Library, Some("tag")),
+                ],
+                &["access_log", "auth_check", "allow_methods", "tag"],
+            ),
+        ];
+        for (entries, expected) in cases {
+            let names: Vec<String> = configured(entries, &added)
+                .iter()
+                .map(|m| m.name().to_owned())
+                .collect();
+            assert_eq!(names, *expected, "{entries:?}");
+        }
+    }
+}

@@ -8,8 +8,7 @@
 //! chain's last step is the dispatch to the backend.
 //!
 //! ```
-//! use mcpgw::pipeline::{MwContext, Next, Response};
-//! use protocol::{Error, ErrorCode};
+//! use mcpgw::{Error, ErrorCode, MwContext, Next, Response};
 //!
 //! async fn auth_check(ctx: MwContext, next: Next) -> Response {
 //!     if ctx.principal().is_none() {
@@ -18,7 +17,7 @@
 //!     }
 //!     next(ctx).await
 //! }
-//! let _chain = mcpgw::pipeline::Chain::new(vec![std::sync::Arc::new(auth_check)]);
+//! let _builder = mcpgw::Gateway::builder().middleware(auth_check);
 //! ```
 //!
 //! A middleware that panics is answered with -32603 and logged, never left hanging. Middlewares run on the

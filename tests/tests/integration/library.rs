@@ -128,6 +128,11 @@ fn a_tool_served_in_process_is_listed_and_called_in_both_eras_beside_the_configs
 #[test]
 fn a_config_naming_a_server_or_middleware_the_binary_was_not_built_with_does_not_start() {
     let dir = TempDir::new("library-unknown");
+    // The order docs/src/library.md shows: access_log, then the example's auth_check.
+    let ordered = format!(
+        "{MOCK}{}",
+        crate::support::doc_block("config-library-order", "toml")
+    );
     let cases = [
         (
             "[[backend]]\nname = \"g\"\nbuiltin = [\"greeter\"]\n",
@@ -140,15 +145,11 @@ fn a_config_naming_a_server_or_middleware_the_binary_was_not_built_with_does_not
             "",
         ),
         (
-            &format!("{MOCK}[[middleware]]\nkind = \"library\"\nname = \"auth_check\"\n"),
+            ordered.as_str(),
             "mcpgw",
             "no middleware named \"auth_check\" was added to this binary (added: none)",
         ),
-        (
-            &format!("{MOCK}[[middleware]]\nkind = \"library\"\nname = \"auth_check\"\n"),
-            "auth_check",
-            "",
-        ),
+        (ordered.as_str(), "auth_check", ""),
     ];
     for (config, bin, refused) in cases {
         let path = dir.file("check.toml", config);
@@ -193,4 +194,56 @@ fn a_middleware_rewrites_the_arguments_the_backend_gets_and_refuses_with_a_tool_
         )
         .json();
     assert_eq!(echoed["result"]["content"][0]["text"], "legacy", "{echoed}");
+}
+
+/// The page's Rust blocks are the examples' own code, word for word.
+#[test]
+fn the_library_pages_code_is_the_examples_code_and_its_command_runs() {
+    let root = crate::support::repo_root();
+    for (block, example) in [
+        ("library-auth-check", "auth_check"),
+        ("library-tool", "in_process_tool"),
+    ] {
+        let code = crate::support::doc_block(block, "rust");
+        let source =
+            std::fs::read_to_string(root.join("gateway/examples").join(format!("{example}.rs")))
+                .expect("the example's source");
+        assert!(
+            source.contains(code.trim()),
+            "docs/src/library.md's {block} is not in gateway/examples/{example}.rs"
+        );
+    }
+    // The dependency it names is this package and its library's name.
+    let dependency = crate::support::doc_block("library-dependency", "toml");
+    let table: toml::Table = toml::from_str(&dependency).expect("TOML");
+    let mcpgw = &table["dependencies"]["mcpgw"];
+    assert_eq!(mcpgw["package"].as_str(), Some("gateway"));
+    let manifest: toml::Table = toml::from_str(
+        &std::fs::read_to_string(root.join("gateway/Cargo.toml")).expect("gateway/Cargo.toml"),
+    )
+    .expect("TOML");
+    assert_eq!(manifest["package"]["name"].as_str(), Some("gateway"));
+    assert_eq!(manifest["lib"]["name"].as_str(), Some("mcpgw"));
+
+    // The command: `cargo run -p gateway --example in_process_tool -- ARGS`, run as the built example with
+    // ARGS (the config file named there, with a listen address of the test's).
+    let command = crate::support::doc_block("library-run", "sh");
+    let (run, args) = command
+        .trim()
+        .split_once(" -- ")
+        .expect("cargo run … -- ARGS");
+    assert_eq!(run, "cargo run -p gateway --example in_process_tool");
+    let dir = TempDir::new("library-run");
+    dir.file("mcpgw.toml", MOCK);
+    let mut cmd = Command::new(example("in_process_tool"));
+    cmd.args(args.split_whitespace())
+        .args(["--listen", "127.0.0.1:0"])
+        .current_dir(&dir.0)
+        .env("RUST_LOG", "info");
+    let gw = start(cmd, "mcpgw listening on ");
+    let greeted = call(&gw.url, "greeter__greet", json!({"name": "docs"}), &[]);
+    assert_eq!(
+        greeted["result"]["content"][0]["text"], "Hello, docs!",
+        "{greeted}"
+    );
 }
