@@ -26,12 +26,17 @@ pub fn mcpgw() -> PathBuf {
             .status()
             .expect("cargo runs");
         assert!(status.success(), "building mcpgw failed");
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"));
-        target.join("debug").join("mcpgw")
+        debug_dir(&root).join("mcpgw")
     })
     .clone()
+}
+
+/// The workspace's `target/debug` (or `$CARGO_TARGET_DIR`'s).
+fn debug_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("debug")
 }
 
 /// An example of the `gateway` package (`gateway/examples/NAME.rs`, a binary built with the mcpgw library),
@@ -48,10 +53,7 @@ pub fn example(name: &str) -> PathBuf {
             .expect("cargo runs");
         assert!(status.success(), "building the examples failed");
     });
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"));
-    target.join("debug").join("examples").join(name)
+    debug_dir(&root).join("examples").join(name)
 }
 
 /// A loopback port free at this moment (for a process that must listen on a port known beforehand).
