@@ -16,13 +16,13 @@ use crate::config::Config;
 use crate::state::Gateway;
 
 mod additions;
+mod announce;
 pub(crate) mod builder;
 mod command_line;
 pub mod in_process;
 mod stop;
 
 pub(crate) use additions::Additions;
-
 
 /// Backend events waiting to be handled; beyond it events are dropped (with a warning) rather than queued.
 const EVENTS: usize = 1024;
@@ -73,7 +73,6 @@ impl From<crate::tls::TlsError> for ServeError {
     }
 }
 
-
 /// How the config is reloaded while serving HTTP.
 #[derive(Debug, Clone, Default)]
 pub struct Reloading {
@@ -123,7 +122,7 @@ async fn start(
         &Arc::new(crate::egress::Egress::from_config(&config.egress)),
     )
     .map_err(ServeError::Auth)?;
-    announce_auth(&config, auth.as_ref(), stdio);
+    announce::announce_auth(&config, auth.as_ref(), stdio);
     // The front door first: an address in use (or TLS files that do not load) stops start-up before any
     // backend is started.
     let front = if stdio {
@@ -143,7 +142,7 @@ async fn start(
         None => None,
     };
     let keys = Arc::new(crate::cluster::ClusterKeys::load(&config.cluster)?);
-    announce_keys(&keys, &config);
+    announce::announce_keys(&keys, &config);
     let (events_tx, events_rx) = mpsc::channel(EVENTS);
     let credentials = crate::auth::backend::prepare(&config)
         .await
@@ -249,46 +248,6 @@ fn share_sessions(gw: &Arc<Gateway>) {
             }
         }
     });
-}
-
-/// Says at start how requests are authenticated (never a credential).
-fn announce_auth(config: &Config, auth: Option<&crate::auth::Authenticator>, stdio: bool) {
-    match auth {
-        None if stdio => {}
-        None => tracing::info!(
-            "no [auth]: every client that reaches the listener may call every tool (see docs/src/security.md)"
-        ),
-        Some(a) => {
-            tracing::info!(
-                api_keys = config.auth.api_keys.len(),
-                jwt = config.auth.jwt.is_some(),
-                oauth = a.oauth().is_some(),
-                scope_rules = config.auth.scopes.len(),
-                "requests are authenticated"
-            );
-            if stdio {
-                tracing::info!("stdio is trusted (local): [auth] applies to HTTP only");
-            }
-        }
-    }
-}
-
-/// Says at start what the key ring allows: with none configured, sessions live only in this process.
-fn announce_keys(keys: &crate::cluster::ClusterKeys, config: &Config) {
-    let ring = keys.ring();
-    if ring.is_shared() {
-        tracing::info!(source = ?keys.source(), keys = ?ring.ids(),
-            "session key ring read: the first key seals; replicas sharing it serve each other's sessions");
-        if config.cluster.redis.is_none() {
-            tracing::warn!(
-                "a key ring without [cluster] redis: a DELETE and idle expiry hold on each replica only"
-            );
-        }
-    } else {
-        tracing::info!(
-            "no session key ring ([cluster] keys_file or MCPGW_SESSION_KEYS): sessions and request states live only in this process, and a restart ends them"
-        );
-    }
 }
 
 /// Builds the first catalog (every backend gets `list_timeout_ms` to connect and list), names the backends

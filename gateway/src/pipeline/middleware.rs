@@ -32,15 +32,14 @@ use std::time::Instant;
 use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
 use protocol::payload::InitializeRequestParams;
-use protocol::shape::Refusal;
 use protocol::validate::{Call, Target};
 use protocol::{Error, ErrorCode, Generation, Method, RequestId};
 
 use crate::endpoint::Endpoint;
 use crate::pipeline::context::RequestContext;
-use crate::pipeline::response::{Outcome, is_tool_error};
 
 pub use crate::auth::Principal;
+pub use response::{Response, Summary};
 pub use crate::session::Transport;
 
 /// The request a middleware sees: a call to route, or a legacy `initialize`.
@@ -249,157 +248,6 @@ impl MwContext {
     }
 }
 
-/// What a middleware (or the dispatch at the end of the chain) answers.
-#[derive(Debug)]
-pub struct Response {
-    pub(crate) outcome: Outcome,
-    /// The backend the request was routed to, when it reached one.
-    pub(crate) backend: Option<String>,
-    /// The request a middleware answered, by its id (`None`: the dispatch's answer). Checked against the
-    /// request's own: an answer to another id is never sent.
-    answers: Option<RequestId>,
-}
-
-impl Response {
-    /// A JSON-RPC error for request `id`, shaped for the client's generation (its code rewritten by
-    /// `wire_code`, 400 on 2026-07-28 for the codes that are the request's fault).
-    ///
-    /// ```
-    /// use mcpgw::{Error, ErrorCode, Response, RequestId};
-    ///
-    /// let id = RequestId::number(7);
-    /// let answer = Response::error(&id, Error::new(ErrorCode::InvalidParams, "Unauthorized"));
-    /// assert_eq!(answer.id(), Some(&id));
-    /// ```
-    pub fn error(id: &RequestId, err: Error) -> Response {
-        Response::answering(id, Outcome::Error(err))
-    }
-
-    /// A successful result for request `id`, answered instead of the backend's: a JSON object, stamped and
-    /// shaped for the client's generation like a backend's (for `tools/call`, a `CallToolResult`:
-    /// `{"content": [...]}`, a missing `content` repaired). Anything but an object is answered -32603.
-    ///
-    /// ```
-    /// use mcpgw::{Response, RequestId, Summary};
-    ///
-    /// let id = RequestId::number(1);
-    /// let answer = Response::result(&id, serde_json::json!({"content": [{"type": "text", "text": "cached"}]}));
-    /// assert_eq!(answer.summary(), Summary::Ok);
-    /// ```
-    pub fn result(id: &RequestId, result: serde_json::Value) -> Response {
-        if !result.is_object() {
-            return Response::error(
-                id,
-                Error::new(
-                    ErrorCode::InternalError,
-                    "internal error: a middleware answered a result that is not an object",
-                ),
-            );
-        }
-        match serde_json::value::to_raw_value(&result) {
-            Ok(raw) => Response::answering(id, Outcome::Result(raw)),
-            Err(e) => Response::error(
-                id,
-                Error::new(ErrorCode::InternalError, format!("internal error: {e}")),
-            ),
-        }
-    }
-
-    /// A JSON-RPC error with its own HTTP status (401, 403, 429, 503 …); add headers with
-    /// [`Response::with_header`].
-    pub fn refuse(id: &RequestId, status: u16, err: Error) -> Response {
-        Response::answering(
-            id,
-            Outcome::Refused(Refusal::Status {
-                status,
-                error: err,
-                headers: Vec::new(),
-            }),
-        )
-    }
-
-    /// A tool error (`isError: true`) the model can read, for a `tools/call`; other methods get a JSON-RPC
-    /// error with the same text. `meta` (an object) goes into the result's `_meta`.
-    pub fn tool_error(
-        id: &RequestId,
-        message: impl Into<String>,
-        meta: Option<serde_json::Value>,
-    ) -> Response {
-        Response::answering(
-            id,
-            Outcome::Refused(Refusal::ToolError {
-                message: message.into(),
-                meta,
-            }),
-        )
-    }
-
-    fn answering(id: &RequestId, outcome: Outcome) -> Response {
-        Response {
-            outcome,
-            backend: None,
-            answers: Some(id.clone()),
-        }
-    }
-
-    /// The request a middleware's answer is for (`None` for the dispatch's own).
-    pub fn id(&self) -> Option<&RequestId> {
-        self.answers.as_ref()
-    }
-
-    /// Adds a header to a [`Response::refuse`] answer (ignored by the others, and on stdio).
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
-        if let Outcome::Refused(Refusal::Status { headers, .. }) = &mut self.outcome {
-            headers.push((name, value.into()));
-        }
-        self
-    }
-
-    /// The dispatch's outcome.
-    pub(crate) fn dispatched(outcome: Outcome, backend: Option<String>) -> Response {
-        Response {
-            outcome,
-            backend,
-            answers: None,
-        }
-    }
-
-    /// The backend the request reached, if any.
-    pub fn backend(&self) -> Option<&str> {
-        self.backend.as_deref()
-    }
-
-    /// What it is, for logs: `ok`, `tool_error`, `error` (with the JSON-RPC code) or `refused` (with the
-    /// HTTP status).
-    pub fn summary(&self) -> Summary {
-        match &self.outcome {
-            Outcome::Result(raw) if is_tool_error(raw) => Summary::ToolError,
-            Outcome::Result(_) => Summary::Ok,
-            Outcome::Failed(f) => Summary::Failed(f.kind()),
-            Outcome::Error(e) => Summary::Error(e.code().code()),
-            Outcome::Refused(Refusal::ToolError { .. }) => Summary::ToolError,
-            Outcome::Refused(Refusal::Status { status, error, .. }) => {
-                Summary::Refused(*status, error.code().code())
-            }
-        }
-    }
-}
-
-/// A response in a word, for the access log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Summary {
-    /// A result.
-    Ok,
-    /// A tool error (the backend's `isError`, or a middleware's).
-    ToolError,
-    /// A handler failure of this kind (a tool error for `tools/call`, a JSON-RPC error otherwise).
-    Failed(&'static str),
-    /// A JSON-RPC error with this code.
-    Error(i64),
-    /// A refusal with this HTTP status and JSON-RPC code.
-    Refused(u16, i64),
-}
-
 /// The rest of the chain: call it with the context to go on (`next(ctx).await`).
 pub type Next = Box<dyn FnOnce(MwContext) -> LocalBoxFuture<'static, Response>>;
 
@@ -530,7 +378,7 @@ fn link(chain: Arc<[Arc<dyn Middleware>]>, at: usize, last: Next) -> Next {
 /// A middleware's answer to another request's id would leave the client waiting for its own: it is answered
 /// -32603 instead, and logged with the middleware's name.
 fn same_id(mw: &dyn Middleware, id: &RequestId, response: Response) -> Response {
-    match &response.answers {
+    match response.id() {
         Some(answered) if answered != id => {
             tracing::error!(middleware = mw.name(), "a middleware answered another request's id");
             Response::error(
@@ -564,5 +412,6 @@ fn panicked(mw: &dyn Middleware, id: &RequestId, panic: &(dyn std::any::Any + Se
     )
 }
 
+mod response;
 #[cfg(test)]
 mod tests;

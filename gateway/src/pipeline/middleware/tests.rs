@@ -9,6 +9,8 @@ use protocol::{Error, ErrorCode, Method, RequestId};
 use serde_json::value::RawValue;
 
 use super::*;
+use crate::pipeline::response::Outcome;
+use protocol::shape::Refusal;
 use crate::pipeline::context::RequestContext;
 
 /// A catalog with one tool, `t`.
