@@ -22,7 +22,7 @@ impl std::fmt::Debug for Builtins {
 
 /// A `builtin = [...]` that names no server of this binary.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("backend {backend}: no server named {name:?} is built into this binary (built in: {known})")]
+#[error("backend {backend}: builtin names {name:?}, which is not built into this binary (built in: {known})")]
 pub struct UnknownBuiltin {
     /// The backend that names it.
     pub backend: String,
@@ -109,7 +109,7 @@ mod tests {
                     let e = got.expect_err("refused");
                     assert_eq!(e.name, *name, "{given:?}");
                     assert_eq!(e.known, "mock-backend, tools");
-                    assert!(e.to_string().contains("backend b: no server named"), "{e}");
+                    assert!(e.to_string().contains("backend b: builtin names"), "{e}");
                 }
             }
         }

@@ -329,7 +329,10 @@ fn a_builtin_backend_with_flags_that_cannot_apply_is_a_config_error() {
             "[\"mock-backend\", \"--crash-after\", \"1\"]",
             "--crash-after",
         ),
-        ("[\"nope\"]", "builtin servers are"),
+        (
+            "[\"nope\"]",
+            "builtin names \"nope\", which is not built into this binary",
+        ),
     ] {
         let path = dir.file(
             "bad.toml",

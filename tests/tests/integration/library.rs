@@ -137,7 +137,7 @@ fn a_config_naming_a_server_or_middleware_the_binary_was_not_built_with_does_not
         (
             "[[backend]]\nname = \"g\"\nbuiltin = [\"greeter\"]\n",
             "mcpgw",
-            "no server named \"greeter\" is built into this binary (built in: mock-backend)",
+            "backend g: builtin names \"greeter\", which is not built into this binary (built in: mock-backend)",
         ),
         (
             "[[backend]]\nname = \"g\"\nbuiltin = [\"greeter\"]\n",
