@@ -19,6 +19,13 @@ pub struct BackendConfig {
     pub transport: Transport,
     /// The deadline of one request, from [`crate::BackendHandle::call`] to the backend's answer.
     pub request_timeout: Duration,
+    /// The largest message read from the backend (a JSON body, one event's data, one stdio line), in bytes;
+    /// a larger answer to a request fails it (`Failure::TooLarge`), a larger message on a shared stream is
+    /// skipped.
+    pub max_message_bytes: usize,
+    /// The most one request's response stream may carry in all (its notifications, the backend's
+    /// questions, then the response), in bytes; `None`: only the deadline bounds it.
+    pub max_stream_bytes: Option<usize>,
     /// The deadline of a handshake (era probe, `initialize`, the HTTP+SSE `endpoint` event).
     pub connect_timeout: Duration,
     /// HTTP/2 with prior knowledge (h2c) to an `http://` backend; `https://` ones negotiate it by ALPN.
@@ -112,6 +119,8 @@ pub enum Transport {
 impl BackendConfig {
     /// Default [`BackendConfig::request_timeout`].
     pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Default [`BackendConfig::max_message_bytes`]: 32 MiB.
+    pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
     /// Default [`BackendConfig::connect_timeout`].
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
     /// Default [`BackendConfig::max_in_flight`].
@@ -123,6 +132,8 @@ impl BackendConfig {
             name: name.into(),
             transport,
             request_timeout: Self::DEFAULT_REQUEST_TIMEOUT,
+            max_message_bytes: Self::DEFAULT_MAX_MESSAGE_BYTES,
+            max_stream_bytes: None,
             connect_timeout: Self::DEFAULT_CONNECT_TIMEOUT,
             http2: false,
             max_in_flight: Self::DEFAULT_MAX_IN_FLIGHT,

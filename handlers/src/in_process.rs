@@ -101,6 +101,16 @@ impl InProcessLink {
             Ok(answer) => answer,
             Err(_) => return Err(ctx.timeout()),
         };
+        if answer
+            .as_ref()
+            .is_some_and(|bytes| bytes.len() > ctx.config.max_message_bytes)
+        {
+            return Err(Failure::TooLarge {
+                backend: ctx.name().to_owned(),
+                limit: ctx.config.max_message_bytes,
+                per: "message",
+            });
+        }
         match answer.as_deref().and_then(|bytes| reply_to(bytes, id)) {
             Some(Ok(result)) => Ok(result),
             Some(Err(error)) => Err(ctx.backend_error(MODERN, method, error)),

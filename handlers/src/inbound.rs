@@ -105,6 +105,26 @@ impl Inbound {
         }
     }
 
+    /// The backend's answer to request `id` was larger than `limit` and skipped: the request fails now
+    /// (with a JSON-RPC error saying so) instead of waiting out its deadline. Whether one was waiting.
+    pub(crate) fn too_large(&self, id: i64, limit: usize) -> bool {
+        let Some(pending) = &self.pending else {
+            return false;
+        };
+        let failure = protocol::shape::Failure::TooLarge {
+            backend: self.notifier.backend().to_string(),
+            limit,
+            per: "message",
+        };
+        pending.resolve(
+            id,
+            Err(protocol::Error::new(
+                protocol::ErrorCode::InternalError,
+                failure.to_string(),
+            )),
+        )
+    }
+
     /// One line or event of text. Anything that is not JSON-RPC is logged and skipped, never fatal.
     pub(crate) fn text(&self, bytes: &[u8]) {
         let bytes = bytes.trim_ascii();

@@ -139,6 +139,11 @@ pub enum MiddlewareKind {
     Library,
 }
 
+/// The smallest `[[backend]] max_message_bytes` and `max_stream_bytes`: 1 KiB.
+pub const MIN_MESSAGE_BYTES: usize = 1024;
+/// The largest `[[backend]] max_message_bytes` and `max_stream_bytes`: 1 GiB.
+pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024 * 1024;
+
 /// The default of `[server] cache_max_bytes`: 64 MiB of cached results.
 pub const DEFAULT_CACHE_MAX_BYTES: usize = 64 * 1024 * 1024;
 
@@ -395,6 +400,14 @@ pub struct BackendEntry {
     /// through [`BackendEntry::per_caller`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_in_flight_per_session: Option<usize>,
+    /// The largest message read from it, in bytes (default 32 MiB): a larger answer fails its request
+    /// ("too large": a tool error for a tool, a JSON-RPC error otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<usize>,
+    /// The most one request's response stream may carry in all, in bytes (default: no bound but the
+    /// deadline): its notifications and questions, then the response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_stream_bytes: Option<usize>,
     /// Its circuit breaker (`[backend.circuit]`).
     #[serde(default)]
     pub circuit: circuit::CircuitEntry,
@@ -842,6 +855,27 @@ impl Config {
             }
             if b.max_in_flight == Some(0) {
                 return Err(invalid(field("max_in_flight"), "must be at least 1"));
+            }
+            for (key, bytes) in [
+                ("max_message_bytes", b.max_message_bytes),
+                ("max_stream_bytes", b.max_stream_bytes),
+            ] {
+                if bytes.is_some_and(|n| !(MIN_MESSAGE_BYTES..=MAX_MESSAGE_BYTES).contains(&n)) {
+                    return Err(invalid(
+                        field(key),
+                        format!(
+                            "must be between {MIN_MESSAGE_BYTES} (1 KiB) and {MAX_MESSAGE_BYTES} (1 GiB)"
+                        ),
+                    ));
+                }
+            }
+            if let (Some(message), Some(stream)) = (b.max_message_bytes, b.max_stream_bytes)
+                && stream < message
+            {
+                return Err(invalid(
+                    field("max_stream_bytes"),
+                    "must be at least max_message_bytes (the stream holds the response)",
+                ));
             }
             if b.max_in_flight_per_caller.is_some() && b.max_in_flight_per_session.is_some() {
                 return Err(invalid(

@@ -222,11 +222,11 @@ impl Outcome {
 
 /// What one backend call ended in (`mcpgw_backend_requests_total{outcome}`): `ok`, `tool_error`, or the
 /// failure's kind (`backend_error` — its own JSON-RPC error —, `timeout`, `unavailable`, `crashed`,
-/// `overloaded`, `circuit_open`, `shutting_down`, `internal`).
+/// `overloaded`, `circuit_open`, `unauthorized`, `too_large`, `shutting_down`, `internal`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BackendOutcome(u8);
 
-const BACKEND_OUTCOME_NAMES: [&str; 10] = [
+const BACKEND_OUTCOME_NAMES: [&str; 12] = [
     "ok",
     "tool_error",
     "backend_error",
@@ -235,6 +235,8 @@ const BACKEND_OUTCOME_NAMES: [&str; 10] = [
     "crashed",
     "overloaded",
     "circuit_open",
+    "unauthorized",
+    "too_large",
     "shutting_down",
     "internal",
 ];

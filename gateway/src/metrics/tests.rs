@@ -193,6 +193,15 @@ fn backend_outcomes_are_the_failure_kinds() {
         "shutting_down"
     );
     assert_eq!(BackendOutcome::label(BackendOutcome::OK.index()), "ok");
+    let too_large = Failure::TooLarge {
+        backend: "b".into(),
+        limit: 1024,
+        per: "stream",
+    };
+    assert_eq!(
+        BackendOutcome::label(BackendOutcome::of_failure(&too_large).index()),
+        "too_large"
+    );
 }
 
 #[test]

@@ -49,6 +49,8 @@ pub fn start_backends(
             let mut bc = BackendConfig::new(entry.name.clone(), transport);
             bc.request_timeout = entry.timeout(&config.server);
             bc.max_in_flight = entry.max_in_flight.unwrap_or(bc.max_in_flight);
+            bc.max_message_bytes = entry.max_message_bytes.unwrap_or(bc.max_message_bytes);
+            bc.max_stream_bytes = entry.max_stream_bytes;
             bc.max_in_flight_per_caller = entry.per_caller();
             bc.circuit = entry.circuit.to_config();
             bc.client_info = client_info.clone();

@@ -30,7 +30,7 @@ pub(crate) use modern::ModernLink;
 pub(crate) use sse::SseLink;
 
 pub(crate) use exchange::Exchange;
-pub(crate) use reply::{ReadError, Resume, error_body, read_reply, read_stream_reply};
+pub(crate) use reply::{ReadError, Resume, SizeLimits, error_body, read_reply, read_stream_reply};
 pub(crate) use response::BackendResponse;
 
 use protocol::Generation;
@@ -45,8 +45,6 @@ use crate::config::{BackendConfig, EraPin, Transport};
 use crate::handshake::{self, Probe};
 use crate::link::context::{ConnectFailure, Connected, LinkContext, Verdict, VerdictUpdate};
 
-/// The largest JSON body or SSE event read from a backend.
-const MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
 /// The largest error body read (only to look for a JSON-RPC error in it).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 /// Best-effort posts (cancellations, answers to backend requests) that may wait; more are dropped.

@@ -21,8 +21,8 @@ use serde_json::value::RawValue;
 use tokio::time::Instant;
 
 use super::{
-    BackendResponse, Exchange, Poster, is_outage, json_headers, read_reply, status_failure,
-    version_header,
+    BackendResponse, Exchange, Poster, SizeLimits, is_outage, json_headers, read_reply,
+    status_failure, version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
 use crate::handshake::{self, MODERN, Probe};
@@ -82,10 +82,12 @@ pub(super) async fn probe(ctx: &Arc<LinkContext>, client: &reqwest::Client, url:
         }
         let status = response.status();
         if status == StatusCode::OK {
-            return Ok(match read_reply(response, 0, &inbound).await {
-                Ok(reply) => handshake::judge_discover(reply),
-                Err(e) => Probe::Legacy(format!("server/discover answer is unrecognised: {e}")),
-            });
+            return Ok(
+                match read_reply(response, 0, &inbound, SizeLimits::of(ctx)).await {
+                    Ok(reply) => handshake::judge_discover(reply),
+                    Err(e) => Probe::Legacy(format!("server/discover answer is unrecognised: {e}")),
+                },
+            );
         }
         if is_outage(status) {
             return Err(format!("server/discover answered HTTP {status}"));
@@ -185,7 +187,7 @@ impl ModernLink {
         inbound: &Inbound,
     ) -> Result<Box<RawValue>, Failure> {
         let ctx = &*self.0.ctx;
-        match read_reply(response, id, inbound).await {
+        match read_reply(response, id, inbound, SizeLimits::of(ctx)).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(error)) => Err(ctx.backend_error(MODERN, method, error)),
             Err(e) => Err(e.into_failure(ctx)),

@@ -7,13 +7,32 @@ use reqwest::header::CONTENT_TYPE;
 use serde_json::value::RawValue;
 use tracing::{debug, warn};
 
+use super::MAX_ERROR_BODY;
 use super::event_stream::{EventStream, StreamError};
 use super::response::BackendResponse;
-use super::{MAX_ERROR_BODY, MAX_MESSAGE_BYTES};
 use crate::inbound::Inbound;
 use crate::link::context::LinkContext;
 use crate::pending::Reply;
 use protocol::shape::Failure;
+
+/// What a backend's answer may hold ([`crate::BackendConfig::max_message_bytes`], `max_stream_bytes`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SizeLimits {
+    /// One message (a JSON body, one event's data).
+    pub(crate) message: usize,
+    /// A request's response stream in all.
+    pub(crate) stream: Option<usize>,
+}
+
+impl SizeLimits {
+    /// The limits of `ctx`'s backend.
+    pub(crate) fn of(ctx: &LinkContext) -> SizeLimits {
+        SizeLimits {
+            message: ctx.config.max_message_bytes,
+            stream: ctx.config.max_stream_bytes,
+        }
+    }
+}
 
 /// Reads a body up to `max` bytes.
 async fn read_body(response: BackendResponse, max: usize) -> Result<Vec<u8>, ReadError> {
@@ -47,6 +66,8 @@ pub(crate) enum ReadError {
     Io(String),
     #[error("the backend's response exceeds {0} bytes")]
     TooLarge(usize),
+    #[error("the backend's response stream exceeds {0} bytes in all")]
+    StreamTooLarge(usize),
     /// What the body held is logged at debug only: it never reaches a client or `/readyz`.
     #[error("the backend's response is not the json-rpc response expected")]
     Unrecognised,
@@ -60,6 +81,16 @@ impl ReadError {
             ReadError::Ended(_) => Failure::Crashed {
                 backend: ctx.name().to_owned(),
                 reason: self.to_string(),
+            },
+            ReadError::TooLarge(limit) => Failure::TooLarge {
+                backend: ctx.name().to_owned(),
+                limit,
+                per: "message",
+            },
+            ReadError::StreamTooLarge(limit) => Failure::TooLarge {
+                backend: ctx.name().to_owned(),
+                limit,
+                per: "stream",
             },
             other => ctx.unavailable(other.to_string()),
         }
@@ -90,6 +121,7 @@ pub(crate) async fn read_reply(
     response: impl Into<BackendResponse>,
     id: i64,
     inbound: &Inbound,
+    limits: SizeLimits,
 ) -> Result<Reply, ReadError> {
     let response = response.into();
     let content_type = response
@@ -100,13 +132,13 @@ pub(crate) async fn read_reply(
         .to_ascii_lowercase();
     if content_type.starts_with("text/event-stream") {
         // Boxed: a stream's reader holds its parser's state, which a plain JSON answer has no use for.
-        let stream = EventStream::new(response, MAX_MESSAGE_BYTES);
-        return Box::pin(read_stream_reply(stream, id, inbound)).await;
+        let stream = EventStream::new(response, limits.message);
+        return Box::pin(read_stream_reply(stream, id, inbound, limits.stream)).await;
     }
     if !content_type.starts_with("application/json") && !content_type.is_empty() {
         return Err(ReadError::ContentType(content_type));
     }
-    let body = read_body(response, MAX_MESSAGE_BYTES).await?;
+    let body = read_body(response, limits.message).await?;
     json_reply(&body, id, inbound).ok_or_else(|| {
         let shown = String::from_utf8_lossy(&body[..body.len().min(200)]);
         debug!(id, body = %shown, "the backend's answer holds no response to the request");
@@ -148,9 +180,15 @@ pub(crate) async fn read_stream_reply(
     mut events: EventStream,
     id: i64,
     inbound: &Inbound,
+    total: Option<usize>,
 ) -> Result<Reply, ReadError> {
+    let mut read = 0usize;
     while let Some(event) = events.next().await {
         let event = event?;
+        read = read.saturating_add(event.data.len());
+        if let Some(total) = total.filter(|t| read > *t) {
+            return Err(ReadError::StreamTooLarge(total));
+        }
         if !event.is_message() {
             continue;
         }
@@ -211,4 +249,85 @@ fn reply_in(parsed: Parsed, bytes: &[u8], id: i64, inbound: &Inbound) -> Option<
 
 fn is_reply_id(r: &protocol::Response, id: i64) -> bool {
     r.id.as_ref().and_then(protocol::RequestId::as_i64) == Some(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::callers::Callers;
+    use crate::events::Notifier;
+
+    fn response(content_type: &str, body: String) -> BackendResponse {
+        let r = http::Response::builder()
+            .status(200)
+            .header("content-type", content_type)
+            .body(body)
+            .expect("a response");
+        BackendResponse::from(reqwest::Response::from(r))
+    }
+
+    fn reply(n: usize) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"t":"{}"}}}}"#,
+            "x".repeat(n)
+        )
+    }
+
+    /// `count` progress notifications of about `size` bytes each, then the response, as SSE.
+    fn stream(count: usize, size: usize) -> String {
+        let mut body = String::new();
+        for i in 0..count {
+            body.push_str(&format!(
+                "data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":1,\"progress\":{i},\"message\":\"{}\"}}}}\n\n",
+                "p".repeat(size)
+            ));
+        }
+        body.push_str(&format!("data: {}\n\n", reply(10)));
+        body
+    }
+
+    #[actix_rt::test]
+    async fn an_answer_beyond_the_backends_bounds_is_too_large_per_message_and_per_stream() {
+        let (tx, _rx) = tokio::sync::mpsc::channel(64);
+        let inbound = Inbound::new(Notifier::start("b", Callers::new(&[]), tx), None, None);
+        let limits = SizeLimits {
+            message: 1024,
+            stream: Some(4096),
+        };
+        let cases: [(&str, String, Result<(), ReadError>); 6] = [
+            ("application/json", reply(100), Ok(())),
+            (
+                "application/json",
+                reply(2000),
+                Err(ReadError::TooLarge(1024)),
+            ),
+            ("text/event-stream", stream(3, 800), Ok(())),
+            (
+                "text/event-stream",
+                stream(1, 2000),
+                Err(ReadError::TooLarge(1024)),
+            ),
+            (
+                "text/event-stream",
+                stream(6, 800),
+                Err(ReadError::StreamTooLarge(4096)),
+            ),
+            // No total: only the deadline bounds a stream.
+            ("text/event-stream", stream(60, 800), Ok(())),
+        ];
+        for (i, (content_type, body, expected)) in cases.into_iter().enumerate() {
+            let limits = if i == 5 {
+                SizeLimits {
+                    stream: None,
+                    ..limits
+                }
+            } else {
+                limits
+            };
+            let got = read_reply(response(content_type, body), 1, &inbound, limits)
+                .await
+                .map(|r| assert!(r.is_ok(), "case {i}: {r:?}"));
+            assert_eq!(got, expected, "case {i}");
+        }
+    }
 }

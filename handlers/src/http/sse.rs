@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::event_stream::EventStream;
-use super::{MAX_MESSAGE_BYTES, Poster, error_body, is_outage, json_headers, thread_client};
+use super::{Poster, error_body, is_outage, json_headers, thread_client};
 use crate::description::{ServerDescription, TransportKind};
 use crate::handshake;
 use crate::inbound::Inbound;
@@ -64,7 +64,7 @@ pub(super) async fn connect(
     url: &Url,
 ) -> Result<Connected<SseLink>, Refused> {
     let deadline = Instant::now() + ctx.config.connect_timeout;
-    let opened = tokio::time::timeout_at(deadline, open(client, url, &ctx.config.credential)).await;
+    let opened = tokio::time::timeout_at(deadline, open(client, url, &ctx.config)).await;
     let (events, endpoint) = match opened {
         Ok(result) => result?,
         Err(_) => {
@@ -126,8 +126,9 @@ pub(super) async fn connect(
 async fn open(
     client: &reqwest::Client,
     url: &Url,
-    credential: &crate::Credential,
+    config: &crate::BackendConfig,
 ) -> Result<(EventStream, Url), Refused> {
+    let credential = &config.credential;
     let response = client
         .get(url.clone())
         .header(ACCEPT, HeaderValue::from_static("text/event-stream"))
@@ -157,7 +158,7 @@ async fn open(
     if status != StatusCode::OK || !is_stream {
         return Err(Refused::NotSse(format!("GET answered HTTP {status}")));
     }
-    let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
+    let mut events = EventStream::new(response, config.max_message_bytes);
     loop {
         match events.next().await {
             Some(Ok(event)) if event.event == "endpoint" => {

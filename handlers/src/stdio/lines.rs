@@ -14,6 +14,9 @@ pub(crate) enum Line {
     Eof,
 }
 
+/// How much of an over-long line `next_line` keeps in its buffer.
+pub(crate) const KEPT: usize = 256;
+
 /// Reads the next line into `buf` (cleared first), keeping at most `max` bytes of it.
 pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
@@ -36,8 +39,14 @@ pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
         if dropped == 0 && buf.len() + chunk.len() <= max {
             buf.extend_from_slice(chunk);
         } else {
-            dropped += buf.len() + chunk.len();
-            buf.clear();
+            // The line's start is kept (at most `KEPT` bytes): the reader may name it by that.
+            if dropped == 0 {
+                dropped = buf.len();
+                buf.truncate(KEPT);
+            }
+            let room = KEPT.saturating_sub(buf.len());
+            buf.extend_from_slice(&chunk[..room.min(chunk.len())]);
+            dropped += chunk.len();
         }
         let consumed = newline.map_or(available.len(), |i| i + 1);
         reader.consume(consumed);
@@ -77,7 +86,7 @@ mod tests {
             vec![
                 (Line::Complete, "ab".into()),
                 (Line::Complete, "".into()),
-                (Line::TooLong(8), "".into()),
+                (Line::TooLong(8), "abcdefgh".into()),
                 (Line::Complete, "xyz".into()),
                 (Line::Complete, "last".into()),
                 (Line::Eof, "".into()),
@@ -89,8 +98,15 @@ mod tests {
     async fn long_last_line_and_empty_input() {
         assert_eq!(
             all(b"abcdefgh", 4).await,
-            vec![(Line::TooLong(8), "".into()), (Line::Eof, "".into())]
+            vec![
+                (Line::TooLong(8), "abcdefgh".into()),
+                (Line::Eof, "".into())
+            ]
         );
         assert_eq!(all(b"", 4).await, vec![(Line::Eof, "".into())]);
+        // Of a line far over the bound, its first `KEPT` bytes are kept.
+        let long = format!("{}\n", "y".repeat(1000));
+        let got = all(long.as_bytes(), 10).await;
+        assert_eq!(got[0], (Line::TooLong(1000), "y".repeat(KEPT)));
     }
 }

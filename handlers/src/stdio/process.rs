@@ -31,7 +31,6 @@ use crate::wire;
 /// Messages that may wait to be written to stdin; one more is `Overloaded`.
 const WRITE_QUEUE: usize = 1024;
 /// The longest stdout line (one JSON-RPC message) read; longer ones are skipped.
-const MAX_MESSAGE_BYTES: usize = 32 * 1024 * 1024;
 /// The longest stderr line logged whole.
 const MAX_LOG_LINE: usize = 16 * 1024;
 /// How long the reader may go on after the child exited, to pass on what it wrote last.
@@ -173,7 +172,12 @@ impl StdioProcess {
             stop.clone(),
             lifeline.token().clone(),
         ));
-        actix_rt::spawn(read_stdout(stdout, inbound, stdout_closed.clone()));
+        actix_rt::spawn(read_stdout(
+            stdout,
+            inbound,
+            stdout_closed.clone(),
+            ctx.config.max_message_bytes,
+        ));
         actix_rt::spawn(log_stderr(stderr, Arc::clone(&backend)));
         actix_rt::spawn(SUPERVISORS.track_future(supervise(Supervised {
             child,
@@ -307,14 +311,22 @@ async fn write_stdin(
 }
 
 /// Routes stdout lines; cancels `closed` at end of output.
-async fn read_stdout(stdout: ChildStdout, inbound: Inbound, closed: CancellationToken) {
+async fn read_stdout(stdout: ChildStdout, inbound: Inbound, closed: CancellationToken, max: usize) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     loop {
-        match next_line(&mut reader, &mut line, MAX_MESSAGE_BYTES).await {
+        match next_line(&mut reader, &mut line, max).await {
             Ok(Line::Complete) => inbound.text(&line),
             Ok(Line::TooLong(n)) => {
-                warn!(?inbound, bytes = n, "skipping an over-long line on stdout");
+                // The line's start is kept: the request it answers (its id, when the line names it
+                // early) fails now instead of waiting out its deadline.
+                let failed = reply_id(&line).is_some_and(|id| inbound.too_large(id, max));
+                warn!(
+                    ?inbound,
+                    bytes = n,
+                    failed,
+                    "skipping an over-long line on stdout"
+                );
             }
             Ok(Line::Eof) => break,
             Err(e) => {
@@ -324,6 +336,24 @@ async fn read_stdout(stdout: ChildStdout, inbound: Inbound, closed: Cancellation
         }
     }
     closed.cancel();
+}
+
+/// The id of a response whose line starts with `bytes` (`"id":N` among its first bytes: the gateway's own
+/// integer ids), if it names one before anything that could hold another `"id"` (`"result"`, `"error"`).
+fn reply_id(bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(&bytes[..bytes.len().min(super::lines::KEPT)])
+        .ok()
+        .or_else(|| std::str::from_utf8(bytes).ok())?;
+    let at = text.find("\"id\"")?;
+    if ["\"result\"", "\"error\"", "\"method\""]
+        .iter()
+        .any(|k| text[..at].contains(k))
+    {
+        return None;
+    }
+    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 /// Logs every stderr line at info level, target `backend`.
@@ -432,4 +462,30 @@ async fn sigterm(pid: u32) {
 /// A child's process id as a log field: the number, or `exited` when the child is already gone.
 fn shown_pid(pid: Option<u32>) -> String {
     pid.map_or_else(|| "exited".to_owned(), |p| p.to_string())
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::reply_id;
+
+    #[test]
+    fn an_over_long_lines_request_is_named_by_its_id_only_when_the_line_starts_with_it() {
+        let cases: &[(&str, Option<i64>)] = &[
+            (
+                r#"{"jsonrpc":"2.0","id":42,"result":{"content":"xxxx"#,
+                Some(42),
+            ),
+            (r#"{"id": 7, "jsonrpc":"2.0","result":{"#, Some(7)),
+            (r#"{"jsonrpc":"2.0","result":{"id":3,"content":"xx"#, None),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"id":1"#,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","id":"s-1","result":"#, None),
+            (r#"{"jsonrpc":"2.0","result":{"content":"xxxxxxxx"#, None),
+        ];
+        for (line, id) in cases {
+            assert_eq!(reply_id(line.as_bytes()), *id, "{line}");
+        }
+    }
 }

@@ -67,6 +67,17 @@ pub enum Failure {
         /// When the next probe may go, in milliseconds (0: a probe is in flight).
         retry_in_ms: u64,
     },
+    /// The backend's answer to the request was larger than its bounds allow (`max_message_bytes` per
+    /// message, `max_stream_bytes` for a response stream in all): that request's failure, not the
+    /// backend's outage, so it is not counted against the backend's circuit.
+    TooLarge {
+        /// The backend's configured name.
+        backend: String,
+        /// The bound it passed, in bytes.
+        limit: usize,
+        /// Which bound: `"message"` or `"stream"`.
+        per: &'static str,
+    },
     /// The gateway is shutting down and its drain timeout passed before the request was answered.
     ShuttingDown,
     /// A failure inside the gateway or an in-process handler.
@@ -87,6 +98,7 @@ impl Failure {
             Failure::Crashed { .. } => "crashed",
             Failure::Overloaded { .. } | Failure::OverShare { .. } => "overloaded",
             Failure::CircuitOpen { .. } => "circuit_open",
+            Failure::TooLarge { .. } => "too_large",
             Failure::ShuttingDown => "shutting_down",
             Failure::Internal { .. } => "internal",
         }
@@ -102,7 +114,8 @@ impl Failure {
             | Failure::Crashed { backend, .. }
             | Failure::Overloaded { backend }
             | Failure::OverShare { backend, .. }
-            | Failure::CircuitOpen { backend, .. } => Some(backend),
+            | Failure::CircuitOpen { backend, .. }
+            | Failure::TooLarge { backend, .. } => Some(backend),
             Failure::ShuttingDown | Failure::Internal { .. } => None,
         }
     }
@@ -164,6 +177,20 @@ impl fmt::Display for Failure {
                 f,
                 "backend {backend}'s circuit is open: its calls kept failing, so they are refused at once \
                  (the next probe in {retry_in_ms} ms)"
+            ),
+            Failure::TooLarge {
+                backend,
+                limit,
+                per,
+            } => write!(
+                f,
+                "backend {backend}'s answer is larger than the gateway accepts from it: more than \
+                 {limit} bytes {}",
+                if *per == "stream" {
+                    "on its response stream in all"
+                } else {
+                    "in one message"
+                }
             ),
             Failure::ShuttingDown => f.write_str("gateway shutting down"),
             Failure::Internal { reason } => write!(f, "internal error: {reason}"),

@@ -46,6 +46,7 @@ mod release;
 mod reload;
 mod replicas;
 mod resilience;
+mod size_limits;
 mod slow_consumers;
 mod startup;
 mod support;

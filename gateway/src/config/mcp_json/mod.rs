@@ -191,6 +191,8 @@ fn backend(key: &str, name: &str, server: &Value) -> Result<Option<BackendEntry>
         max_in_flight: None,
         max_in_flight_per_caller: None,
         max_in_flight_per_session: None,
+        max_message_bytes: None,
+        max_stream_bytes: None,
         circuit: Default::default(),
         tool_timeouts_ms: BTreeMap::new(),
         tls_ca_file: None,

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
 use super::{
-    Exchange, Poster, ReadError, error_body, is_outage, json_headers, read_reply, status_failure,
-    version_header,
+    Exchange, Poster, ReadError, SizeLimits, error_body, is_outage, json_headers, read_reply,
+    status_failure, version_header,
 };
 use crate::description::{ServerDescription, TransportKind};
 use crate::handshake::{self, modern_refusal_in_body};
@@ -213,7 +213,7 @@ async fn initialize(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
         let inbound = Inbound::new(ctx.notifier.clone(), None, None);
-        let reply = read_reply(response, id, &inbound)
+        let reply = read_reply(response, id, &inbound, SizeLimits::of(ctx))
             .await
             .map_err(|e| Refused::Failed(format!("initialize: {e}")))?;
         let (generation, init) = handshake::judge_initialize(reply).map_err(Refused::Failed)?;
@@ -422,7 +422,7 @@ impl LegacyLink {
                 .await;
                 return Attempt::Done(Err(failure));
             }
-            let reply = match read_reply(response, id, inbound).await {
+            let reply = match read_reply(response, id, inbound, SizeLimits::of(ctx)).await {
                 Err(ReadError::Ended(Some(resume))) => {
                     Box::pin(self.resume(&session, id, resume, inbound)).await
                 }

@@ -270,6 +270,7 @@ impl LegacyLink {
             return;
         };
         let link = Arc::downgrade(&self.0);
+        let max = self.0.ctx.config.max_message_bytes;
         let until = Instant::now() + LISTEN_FOR;
         let open_by = deadline.min(Instant::now() + OPEN_WITHIN);
         let first = tokio::time::timeout_at(open_by, open_stream(get(&self.0, &session))).await;
@@ -285,7 +286,7 @@ impl LegacyLink {
                 tokio::select! {
                     () = stop.cancelled() => break,
                     () = tokio::time::sleep_until(until) => break,
-                    () = read_stream(response, &inbound) => {}
+                    () = read_stream(response, &inbound, max) => {}
                 }
                 tokio::select! {
                     () = stop.cancelled() => break,

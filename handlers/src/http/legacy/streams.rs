@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
 use super::super::event_stream::EventStream;
-use super::super::{MAX_MESSAGE_BYTES, ReadError, Resume, read_stream_reply, thread_client};
+use super::super::{ReadError, Resume, read_stream_reply, thread_client};
 use super::{Inner, LegacyLink, Session};
 use crate::backoff::Backoff;
 use crate::inbound::Inbound;
@@ -66,8 +66,9 @@ impl LegacyLink {
                     "the backend refused to resume its response stream");
                 return Err(ReadError::Ended(None));
             }
-            let events = EventStream::new(response, MAX_MESSAGE_BYTES);
-            match read_stream_reply(events, id, inbound).await {
+            let config = &inner.ctx.config;
+            let events = EventStream::new(response, config.max_message_bytes);
+            match read_stream_reply(events, id, inbound, config.max_stream_bytes).await {
                 Err(ReadError::Ended(Some(next))) => {
                     resume = Resume {
                         retry_ms: next.retry_ms.or(resume.retry_ms),
@@ -97,13 +98,14 @@ pub(super) async fn listen(link: Weak<Inner>, stop: CancellationToken, renewed: 
         let request = inner.client.get(inner.url.clone()).headers(headers);
         let inbound = inner.inbound.clone();
         let backend = inner.ctx.name().to_owned();
+        let max = inner.ctx.config.max_message_bytes;
         // Hold no strong reference while streaming: dropping the link must end this task.
         drop(inner);
         let started = Instant::now();
         let streamed = tokio::select! {
             () = stop.cancelled() => return,
             () = renewed.notified() => continue,
-            r = stream_once(request, &inbound) => r,
+            r = stream_once(request, &inbound, max) => r,
         };
         match streamed {
             Err(status) if status == StatusCode::METHOD_NOT_ALLOWED => {
@@ -124,9 +126,10 @@ pub(super) async fn listen(link: Weak<Inner>, stop: CancellationToken, renewed: 
 async fn stream_once(
     request: reqwest::RequestBuilder,
     inbound: &Inbound,
+    max: usize,
 ) -> Result<(), StatusCode> {
     let response = open_stream(request).await?;
-    read_stream(response, inbound).await;
+    read_stream(response, inbound, max).await;
     Ok(())
 }
 
@@ -145,8 +148,8 @@ pub(super) async fn open_stream(
 }
 
 /// An open GET stream's messages handed to `inbound`, to its end.
-pub(super) async fn read_stream(response: reqwest::Response, inbound: &Inbound) {
-    let mut events = EventStream::new(response, MAX_MESSAGE_BYTES);
+pub(super) async fn read_stream(response: reqwest::Response, inbound: &Inbound, max: usize) {
+    let mut events = EventStream::new(response, max);
     while let Some(Ok(event)) = events.next().await {
         if event.is_message() {
             inbound.text(event.data.as_bytes());
