@@ -70,6 +70,7 @@ domains!(
     pipeline,
     policy,
     probe,
+    redaction,
     reload,
     reloadable,
     serve,

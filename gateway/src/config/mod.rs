@@ -24,6 +24,7 @@ mod policy;
 pub mod qualified;
 pub mod rate_limit;
 pub mod redact;
+mod redaction;
 mod secret_files;
 mod shaping;
 mod suggest;
@@ -59,6 +60,7 @@ pub use mcp_json::from_mcp_json;
 pub(crate) use policy::validate_reach;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
 pub use rate_limit::{LimitPer, RateLimitConfig};
+pub use redaction::{PATTERN_SIZE_LIMIT, PatternEntry, RedactionConfig, RedactionMode};
 pub use shaping::SelectionEntry;
 pub use telemetry::TelemetryConfig;
 pub use tls::server_files;
@@ -111,6 +113,9 @@ pub struct Config {
     /// `[authorization]`: each user's own authorization to backends (`grant = "authorization_code"`).
     #[serde(default)]
     pub authorization: AuthorizationConfig,
+    /// `[redaction]`: secrets and patterns in backends' answers, redacted, refused or reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redaction: Option<RedactionConfig>,
 }
 
 /// One `[[middleware]]`: a built-in middleware of the request pipeline (see `pipeline::builtin`).
@@ -137,6 +142,8 @@ pub enum MiddlewareKind {
     AllowMethods,
     /// A middleware the binary's builder added (`name`): placed here instead of after the tables.
     Library,
+    /// The `[redaction]` stage, placed here instead of last (closest to the dispatch).
+    Redaction,
 }
 
 /// The smallest `[[backend]] max_message_bytes` and `max_stream_bytes`: 1 KiB.
@@ -275,7 +282,10 @@ fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError>
                 "a middleware's name is 1 to 64 ASCII letters, digits, '_' and '-'",
             ));
         }
-        (MiddlewareKind::AccessLog | MiddlewareKind::AllowMethods, Some(_)) => {
+        (
+            MiddlewareKind::AccessLog | MiddlewareKind::AllowMethods | MiddlewareKind::Redaction,
+            Some(_),
+        ) => {
             return Err(invalid(
                 format!("middleware[{i}].name"),
                 "only library takes a name",
@@ -284,11 +294,11 @@ fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError>
         _ => {}
     }
     match (m.kind, &m.methods) {
-        (MiddlewareKind::Library, Some(_)) => Err(invalid(
+        (MiddlewareKind::Library | MiddlewareKind::Redaction, Some(_)) => Err(invalid(
             format!("middleware[{i}].methods"),
             "only allow_methods takes methods",
         )),
-        (MiddlewareKind::Library, None) => Ok(()),
+        (MiddlewareKind::Library | MiddlewareKind::Redaction, None) => Ok(()),
         (MiddlewareKind::AccessLog, Some(_)) => Err(invalid(
             format!("middleware[{i}].methods"),
             "only allow_methods takes methods",
@@ -701,6 +711,17 @@ impl Config {
         }
         self.cluster.validate()?;
         self.egress.validate()?;
+        if let Some(redaction) = &self.redaction {
+            redaction.validate()?;
+        }
+        if self.redaction.is_none()
+            && self.middlewares.iter().any(|m| m.kind == MiddlewareKind::Redaction)
+        {
+            return Err(invalid(
+                "middleware",
+                "kind = \"redaction\" places the [redaction] stage: add a [redaction] table",
+            ));
+        }
         if let Some(traces) = &self.traces {
             traces.validate()?;
         }

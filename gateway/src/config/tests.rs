@@ -282,7 +282,7 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
 }
 
 /// The tables the configuration reference (docs/src/configuration.md) documents, each key by key.
-const TABLES: [&str; 16] = [
+const TABLES: [&str; 18] = [
     "[server]",
     "[admin]",
     "[catalog]",
@@ -299,6 +299,8 @@ const TABLES: [&str; 16] = [
     "[auth.oauth]",
     "[[auth.scope]]",
     "[egress]",
+    "[redaction]",
+    "[[redaction.pattern]]",
 ];
 
 /// The keys the configuration reference names, by table: each table's keys are the backquoted words of the

@@ -322,6 +322,22 @@ impl Collector for Scrape {
             let mut f = e.encode_descriptor(name, help, None, MetricType::Counter)?;
             counter(&mut f, &vec![], value)?;
         }
+        if !m.redaction_labels.is_empty() {
+            let mut f = e.encode_descriptor(
+                "mcpgw_redactions",
+                "Backend answers in which [redaction] found a pattern, by pattern (custom: the operator's own) and mode.",
+                None,
+                MetricType::Counter,
+            )?;
+            for (label, counts) in m.redaction_labels.iter().zip(m.redactions.iter()) {
+                for (mode, count) in super::REDACTION_MODES.iter().zip(counts) {
+                    let v = load(count);
+                    if v > 0 {
+                        counter(&mut f, &vec![("pattern", label), ("mode", mode)], v)?;
+                    }
+                }
+            }
+        }
         for (name, help, table) in [
             (
                 "mcpgw_received_bytes",

@@ -67,7 +67,14 @@ pub struct Metrics {
     cache_hits: AtomicU64,
     cache_misses: AtomicU64,
     sessions: Arc<SessionCounters>,
+    /// `mcpgw_redactions_total`: per pattern label (`with_redaction_labels`), per mode
+    /// ([`REDACTION_MODES`]).
+    redaction_labels: Box<[&'static str]>,
+    redactions: Box<[[AtomicU64; 3]]>,
 }
+
+/// The modes of `mcpgw_redactions_total`, in the order `Metrics::redacted` takes them.
+pub const REDACTION_MODES: [&str; 3] = ["redact", "refuse", "audit"];
 
 /// One backend's calls: by outcome, and their durations.
 #[derive(Debug, Default)]
@@ -106,6 +113,24 @@ impl Metrics {
             cache_hits: AtomicU64::new(0),
             cache_misses: AtomicU64::new(0),
             sessions,
+            redaction_labels: Box::new([]),
+            redactions: Box::new([]),
+        }
+    }
+
+    /// The same metrics, counting redactions under these pattern labels (a fixed set: the built-in
+    /// secrets' names and one for the operator's own patterns).
+    pub fn with_redaction_labels(mut self, labels: impl IntoIterator<Item = &'static str>) -> Metrics {
+        self.redaction_labels = labels.into_iter().collect();
+        self.redactions = self.redaction_labels.iter().map(|_| Default::default()).collect();
+        self
+    }
+
+    /// One answer in which the pattern of label `label` was found, in mode `mode` (an index of
+    /// [`REDACTION_MODES`]).
+    pub fn redacted(&self, label: usize, mode: usize) {
+        if let Some(c) = self.redactions.get(label).and_then(|m| m.get(mode)) {
+            c.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -18,6 +18,7 @@ use protocol::{Error, ErrorCode, Method};
 
 use super::middleware::{Added, Chain, Middleware, MwContext, Next, Response, Summary};
 use super::rate_limit::RateLimit;
+use super::redaction::Redaction;
 use crate::config::{MiddlewareEntry, MiddlewareKind};
 use crate::pipeline::response::Outcome;
 
@@ -77,17 +78,28 @@ pub fn chain(gw: &crate::state::Gateway, live: &crate::state::Live, added: &Adde
         .limits
         .as_ref()
         .map(|l| Arc::new(RateLimit::new(l.clone())) as Arc<dyn Middleware>);
+    let redaction = live.redaction.as_ref().map(|r| {
+        Arc::new(Redaction {
+            redactor: r.clone(),
+            metrics: gw.metrics.clone(),
+        }) as Arc<dyn Middleware>
+    });
     Chain::new(
         scopes
             .into_iter()
             .chain(limits)
-            .chain(configured(&live.config.middlewares, added))
+            .chain(configured(&live.config.middlewares, added, redaction))
             .collect(),
     )
 }
 
-/// The `[[middleware]]` tables' middlewares, in order, then the `added` ones no table names.
-pub fn configured(entries: &[MiddlewareEntry], added: &Added) -> Vec<Arc<dyn Middleware>> {
+/// The `[[middleware]]` tables' middlewares, in order, then the `added` ones no table names, then the
+/// `redaction` stage unless a table placed it.
+pub fn configured(
+    entries: &[MiddlewareEntry],
+    added: &Added,
+    redaction: Option<Arc<dyn Middleware>>,
+) -> Vec<Arc<dyn Middleware>> {
     let named = |e: &MiddlewareEntry| e.name.as_deref().and_then(|n| added.named(n)).cloned();
     let tables = entries.iter().filter_map(|e| -> Option<Arc<dyn Middleware>> {
         match e.kind {
@@ -97,6 +109,7 @@ pub fn configured(entries: &[MiddlewareEntry], added: &Added) -> Vec<Arc<dyn Mid
             ))),
             // Checked at start and before a reload (`Config::unknown_library`): one named is there.
             MiddlewareKind::Library => named(e),
+            MiddlewareKind::Redaction => redaction.clone(),
         }
     });
     let placed = |m: &Arc<dyn Middleware>| {
@@ -105,7 +118,9 @@ pub fn configured(entries: &[MiddlewareEntry], added: &Added) -> Vec<Arc<dyn Mid
             .any(|e| e.kind == MiddlewareKind::Library && e.name.as_deref() == Some(m.name()))
     };
     let rest = added.all().filter(|m| !placed(m)).cloned();
-    tables.chain(rest).collect()
+    let redaction_placed = entries.iter().any(|e| e.kind == MiddlewareKind::Redaction);
+    let last = redaction.clone().filter(|_| !redaction_placed);
+    tables.chain(rest).chain(last).collect()
 }
 
 
@@ -234,7 +249,7 @@ mod tests {
             ),
         ];
         for (entries, expected) in cases {
-            let names: Vec<String> = configured(entries, &added)
+            let names: Vec<String> = configured(entries, &added, None)
                 .iter()
                 .map(|m| m.name().to_owned())
                 .collect();

@@ -233,6 +233,7 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     let next = Live {
         version: live.version + 1,
         tool_timeouts: Live::tool_timeouts(&config),
+        redaction: Live::redaction(&config),
         config: Arc::new(config),
         backends,
         policy,

@@ -34,9 +34,23 @@ pub struct Live {
     pub limits: Option<Arc<crate::limit::Limits>>,
     /// Backends that take the client's token exchanged (RFC 8693), by name.
     pub exchanges: BTreeMap<String, Arc<crate::auth::exchange::Exchanger>>,
+    /// `[redaction]`, compiled; `None` without the table (nothing scanned).
+    pub redaction: Option<Arc<crate::redaction::Redactor>>,
 }
 
 impl Live {
+    /// `[redaction]` compiled (validated with the config: its patterns compile).
+    pub fn redaction(config: &Config) -> Option<Arc<crate::redaction::Redactor>> {
+        let table = config.redaction.as_ref()?;
+        match crate::redaction::Redactor::new(table) {
+            Ok(r) => Some(Arc::new(r)),
+            Err(why) => {
+                tracing::error!(%why, "[redaction] does not compile: nothing is redacted");
+                None
+            }
+        }
+    }
+
     /// The tools' own deadlines a config sets.
     pub fn tool_timeouts(config: &Config) -> BTreeMap<String, BTreeMap<String, Duration>> {
         config

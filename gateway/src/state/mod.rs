@@ -135,12 +135,14 @@ impl Gateway {
             policy: crate::policy::Policy::new(&config.policies),
             limits: crate::limit::Limits::new(&config.rate_limits, redis.clone()),
             exchanges: BTreeMap::new(),
+            redaction: Live::redaction(&config),
         };
         let metrics = Arc::new(crate::metrics::Metrics::new(
             config.backends.iter().map(|b| b.name.as_str()),
             config.telemetry.per_tool_metrics,
             sessions.counters().clone(),
-        ));
+        )
+        .with_redaction_labels(crate::redaction::labels()));
         Gateway {
             metrics,
             validation,
@@ -201,6 +203,7 @@ impl Gateway {
             policy: live.policy.clone(),
             limits: live.limits.clone(),
             exchanges,
+            redaction: live.redaction.clone(),
         }));
         self
     }

@@ -42,6 +42,7 @@ mod openapi;
 mod operations;
 mod pipeline;
 mod rate_limits;
+mod redaction;
 mod release;
 mod reload;
 mod replicas;

@@ -91,6 +91,9 @@ fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_
 
 #[test]
 fn size_bounds_out_of_range_are_config_errors() {
+    // The page's example sets both keys (gateway/src/config/tests.rs validates it whole).
+    let example = crate::support::doc_block("config-size-limits", "toml");
+    assert!(example.contains("max_message_bytes") && example.contains("max_stream_bytes"));
     let dir = TempDir::new("size-limits-config");
     for (keys, field) in [
         ("max_message_bytes = 100", "max_message_bytes"),

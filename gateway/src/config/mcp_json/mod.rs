@@ -91,6 +91,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         endpoints: Vec::new(),
         egress: Default::default(),
         authorization: Default::default(),
+        redaction: None,
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

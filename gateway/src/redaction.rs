@@ -1,0 +1,271 @@
+//! `[redaction]` compiled: the built-in secret patterns and the operator's, matched against what backends
+//! answer. A result is first scanned whole, as JSON text, by one `RegexSet` (the common case — nothing
+//! found — costs that one linear pass); only a result that holds a match is parsed, and in `redact` mode
+//! each matching string is rewritten. It must not log or keep what it matched: only the patterns' names.
+//!
+//! A pattern is matched against the text as JSON carries it (before and after unescaping, a secret holds
+//! no quote, backslash or control character): one that must span such characters is not supported.
+
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use serde_json::Value;
+
+use crate::config::{RedactionConfig, RedactionMode};
+
+/// The built-in secret patterns, by name (the metric's `pattern` label). Each is specific enough to be
+/// rare in ordinary text: a prefix the issuer documents, a fixed shape.
+pub const SECRETS: &[(&str, &str)] = &[
+    (
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:[A-Za-z0-9+/=\s\\n]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?",
+    ),
+    ("aws_access_key_id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (
+        "aws_secret_access_key",
+        r"(?i)aws_secret_access_key\s*[=:]\s*[A-Za-z0-9/+=]{40}",
+    ),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b",
+    ),
+    ("gitlab_token", r"\bglpat-[A-Za-z0-9_-]{20,}\b"),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("stripe_key", r"\b[sr]k_live_[0-9A-Za-z]{24,}\b"),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    ),
+];
+
+/// The metric label of the operator's own patterns (their names are not labels: any number of them).
+pub const CUSTOM: &str = "custom";
+
+/// The metric labels: each built-in secret's name, then [`CUSTOM`].
+pub fn labels() -> impl Iterator<Item = &'static str> {
+    SECRETS.iter().map(|(name, _)| *name).chain([CUSTOM])
+}
+
+/// How many metric labels there are.
+pub const LABELS: usize = SECRETS.len() + 1;
+
+/// One pattern, compiled.
+#[derive(Debug)]
+struct Pattern {
+    name: String,
+    /// Its metric label's index in [`labels`].
+    label: usize,
+    regex: Regex,
+}
+
+/// `[redaction]`, compiled once per config.
+#[derive(Debug)]
+pub struct Redactor {
+    mode: RedactionMode,
+    backends: Vec<String>,
+    patterns: Vec<Pattern>,
+    set: RegexSet,
+}
+
+/// What a scan found: the patterns that matched (their names and metric labels), each once.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Found(Vec<(String, usize)>);
+
+impl Found {
+    /// Nothing matched.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The names of the patterns that matched, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// The metric labels' indices of the patterns that matched.
+    pub fn labels(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().map(|(_, l)| *l)
+    }
+}
+
+impl Redactor {
+    /// Compiles `config` (validated: its patterns compile).
+    pub fn new(config: &RedactionConfig) -> Result<Redactor, String> {
+        let mut patterns = Vec::new();
+        if config.secrets {
+            for (label, (name, re)) in SECRETS.iter().enumerate() {
+                patterns.push(Pattern {
+                    name: (*name).to_owned(),
+                    label,
+                    regex: compile(re)?,
+                });
+            }
+        }
+        for p in &config.patterns {
+            patterns.push(Pattern {
+                name: p.name.clone(),
+                label: LABELS - 1,
+                regex: compile(&p.regex)?,
+            });
+        }
+        let set = RegexSetBuilder::new(patterns.iter().map(|p| p.regex.as_str()))
+            .size_limit(crate::config::PATTERN_SIZE_LIMIT * patterns.len().max(1))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Redactor {
+            mode: config.mode,
+            backends: config.backends.clone(),
+            patterns,
+            set,
+        })
+    }
+
+    /// What a match does.
+    pub fn mode(&self) -> RedactionMode {
+        self.mode
+    }
+
+    /// Whether answers of `backend` are scanned.
+    pub fn applies_to(&self, backend: &str) -> bool {
+        self.backends
+            .iter()
+            .any(|p| crate::glob::glob_match(p, backend))
+    }
+
+    /// The patterns `text` (a result as JSON text) holds.
+    pub fn scan(&self, text: &str) -> Found {
+        let matched = self.set.matches(text);
+        if !matched.matched_any() {
+            return Found::default();
+        }
+        Found(
+            matched
+                .iter()
+                .filter_map(|i| self.patterns.get(i))
+                .map(|p| (p.name.clone(), p.label))
+                .collect(),
+        )
+    }
+
+    /// Replaces every match in every string of `value` (keys too are left alone: they are the result's
+    /// shape) by `[redacted: NAME]`; what was replaced.
+    pub fn redact(&self, value: &mut Value) -> Found {
+        let mut found = Found::default();
+        self.walk(value, &mut found);
+        found
+    }
+
+    fn walk(&self, value: &mut Value, found: &mut Found) {
+        match value {
+            Value::String(text) => {
+                for p in &self.patterns {
+                    if p.regex.is_match(text) {
+                        let replaced = p
+                            .regex
+                            .replace_all(text, format!("[redacted: {}]", p.name).as_str())
+                            .into_owned();
+                        *text = replaced;
+                        if !found.0.iter().any(|(n, _)| *n == p.name) {
+                            found.0.push((p.name.clone(), p.label));
+                        }
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.walk(v, found)),
+            Value::Object(fields) => fields.values_mut().for_each(|v| self.walk(v, found)),
+            _ => {}
+        }
+    }
+}
+
+fn compile(pattern: &str) -> Result<Regex, String> {
+    RegexBuilder::new(pattern)
+        .size_limit(crate::config::PATTERN_SIZE_LIMIT)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::PatternEntry;
+    use serde_json::json;
+
+    fn redactor(mode: RedactionMode, patterns: &[(&str, &str)]) -> Redactor {
+        Redactor::new(&RedactionConfig {
+            mode,
+            secrets: true,
+            backends: vec!["*".into()],
+            patterns: patterns
+                .iter()
+                .map(|(n, r)| PatternEntry {
+                    name: (*n).into(),
+                    regex: (*r).into(),
+                })
+                .collect(),
+        })
+        .expect("compiles")
+    }
+
+    #[test]
+    fn each_built_in_secret_is_found_and_ordinary_text_is_not() {
+        let r = redactor(RedactionMode::Redact, &[("employee", r"EMP-[0-9]{6}")]);
+        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7x\n-----END RSA PRIVATE KEY-----";
+        let cases: &[(&str, Option<&str>)] = &[
+            (key, Some("private_key")),
+            ("-----BEGIN OPENSSH PRIVATE KEY-----", Some("private_key")),
+            ("id AKIAIOSFODNN7EXAMPLE here", Some("aws_access_key_id")),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                Some("aws_secret_access_key"),
+            ),
+            ("ghp_0123456789abcdefghijABCDEFGHIJ012345", Some("github_token")),
+            ("github_pat_11ABCDEFG0123456789_abcdefghij", Some("github_token")),
+            ("glpat-abcdefghij0123456789", Some("gitlab_token")),
+            ("xoxb-123456789012-abcdefghij", Some("slack_token")),
+            ("AIzaSyA-1234567890abcdefghijklmnopqrstu", Some("google_api_key")),
+            ("sk_live_0123456789abcdefghijklmn", Some("stripe_key")),
+            (
+                "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+                Some("jwt"),
+            ),
+            ("staff EMP-123456 joined", Some("employee")),
+            ("the weather is fine; ghp is a word; AKIA123", None),
+            ("sk_test_0123456789abcdefghijklmn", None),
+        ];
+        for (text, expected) in cases {
+            let raw = serde_json::to_string(&json!({"content": [{"type": "text", "text": text}]}))
+                .expect("JSON");
+            let found = r.scan(&raw);
+            assert_eq!(found.names().first().copied(), *expected, "scan of {text:?}");
+            let mut value: Value = serde_json::from_str(&raw).expect("JSON");
+            let redacted = r.redact(&mut value);
+            assert_eq!(redacted.names().first().copied(), *expected, "redact of {text:?}");
+            if let Some(name) = expected {
+                let out = value["content"][0]["text"].as_str().unwrap_or_default();
+                assert!(out.contains(&format!("[redacted: {name}]")), "{out}");
+                assert!(r.scan(&value.to_string()).is_empty(), "nothing left: {out}");
+            }
+        }
+    }
+
+    #[test]
+    fn backends_are_chosen_by_pattern_and_custom_patterns_share_one_label() {
+        let mut config = RedactionConfig {
+            mode: RedactionMode::Audit,
+            secrets: false,
+            backends: vec!["crm-*".into()],
+            patterns: vec![PatternEntry {
+                name: "ticket".into(),
+                regex: r"TCK-\d+".into(),
+            }],
+        };
+        let r = Redactor::new(&config).expect("compiles");
+        assert!(r.applies_to("crm-eu"));
+        assert!(!r.applies_to("files"));
+        let found = r.scan(r#"{"text":"see TCK-42"}"#);
+        assert_eq!(found.names(), ["ticket"]);
+        assert_eq!(found.labels().collect::<Vec<_>>(), [LABELS - 1]);
+        config.patterns.clear();
+        assert!(config.validate().is_err(), "nothing to look for");
+    }
+}

@@ -1,0 +1,147 @@
+//! Issue 38 §3, redaction: `[redaction]` finds the built-in secrets and an operator's pattern in what a
+//! real backend (the mock over stdio) answers — a tool result, a resource's contents, a prompt — and
+//! redacts them, withholds the answer, or only reports it, for legacy and 2026-07-28 clients; counted in
+//! `mcpgw_redactions_total`.
+
+use serde_json::{Value, json};
+
+use crate::support::{
+    ADMIN, LegacyClient, TempDir, admin_base, client, gateway, modern_request, one_stdio_mock,
+};
+
+const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+const KEY_ID: &str = "AKIAIOSFODNN7EXAMPLE";
+
+/// The mock over stdio, the admin listener, and docs/src/redaction.md's `[redaction]` in `mode`.
+fn config(mode: &str) -> String {
+    let table = crate::support::doc_block("config-redaction", "toml");
+    assert!(table.contains("mode = \"redact\""), "{table}");
+    format!(
+        "{}{ADMIN}\n{}",
+        one_stdio_mock(&[]),
+        table.replace("mode = \"redact\"", &format!("mode = \"{mode}\""))
+    )
+}
+
+fn echo(url: &str, text: &str) -> Value {
+    modern_request(
+        url,
+        "tools/call",
+        json!({"name": "m__echo", "arguments": {"text": text}}),
+        &[],
+    )
+    .json()
+}
+
+fn metrics(gw: &crate::support::Running) -> String {
+    client()
+        .get(format!("{}/metrics", admin_base(gw)))
+        .send()
+        .expect("metrics")
+        .text()
+        .expect("text")
+}
+
+#[test]
+fn secrets_in_tool_results_resources_and_prompts_are_redacted_for_both_eras() {
+    let dir = TempDir::new("redaction-redact");
+    let gw = gateway(&config("redact"), &dir);
+    let said = format!("token {TOKEN} for EMP-123456, nothing else");
+    let answer = echo(&gw.url, &said);
+    assert_eq!(
+        answer["result"]["content"][0]["text"],
+        "token [redacted: github_token] for [redacted: employee], nothing else",
+        "{answer}"
+    );
+    let plain = echo(&gw.url, "nothing to hide");
+    assert_eq!(plain["result"]["content"][0]["text"], "nothing to hide");
+
+    let read = modern_request(
+        &gw.url,
+        "resources/read",
+        json!({"uri": format!("mock://mock-backend/items/{KEY_ID}")}),
+        &[],
+    )
+    .json();
+    let text = read["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(text, "item [redacted: aws_access_key_id]", "{read}");
+    assert!(!read.to_string().contains(KEY_ID), "{read}");
+
+    let mut legacy = LegacyClient::connect(&gw.url, "2025-06-18");
+    let prompt = legacy
+        .request(
+            "prompts/get",
+            json!({"name": "m__greet", "arguments": {"name": TOKEN}}),
+        )
+        .json();
+    assert_eq!(
+        prompt["result"]["messages"][0]["content"]["text"], "Hello, [redacted: github_token]!",
+        "{prompt}"
+    );
+    let called = legacy
+        .request(
+            "tools/call",
+            json!({"name": "m__echo", "arguments": {"text": said}}),
+        )
+        .json();
+    assert!(!called.to_string().contains(TOKEN), "{called}");
+
+    let scraped = metrics(&gw);
+    for line in [
+        "mcpgw_redactions_total{pattern=\"github_token\",mode=\"redact\"} 3",
+        "mcpgw_redactions_total{pattern=\"custom\",mode=\"redact\"} 2",
+        "mcpgw_redactions_total{pattern=\"aws_access_key_id\",mode=\"redact\"} 1",
+    ] {
+        assert!(scraped.contains(line), "{line} in:\n{scraped}");
+    }
+    // The log names the pattern, never what matched.
+    let logged = gw.log_to_end(std::time::Duration::from_millis(500));
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("held a secret or pattern"))
+    );
+    assert!(
+        !logged.iter().any(|l| l.contains(TOKEN)),
+        "a secret was logged"
+    );
+}
+
+#[test]
+fn refuse_withholds_the_answer_in_its_methods_shape_and_audit_passes_it_on() {
+    let dir = TempDir::new("redaction-refuse");
+    let gw = gateway(&config("refuse"), &dir);
+    let refused = echo(&gw.url, TOKEN);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(
+        refused["result"]["content"][0]["text"],
+        "the answer of backend mock was withheld: it held github_token"
+    );
+    let read = modern_request(
+        &gw.url,
+        "resources/read",
+        json!({"uri": format!("mock://mock-backend/items/{KEY_ID}")}),
+        &[],
+    )
+    .json();
+    assert!(
+        read["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("withheld")),
+        "{read}"
+    );
+    assert!(!read.to_string().contains(KEY_ID), "{read}");
+    drop(gw);
+
+    let dir = TempDir::new("redaction-audit");
+    let gw = gateway(&config("audit"), &dir);
+    let passed = echo(&gw.url, TOKEN);
+    assert_eq!(passed["result"]["content"][0]["text"], TOKEN, "{passed}");
+    let scraped = metrics(&gw);
+    assert!(
+        scraped.contains("mcpgw_redactions_total{pattern=\"github_token\",mode=\"audit\"} 1"),
+        "{scraped}"
+    );
+}
