@@ -27,6 +27,7 @@ const LAYERS: &[&[&str]] = &[
         "limit",
         "openapi",
         "redaction",
+        "intercept",
     ],
     &["catalog", "session", "oauth"],
     &["auth"],

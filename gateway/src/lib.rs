@@ -62,6 +62,7 @@ domains!(
     endpoint,
     front,
     glob,
+    intercept,
     limit,
     metrics,
     notify,

@@ -149,8 +149,20 @@ async fn start(
         .map_err(ServeError::Auth)?;
     let backends = start_backends(&config, events_tx.clone(), &credentials, &added.servers);
     let exchanges = crate::auth::exchange::exchangers(&config).map_err(ServeError::Auth)?;
+    // The interceptor servers, started as backends are, with their own credentials.
+    let mut reached = config.clone();
+    reached.backends = config
+        .interceptors
+        .iter()
+        .filter_map(|i| i.as_backend().ok())
+        .collect();
+    let interceptor_credentials = crate::auth::backend::prepare(&reached)
+        .await
+        .map_err(ServeError::Auth)?;
+    let interceptors = crate::intercept::Interceptors::start(&config, &interceptor_credentials);
     let gw = Gateway::new(config, backends, keys.clone())
         .with_additions(added.servers.clone(), added.middleware_names(), added.headers.clone())
+        .with_interceptors(interceptors)
         .with_auth(auth)
         .with_exchanges(exchanges)
         .with_events(events_tx);
@@ -187,6 +199,9 @@ async fn start(
     gw.drain.advance(crate::drain::Phase::CutOff);
     for b in gw.live().backends.values() {
         b.shutdown();
+    }
+    if let Some(interceptors) = &gw.interceptors {
+        interceptors.shutdown();
     }
     if !handlers::processes_ended(handlers::STOP_BOUND).await {
         tracing::warn!("a backend process did not end in time: it is killed as the gateway exits");

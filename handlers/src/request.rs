@@ -42,9 +42,18 @@ pub struct BackendRequest {
     /// an HTTP backend, as `traceparent`/`tracestate` headers. `None` (tracing off): nothing is added and
     /// the params' `_meta` passes as it came.
     pub trace: Option<crate::TraceContext>,
+    /// The wire name of an extension's method this request is (`interceptors/list`,
+    /// `interceptor/invoke`): sent instead of `method`'s, which then only classifies the request (its
+    /// permits, its error shape). `None`: `method` is the request.
+    pub extension: Option<&'static str>,
 }
 
 impl BackendRequest {
+    /// The method's name on the wire.
+    pub fn wire_name(&self) -> &'static str {
+        self.extension.unwrap_or(self.method.as_str())
+    }
+
     /// A request with params and nothing else.
     pub fn new(method: Method, params: Option<Box<RawValue>>) -> BackendRequest {
         BackendRequest {
@@ -58,6 +67,7 @@ impl BackendRequest {
             caller: None,
             credential: None,
             trace: None,
+            extension: None,
         }
     }
 }

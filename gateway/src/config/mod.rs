@@ -17,6 +17,7 @@ pub mod endpoint;
 mod era;
 mod forwarded;
 mod http_url;
+mod interceptor;
 mod listen;
 mod mcp_json;
 mod openapi;
@@ -56,6 +57,7 @@ pub use egress::{EgressConfig, valid_host_pattern};
 pub use endpoint::{AccessEntry, EndpointEntry};
 pub use era::BackendEra;
 pub use forwarded::ForwardedHeader;
+pub use interceptor::{EVENTS as INTERCEPTED_EVENTS, InterceptorEntry, InterceptorMode};
 pub use mcp_json::from_mcp_json;
 pub(crate) use policy::validate_reach;
 pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
@@ -113,6 +115,9 @@ pub struct Config {
     /// `[authorization]`: each user's own authorization to backends (`grant = "authorization_code"`).
     #[serde(default)]
     pub authorization: AuthorizationConfig,
+    /// `[[interceptor]]`: MCP servers asked to validate or rewrite requests and answers (SEP-2624).
+    #[serde(default, rename = "interceptor", skip_serializing_if = "Vec::is_empty")]
+    pub interceptors: Vec<InterceptorEntry>,
     /// `[redaction]`: secrets and patterns in backends' answers, redacted, refused or reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redaction: Option<RedactionConfig>,
@@ -144,6 +149,8 @@ pub enum MiddlewareKind {
     Library,
     /// The `[redaction]` stage, placed here instead of last (closest to the dispatch).
     Redaction,
+    /// The `[[interceptor]]` stage, placed here instead of after the tables and library middlewares.
+    Interceptors,
 }
 
 /// The smallest `[[backend]] max_message_bytes` and `max_stream_bytes`: 1 KiB.
@@ -283,7 +290,10 @@ fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError>
             ));
         }
         (
-            MiddlewareKind::AccessLog | MiddlewareKind::AllowMethods | MiddlewareKind::Redaction,
+            MiddlewareKind::AccessLog
+            | MiddlewareKind::AllowMethods
+            | MiddlewareKind::Redaction
+            | MiddlewareKind::Interceptors,
             Some(_),
         ) => {
             return Err(invalid(
@@ -294,11 +304,17 @@ fn validate_middleware(i: usize, m: &MiddlewareEntry) -> Result<(), ConfigError>
         _ => {}
     }
     match (m.kind, &m.methods) {
-        (MiddlewareKind::Library | MiddlewareKind::Redaction, Some(_)) => Err(invalid(
+        (
+            MiddlewareKind::Library | MiddlewareKind::Redaction | MiddlewareKind::Interceptors,
+            Some(_),
+        ) => Err(invalid(
             format!("middleware[{i}].methods"),
             "only allow_methods takes methods",
         )),
-        (MiddlewareKind::Library | MiddlewareKind::Redaction, None) => Ok(()),
+        (
+            MiddlewareKind::Library | MiddlewareKind::Redaction | MiddlewareKind::Interceptors,
+            None,
+        ) => Ok(()),
         (MiddlewareKind::AccessLog, Some(_)) => Err(invalid(
             format!("middleware[{i}].methods"),
             "only allow_methods takes methods",
@@ -713,6 +729,31 @@ impl Config {
         self.egress.validate()?;
         if let Some(redaction) = &self.redaction {
             redaction.validate()?;
+        }
+        for (i, entry) in self.interceptors.iter().enumerate() {
+            entry.validate(i)?;
+            if self.backends.iter().any(|b| b.name == entry.name)
+                || self.interceptors[..i].iter().any(|o| o.name == entry.name)
+            {
+                return Err(invalid(
+                    format!("interceptor[{i}].name"),
+                    "a name of its own: not a backend's nor another interceptor's",
+                ));
+            }
+            let as_backend = entry.as_backend()?;
+            let mut probe = Config::from_toml_str("", Path::new("<interceptor>"))?;
+            probe.backends.push(as_backend);
+            probe
+                .validate()
+                .map_err(|e| invalid(format!("interceptor[{i}]"), e.to_string()))?;
+        }
+        if self.interceptors.is_empty()
+            && self.middlewares.iter().any(|m| m.kind == MiddlewareKind::Interceptors)
+        {
+            return Err(invalid(
+                "middleware",
+                "kind = \"interceptors\" places the [[interceptor]] stage: add an [[interceptor]]",
+            ));
         }
         if self.redaction.is_none()
             && self.middlewares.iter().any(|m| m.kind == MiddlewareKind::Redaction)

@@ -18,6 +18,7 @@ use protocol::{Error, ErrorCode, Method};
 
 use super::middleware::{Added, Chain, Middleware, MwContext, Next, Response, Summary};
 use super::rate_limit::RateLimit;
+use super::intercepting::Intercepting;
 use super::redaction::Redaction;
 use crate::config::{MiddlewareEntry, MiddlewareKind};
 use crate::pipeline::response::Outcome;
@@ -84,22 +85,47 @@ pub fn chain(gw: &crate::state::Gateway, live: &crate::state::Live, added: &Adde
             metrics: gw.metrics.clone(),
         }) as Arc<dyn Middleware>
     });
+    let interceptors = gw
+        .interceptors
+        .as_ref()
+        .map(|i| Arc::new(Intercepting(i.clone())) as Arc<dyn Middleware>);
     Chain::new(
         scopes
             .into_iter()
             .chain(limits)
-            .chain(configured(&live.config.middlewares, added, redaction))
+            .chain(configured(
+                &live.config.middlewares,
+                added,
+                Stages {
+                    interceptors,
+                    redaction,
+                },
+            ))
             .collect(),
     )
 }
 
+/// The stages a `[[middleware]]` table may place, when configured.
+#[derive(Default)]
+#[allow(missing_debug_implementations)] // middlewares are `dyn`: `Chain` shows their names instead
+pub struct Stages {
+    /// `[[interceptor]]`.
+    pub interceptors: Option<Arc<dyn Middleware>>,
+    /// `[redaction]`.
+    pub redaction: Option<Arc<dyn Middleware>>,
+}
+
 /// The `[[middleware]]` tables' middlewares, in order, then the `added` ones no table names, then the
-/// `redaction` stage unless a table placed it.
+/// interceptors and then redaction (closest to the dispatch), each unless a table placed it.
 pub fn configured(
     entries: &[MiddlewareEntry],
     added: &Added,
-    redaction: Option<Arc<dyn Middleware>>,
+    stages: Stages,
 ) -> Vec<Arc<dyn Middleware>> {
+    let Stages {
+        interceptors,
+        redaction,
+    } = stages;
     let named = |e: &MiddlewareEntry| e.name.as_deref().and_then(|n| added.named(n)).cloned();
     let tables = entries.iter().filter_map(|e| -> Option<Arc<dyn Middleware>> {
         match e.kind {
@@ -110,6 +136,7 @@ pub fn configured(
             // Checked at start and before a reload (`Config::unknown_library`): one named is there.
             MiddlewareKind::Library => named(e),
             MiddlewareKind::Redaction => redaction.clone(),
+            MiddlewareKind::Interceptors => interceptors.clone(),
         }
     });
     let placed = |m: &Arc<dyn Middleware>| {
@@ -118,9 +145,14 @@ pub fn configured(
             .any(|e| e.kind == MiddlewareKind::Library && e.name.as_deref() == Some(m.name()))
     };
     let rest = added.all().filter(|m| !placed(m)).cloned();
-    let redaction_placed = entries.iter().any(|e| e.kind == MiddlewareKind::Redaction);
-    let last = redaction.clone().filter(|_| !redaction_placed);
-    tables.chain(rest).chain(last).collect()
+    let unplaced = |kind: MiddlewareKind, stage: &Option<Arc<dyn Middleware>>| {
+        stage.clone().filter(|_| !entries.iter().any(|e| e.kind == kind))
+    };
+    let last = [
+        unplaced(MiddlewareKind::Interceptors, &interceptors),
+        unplaced(MiddlewareKind::Redaction, &redaction),
+    ];
+    tables.chain(rest).chain(last.into_iter().flatten()).collect()
 }
 
 
@@ -249,7 +281,7 @@ mod tests {
             ),
         ];
         for (entries, expected) in cases {
-            let names: Vec<String> = configured(entries, &added, None)
+            let names: Vec<String> = configured(entries, &added, Stages::default())
                 .iter()
                 .map(|m| m.name().to_owned())
                 .collect();

@@ -14,6 +14,7 @@ pub(crate) mod deliver;
 pub mod dispatch;
 mod middleware;
 pub mod rate_limit;
+mod intercepting;
 mod redaction;
 pub mod request_stream;
 pub mod response;

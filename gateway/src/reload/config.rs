@@ -163,6 +163,12 @@ pub async fn apply(gw: &Arc<Gateway>, mut config: Config) -> Result<Applied, Str
     if let Some(why) = per_user_changed(old, &config, &fresh) {
         return Err(why);
     }
+    if config.interceptors != old.interceptors {
+        return Err(
+            "[[interceptor]] changed: its servers are started once; restart the gateway to apply it"
+                .to_owned(),
+        );
+    }
     // A config for another binary (a server or middleware this one was not built with) changes nothing.
     gw.builtins.check(&config).map_err(|e| e.to_string())?;
     if let Some(why) = config.unknown_library(&gw.added_middlewares) {

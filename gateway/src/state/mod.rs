@@ -78,6 +78,8 @@ pub struct Gateway {
     /// The request headers middlewares may read (`MwContext::header`), lower-case; none unless a library
     /// user named some (`Builder::read_header`).
     pub readable_headers: Arc<[http::HeaderName]>,
+    /// `[[interceptor]]` servers, started; `None` without any (set by `with_interceptors`).
+    pub interceptors: Option<Arc<crate::intercept::Interceptors>>,
     /// The names of the middlewares a library user added (a `[[middleware]] kind = "library"` names one).
     pub added_middlewares: Arc<[String]>,
 }
@@ -171,8 +173,18 @@ impl Gateway {
             builtins: Builtins::default(),
             readable_headers: Arc::new([]),
             added_middlewares: Arc::new([]),
+            interceptors: None,
             config,
         }
+    }
+
+    /// The same state, asking these interceptor servers (`[[interceptor]]`).
+    pub fn with_interceptors(
+        mut self,
+        interceptors: Option<Arc<crate::intercept::Interceptors>>,
+    ) -> Gateway {
+        self.interceptors = interceptors;
+        self
     }
 
     /// The same state, with a library user's servers built in (for the backends a reload starts), the

@@ -284,10 +284,7 @@ fn era_assumption_failed(status: StatusCode, failure: &Failure) -> Option<String
 fn routing_headers(request: &BackendRequest) -> Result<HeaderMap, String> {
     let mut headers = json_headers();
     headers.insert(names::PROTOCOL_VERSION, version_header(MODERN));
-    headers.insert(
-        names::METHOD,
-        HeaderValue::from_static(request.method.as_str()),
-    );
+    headers.insert(names::METHOD, HeaderValue::from_static(request.wire_name()));
     if let Some(name) = &request.name {
         let value = HeaderValue::from_str(&encode_value(name))
             .map_err(|e| format!("cannot send Mcp-Name {name:?}: {e}"))?;
@@ -322,6 +319,7 @@ mod tests {
             caller: None,
             credential: None,
             trace: None,
+            extension: None,
         };
         let h = routing_headers(&request).unwrap();
         assert_eq!(h["mcp-protocol-version"], "2026-07-28");

@@ -244,7 +244,7 @@ impl SseLink {
             .unwrap_or(Generation::V2024_11_05);
         let params = ctx.params_for(generation, &mut request)?;
         match self
-            .request(request.method.as_str(), params.as_deref(), deadline, true)
+            .request(request.wire_name(), params.as_deref(), deadline, true)
             .await
         {
             Ok(Ok(result)) => Ok(result),

@@ -137,7 +137,7 @@ impl LinkContext {
         } = self.take_params(MODERN, request)?;
         let capabilities = capabilities.as_deref().unwrap_or(&self.empty_object);
         let stamp = self.modern_meta(capabilities);
-        wire::request_with(id, request.method.as_str(), params.as_deref(), |out| {
+        wire::request_with(id, request.wire_name(), params.as_deref(), |out| {
             meta::write_modern(out, params.as_deref(), stamp)
         })
         .map_err(|e| self.unsendable(request.method, e))

@@ -51,7 +51,7 @@ impl StdioLink {
         let params = ctx.params_for(self.generation, &mut request)?;
         let reply = self
             .process
-            .request(request.method.as_str(), params.as_deref(), deadline, true)
+            .request(request.wire_name(), params.as_deref(), deadline, true)
             .await;
         match reply {
             Ok(Ok(result)) => Ok(result),
@@ -72,7 +72,7 @@ impl StdioLink {
         let routes = &self.process.subscriptions;
         let reply = self
             .process
-            .long_request(request.method.as_str(), params.as_deref(), |id| {
+            .long_request(request.wire_name(), params.as_deref(), |id| {
                 routes.insert(id, tap)
             })
             .await;

@@ -30,6 +30,7 @@ mod eras;
 mod errors;
 mod fairness;
 mod hardening;
+mod interceptors;
 mod interop;
 mod library;
 mod load_asks;

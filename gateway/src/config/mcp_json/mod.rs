@@ -92,6 +92,7 @@ pub(super) fn from_mcp_json_str(text: &str, path: &Path) -> Result<Config, Confi
         egress: Default::default(),
         authorization: Default::default(),
         redaction: None,
+        interceptors: Vec::new(),
     };
     config.validate().map_err(|e| rename(e, key, &config))?;
     Ok(config)

@@ -505,6 +505,7 @@ impl Dispatch<'_> {
             caller: self.caller,
             credential: None,
             trace: None,
+            extension: None,
         };
         Ok((backend, request, replay))
     }

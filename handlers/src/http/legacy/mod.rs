@@ -309,7 +309,7 @@ impl LegacyLink {
         // A request with its own credential goes in its principal's session, never in the shared one.
         let own = request.credential.take();
         let params = ctx.params_for(self.session().generation, &mut request)?;
-        let method = request.method;
+        let method = (request.method, request.wire_name());
         let inbound = self.0.inbound.for_request(&mut request, deadline);
         let trace = request.trace.as_ref();
         if let Some(credential) = own {
@@ -317,7 +317,7 @@ impl LegacyLink {
             // would be carried by every call's future.
             return Box::pin(self.call_as(
                 credential,
-                method,
+                method.0,
                 params.as_deref(),
                 trace,
                 deadline,
@@ -349,7 +349,7 @@ impl LegacyLink {
 
     async fn attempt(
         &self,
-        method: protocol::Method,
+        method: (protocol::Method, &'static str),
         params: Option<&RawValue>,
         trace: Option<&crate::TraceContext>,
         deadline: Instant,
@@ -376,7 +376,7 @@ impl LegacyLink {
         &self,
         session: Session,
         outbox: &Arc<dyn Outbox>,
-        method: protocol::Method,
+        (method, wire): (protocol::Method, &'static str),
         params: Option<&RawValue>,
         trace: Option<&crate::TraceContext>,
         deadline: Instant,
@@ -385,7 +385,7 @@ impl LegacyLink {
         let inner = &*self.0;
         let ctx = &*inner.ctx;
         let id = inner.last_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let body = wire::request(id, method.as_str(), params);
+        let body = wire::request(id, wire, params);
         let mut guard = CancelGuard::new(&**outbox, id, true);
         let mut headers = session.headers();
         if let Some(trace) = trace {

@@ -209,7 +209,15 @@ impl LegacyLink {
             let inbound = inbound.with_outbox(Arc::clone(&outbox));
             let kept = session.clone();
             match self
-                .attempt_in(session, &outbox, method, params, trace, deadline, &inbound)
+                .attempt_in(
+                    session,
+                    &outbox,
+                    (method, method.as_str()),
+                    params,
+                    trace,
+                    deadline,
+                    &inbound,
+                )
                 .await
             {
                 Attempt::Done(outcome) => {
