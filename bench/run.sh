@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks of mcpgw (issue 5 §3): every figure measured beside its baseline in the same run.
 #
-#   bench/run.sh [--quick] [--only d|h|n|k]
+#   bench/run.sh [--quick] [--only d|h|n|k|i]
 #
 #   (a) tools/call through mcpgw vs directly to the same HTTP mock backend: (a1) mock latency 1 ms,
 #       64 sessions; (a2) zero latency, CPU-bound, with the CPU split between generator, gateway and mock
@@ -18,6 +18,7 @@
 #       and the forwarder (bench/echo: actix-web and hyper forwarding bytes, no MCP work) beside them
 #   (k) how the CPU per forwarded call grows with the catalog, idle sessions, argument size (beside nginx)
 #       and backends (bench/lib/growth.sh); (n), run alone: the floor, nginx as a reverse proxy (floor.sh)
+#   (i) run alone: what an [[interceptor]] answering at once costs a forwarded call (bench/lib/intercept.sh)
 #
 # Builds `cargo build --release -p gateway` (set MCPGW=/path/to/mcpgw to use a binary instead) and
 # bench/echo (its own cargo workspace), installs mcp-proxy with npm ci into bench/mcp-proxy/node_modules
@@ -44,9 +45,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --only)
-      case "${2:-}" in d|h|n|k) ;; *) printf 'bench/run.sh: --only takes d, h, n or k (the figures that run alone)\n' >&2; exit 2 ;; esac
+      case "${2:-}" in d|h|n|k|i) ;; *) printf 'bench/run.sh: --only takes d, h, n, k or i (the figures that run alone)\n' >&2; exit 2 ;; esac
       only=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'bench/run.sh: unknown argument: %s (see --help)\n' "$1" >&2; exit 2 ;;
   esac
 done
@@ -149,6 +150,7 @@ load() { echo "$MCPGW" load --timeout 10s "$@"; }
 . "$HERE/lib/memory.sh"  # figures (d) and (h): resident memory
 . "$HERE/lib/floor.sh"   # figure (n): the floor, nginx as a plain reverse proxy
 . "$HERE/lib/growth.sh"  # figure (k): how the cost of a forwarded call grows
+. "$HERE/lib/intercept.sh"  # figure (i): what an interceptor costs
 
 # --- build ------------------------------------------------------------------------------------------
 given_binary="${MCPGW:-}"
@@ -241,9 +243,15 @@ gw_config() {
     "${3:-}" "$2" "$MIDDLEWARES" >"$1"
 }
 
-if [ "$only" = n ] || [ "$only" = k ]; then
+if [ "$only" = n ] || [ "$only" = k ] || [ "$only" = i ]; then
   status=0
-  if [ "$only" = n ]; then
+  if [ "$only" = i ]; then
+    start_mock mock0; MOCK0_PID=$SRV_PID; MOCK0_URL=$SRV_URL
+    figure_i
+    stop "$MOCK0_PID"
+    printf '\n'
+    "$PY" "$HERE/lib/intercept.py" section --results "$RESULTS" --dir "$WORK" || status=$?
+  elif [ "$only" = n ]; then
     start_mock mock0; MOCK0_PID=$SRV_PID; MOCK0_URL=$SRV_URL
     figure_n
     stop "$MOCK0_PID"
