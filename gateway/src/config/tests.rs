@@ -282,7 +282,7 @@ fn accepted_keys(table_header: &str) -> Vec<String> {
 }
 
 /// The tables the configuration reference (docs/src/configuration.md) documents, each key by key.
-const TABLES: [&str; 18] = [
+const TABLES: [&str; 19] = [
     "[server]",
     "[admin]",
     "[catalog]",
@@ -299,6 +299,7 @@ const TABLES: [&str; 18] = [
     "[auth.oauth]",
     "[[auth.scope]]",
     "[egress]",
+    "[[interceptor]]",
     "[redaction]",
     "[[redaction.pattern]]",
 ];

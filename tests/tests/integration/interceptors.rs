@@ -41,6 +41,20 @@ fn call(url: &str, tool: &str, arguments: Value) -> Value {
 }
 
 #[test]
+fn the_interceptor_pages_example_sets_what_the_tests_exercise() {
+    let example = crate::support::doc_block("config-interceptor", "toml");
+    for key in [
+        "use = ",
+        "events = ",
+        "tools = ",
+        "timeout_ms = ",
+        "fail_open = ",
+    ] {
+        assert!(example.contains(key), "{key} in {example}");
+    }
+}
+
+#[test]
 fn validators_refuse_or_pass_and_mutators_rewrite_both_phases_for_sdk_clients_in_both_eras() {
     let Some(deps) = peers::deps("interceptors sdk clients") else {
         return;
