@@ -26,7 +26,7 @@ def section(results, out):
     out("## (i) an interceptor's cost: CPU per forwarded tools/call with and without one")
     out()
     out("mcpgw with its built-in middlewares on, in front of the zero-latency HTTP mock, loaded by `mcpgw load` "
-        "(closed loop); `one` asks an `[[interceptor]]` (a validator answering at once, the tests' Python "
+        "at one fixed rate for both (`--rate`); `one` asks an `[[interceptor]]` (a validator answering at once, the tests' Python "
         "interceptor server over stdio) about every call, `none` has none; alternating rounds of the same run.")
     out()
     out("| gateway | CPU µs / call | calls/s | interceptor CPU µs / call | mock CPU µs / call | errors |")

@@ -3,10 +3,11 @@
 # Two gateways in front of the same zero-latency HTTP mock, with the built-in middlewares on (gw_config): one
 # without interceptors, one with an [[interceptor]] asking one validator that answers at once (`warn-only` of
 # tests/fixtures/interceptors/server.py, a stdio server in Python, run by the gateway) about every tools/call.
-# Alternating rounds ($REPS of $DUR s); case "i", labels `none` and `one`. The proxy's CPU is the gateway's
-# own; the interceptor server's is `interceptor` (its Python is slower than the gateway: it bounds the
-# throughput of `one`, not the gateway's CPU per call).
+# Alternating rounds ($REPS of $DUR s) at one fixed rate for both ($I_RATE: below what the Python server
+# answers, so both gateways do the same work per second and their CPU per call compares); case "i", labels
+# `none` and `one`. The proxy's CPU is the gateway's own; the interceptor server's is `interceptor`.
 I_SESSIONS=${I_SESSIONS:-32}
+I_RATE=${I_RATE:-1500}
 figure_i() {
   step "(i) an interceptor's cost: tools/call through mcpgw with and without an [[interceptor]] answering at once"
   gw_config "$WORK/gwi-none.toml" "$MOCK0_URL"
@@ -26,9 +27,9 @@ figure_i() {
     for which in $labels; do
       case "$which" in
         none) measure i none "$rep" --pid proxy="$NONE_PID" --pid mock="$MOCK0_PID" -- \
-          $(load --url "$none" --sessions "$I_SESSIONS" --duration "${DUR}s") ;;
+          $(load --url "$none" --sessions "$I_SESSIONS" --duration "${DUR}s" --rate "${I_RATE}/s") ;;
         one) measure i one "$rep" --pid proxy="$ONE_PID" --pid interceptor="$INT_PID" --pid mock="$MOCK0_PID" -- \
-          $(load --url "$one" --sessions "$I_SESSIONS" --duration "${DUR}s") ;;
+          $(load --url "$one" --sessions "$I_SESSIONS" --duration "${DUR}s" --rate "${I_RATE}/s") ;;
       esac
     done
   done

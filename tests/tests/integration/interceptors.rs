@@ -220,6 +220,31 @@ fn an_invocation_that_times_out_is_malformed_or_cannot_be_made_refuses_failing_c
         gw.log_to_end(std::time::Duration::from_millis(300))
             .join("\n")
     );
+    // The same through the SDK clients, in both eras: the timed-out fail-closed call refused, the
+    // fail-open one answered.
+    let args: Vec<String> = [
+        ("m__echo", json!({"text": "hi"})),
+        ("m__add", json!({"a": 1, "b": 2})),
+    ]
+    .iter()
+    .flat_map(|(n, a)| ["--call".to_owned(), (*n).to_owned(), a.to_string()])
+    .collect();
+    for (client, mode) in [
+        (ScriptClient::Python, "legacy"),
+        (ScriptClient::Python, "2026-07-28"),
+        (ScriptClient::TypeScript, "legacy"),
+        (ScriptClient::TypeScript, "2026-07-28"),
+    ] {
+        let report = peers::script_client(&deps, client, &gw.url, mode, &args)
+            .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}"));
+        let calls = report["calls"].as_array().expect("calls");
+        assert_eq!(calls[0]["isError"], true, "{client:?} {mode}: {report}");
+        assert_eq!(
+            calls[0]["text"], "refused by the gateway's interceptor closed/slow",
+            "{client:?} {mode}"
+        );
+        assert_eq!(calls[1]["isError"], false, "{client:?} {mode}: {report}");
+    }
     let lines = gw.log_to_end(std::time::Duration::from_millis(300));
     assert!(
         lines

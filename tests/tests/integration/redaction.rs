@@ -145,3 +145,78 @@ fn refuse_withholds_the_answer_in_its_methods_shape_and_audit_passes_it_on() {
         "{scraped}"
     );
 }
+
+/// A real backend from npm (`@modelcontextprotocol/server-filesystem`): a file holding a private key and a
+/// token is read redacted by the Python and TypeScript SDK clients in both eras, and a file over the
+/// backend's `max_message_bytes` fails its call as too large, in the tool error's shape.
+#[test]
+fn a_real_filesystem_servers_secrets_are_redacted_and_its_oversized_file_refused() {
+    use crate::interop::peers::{self, ScriptClient};
+    let Some(deps) = peers::deps("redaction filesystem") else {
+        return;
+    };
+    let dir = TempDir::new("redaction-filesystem");
+    let root = dir.0.join("share");
+    std::fs::create_dir_all(&root).expect("share");
+    let key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----";
+    std::fs::write(
+        root.join("notes.txt"),
+        format!("deploy key:\n{key}\ntoken {TOKEN}\nend\n"),
+    )
+    .expect("notes");
+    std::fs::write(root.join("big.txt"), "x".repeat(200_000)).expect("big");
+    let command = [
+        deps.node.display().to_string(),
+        deps.filesystem.display().to_string(),
+        root.display().to_string(),
+    ];
+    let config = format!(
+        "[[backend]]\nname = \"fs\"\ncommand = {}\nmax_message_bytes = 65536\n\n[redaction]\n",
+        serde_json::to_string(&command).expect("JSON")
+    );
+    let gw = gateway(&config, &dir);
+    peers::wait_for_tools(&gw, &["fs__read_text_file"]);
+    let notes = root.join("notes.txt").display().to_string();
+    let big = root.join("big.txt").display().to_string();
+    let args: Vec<String> = [
+        ("fs__read_text_file", json!({"path": notes})),
+        ("fs__read_text_file", json!({"path": big})),
+    ]
+    .iter()
+    .flat_map(|(n, a)| ["--call".to_owned(), (*n).to_owned(), a.to_string()])
+    .collect();
+    for (client, mode) in [
+        (ScriptClient::Python, "legacy"),
+        (ScriptClient::Python, "2026-07-28"),
+        (ScriptClient::TypeScript, "legacy"),
+        (ScriptClient::TypeScript, "2026-07-28"),
+    ] {
+        let report = peers::script_client(&deps, client, &gw.url, mode, &args)
+            .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}"));
+        let calls = report["calls"].as_array().expect("calls");
+        let text = calls[0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("[redacted: private_key]"),
+            "{client:?} {mode}: {text}"
+        );
+        assert!(
+            text.contains("token [redacted: github_token]"),
+            "{client:?} {mode}: {text}"
+        );
+        assert!(
+            !text.contains("MIIEvQ") && !text.contains(TOKEN),
+            "{client:?} {mode}: {text}"
+        );
+        assert!(
+            text.starts_with("deploy key:") && text.trim_end().ends_with("end"),
+            "{text}"
+        );
+        assert_eq!(calls[1]["isError"], true, "{client:?} {mode}: {report}");
+        assert!(
+            calls[1]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("more than 65536 bytes in one message")),
+            "{client:?} {mode}: {report}"
+        );
+    }
+}
