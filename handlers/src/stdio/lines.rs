@@ -14,10 +14,12 @@ pub(crate) enum Line {
     Eof,
 }
 
-/// How much of an over-long line `next_line` keeps in its buffer.
+/// How much of an over-long line's start, and of its end, `next_line` keeps.
 pub(crate) const KEPT: usize = 256;
 
-/// Reads the next line into `buf` (cleared first), keeping at most `max` bytes of it.
+/// Reads the next line into `buf` (cleared first), keeping at most `max` bytes of it. Of a longer line
+/// (`Line::TooLong`), `buf` holds its first and its last `KEPT` bytes (at most) with a newline between them:
+/// the reader may name it by either.
 pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
@@ -25,13 +27,19 @@ pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
 ) -> std::io::Result<Line> {
     buf.clear();
     let mut dropped = 0usize;
+    let mut tail: Vec<u8> = Vec::new();
+    let too_long = |buf: &mut Vec<u8>, tail: &[u8], dropped: usize| {
+        buf.push(b'\n');
+        buf.extend_from_slice(tail);
+        Line::TooLong(dropped)
+    };
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
             return Ok(match (dropped, buf.is_empty()) {
                 (0, true) => Line::Eof,
                 (0, false) => Line::Complete,
-                (n, _) => Line::TooLong(n),
+                (n, _) => too_long(buf, &tail, n),
             });
         }
         let newline = available.iter().position(|&b| b == b'\n');
@@ -39,13 +47,17 @@ pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
         if dropped == 0 && buf.len() + chunk.len() <= max {
             buf.extend_from_slice(chunk);
         } else {
-            // The line's start is kept (at most `KEPT` bytes): the reader may name it by that.
             if dropped == 0 {
                 dropped = buf.len();
+                tail.extend_from_slice(&buf[buf.len().saturating_sub(KEPT)..]);
                 buf.truncate(KEPT);
             }
             let room = KEPT.saturating_sub(buf.len());
             buf.extend_from_slice(&chunk[..room.min(chunk.len())]);
+            tail.extend_from_slice(&chunk[chunk.len().saturating_sub(KEPT)..]);
+            if tail.len() > KEPT {
+                tail.drain(..tail.len() - KEPT);
+            }
             dropped += chunk.len();
         }
         let consumed = newline.map_or(available.len(), |i| i + 1);
@@ -54,7 +66,7 @@ pub(crate) async fn next_line<R: AsyncBufRead + Unpin>(
             return Ok(if dropped == 0 {
                 Line::Complete
             } else {
-                Line::TooLong(dropped)
+                too_long(buf, &tail, dropped)
             });
         }
     }
@@ -86,7 +98,7 @@ mod tests {
             vec![
                 (Line::Complete, "ab".into()),
                 (Line::Complete, "".into()),
-                (Line::TooLong(8), "abcdefgh".into()),
+                (Line::TooLong(8), "abcdefgh\nabcdefgh".into()),
                 (Line::Complete, "xyz".into()),
                 (Line::Complete, "last".into()),
                 (Line::Eof, "".into()),
@@ -99,14 +111,15 @@ mod tests {
         assert_eq!(
             all(b"abcdefgh", 4).await,
             vec![
-                (Line::TooLong(8), "abcdefgh".into()),
+                (Line::TooLong(8), "abcdefgh\nabcdefgh".into()),
                 (Line::Eof, "".into())
             ]
         );
         assert_eq!(all(b"", 4).await, vec![(Line::Eof, "".into())]);
-        // Of a line far over the bound, its first `KEPT` bytes are kept.
-        let long = format!("{}\n", "y".repeat(1000));
+        // Of a line far over the bound, its first and last `KEPT` bytes are kept.
+        let long = format!("a{}z\n", "y".repeat(1000));
         let got = all(long.as_bytes(), 10).await;
-        assert_eq!(got[0], (Line::TooLong(1000), "y".repeat(KEPT)));
+        let (start, end) = (&long[..KEPT], &long[long.len() - 1 - KEPT..long.len() - 1]);
+        assert_eq!(got[0], (Line::TooLong(1002), format!("{start}\n{end}")));
     }
 }

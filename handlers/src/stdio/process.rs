@@ -338,22 +338,33 @@ async fn read_stdout(stdout: ChildStdout, inbound: Inbound, closed: Cancellation
     closed.cancel();
 }
 
-/// The id of a response whose line starts with `bytes` (`"id":N` among its first bytes: the gateway's own
-/// integer ids), if it names one before anything that could hold another `"id"` (`"result"`, `"error"`).
+/// The id of the response an over-long line holds (`next_line` kept its start and end, a newline between),
+/// when it names it where no other `"id"` can be: among its first bytes before `"result"`, `"error"` and
+/// `"method"` (the Python SDK's order), or as the last member of the top-level object (`,"id":N}` closing
+/// the line: the TypeScript SDK's). The gateway's own ids are integers.
 fn reply_id(bytes: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(&bytes[..bytes.len().min(super::lines::KEPT)])
-        .ok()
-        .or_else(|| std::str::from_utf8(bytes).ok())?;
-    let at = text.find("\"id\"")?;
-    if ["\"result\"", "\"error\"", "\"method\""]
-        .iter()
-        .any(|k| text[..at].contains(k))
+    let text = String::from_utf8_lossy(bytes);
+    let (head, tail) = text.split_once('\n').unwrap_or((&text, ""));
+    let digits = |rest: &str| -> Option<i64> {
+        let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+        let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        n.parse().ok()
+    };
+    if let Some(at) = head.find("\"id\"")
+        && !["\"result\"", "\"error\"", "\"method\""]
+            .iter()
+            .any(|k| head[..at].contains(k))
+        && let Some(id) = digits(&head[at + 4..])
     {
-        return None;
+        return Some(id);
     }
-    let rest = text[at + 4..].trim_start().strip_prefix(':')?.trim_start();
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+    // `…,"id":N}` at the very end: one closing brace, so it is the top-level object's member.
+    let end = tail.trim_end();
+    let body = end.strip_suffix('}')?.trim_end();
+    let at = body.rfind("\"id\"")?;
+    let id = digits(&body[at + 4..])?;
+    let after = body[at + 4..].trim_start().strip_prefix(':')?.trim();
+    (after == id.to_string() && !end[..end.len() - 1].trim_end().ends_with('}')).then_some(id)
 }
 
 /// Logs every stderr line at info level, target `backend`.
