@@ -13,4 +13,5 @@ pub mod logs;
 pub mod parent;
 pub mod spans;
 mod text;
+pub(crate) use text::civil;
 pub mod traces;

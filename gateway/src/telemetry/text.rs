@@ -118,7 +118,7 @@ fn write_time(writer: &mut impl fmt::Write, now: SystemTime) -> fmt::Result {
 }
 
 /// The proleptic Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`).
-fn civil(days: u64) -> (u64, u64, u64) {
+pub(crate) fn civil(days: u64) -> (u64, u64, u64) {
     let z = days + 719_468;
     let era = z / 146_097;
     let doe = z - era * 146_097;

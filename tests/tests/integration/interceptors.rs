@@ -7,8 +7,8 @@
 
 use serde_json::{Value, json};
 
-use crate::interop::peers::{self, Deps, ScriptClient};
-use crate::support::{TempDir, gateway, modern_request, repo_root};
+use crate::interop::peers::{self, Deps};
+use crate::support::{TempDir, call_tool, gateway, modern_request, repo_root};
 
 const MOCK: &str = "[[backend]]\nname = \"m\"\nbuiltin = [\"mock-backend\"]\n";
 
@@ -28,16 +28,6 @@ fn interceptor(deps: &Deps, name: &str, keys: &str, log: Option<&std::path::Path
         "\n[[interceptor]]\nname = \"{name}\"\ncommand = {}\n{keys}\n",
         serde_json::to_string(&command).expect("JSON")
     )
-}
-
-fn call(url: &str, tool: &str, arguments: Value) -> Value {
-    modern_request(
-        url,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-        &[],
-    )
-    .json()
 }
 
 #[test]
@@ -71,20 +61,12 @@ fn validators_refuse_or_pass_and_mutators_rewrite_both_phases_for_sdk_clients_in
         )
     );
     let gw = gateway(&config, &dir);
-    let args: Vec<String> = [
+    let args = peers::call_args(&[
         ("m__echo", json!({"text": "hello"})),
         ("m__echo", json!({"text": "a forbidden word"})),
         ("m__echo", json!({"text": "meh"})),
-    ]
-    .iter()
-    .flat_map(|(n, a)| ["--call".to_owned(), (*n).to_owned(), a.to_string()])
-    .collect();
-    for (client, mode) in [
-        (ScriptClient::Python, "legacy"),
-        (ScriptClient::Python, "2026-07-28"),
-        (ScriptClient::TypeScript, "legacy"),
-        (ScriptClient::TypeScript, "2026-07-28"),
-    ] {
+    ]);
+    for (client, mode) in peers::CLIENTS_AND_ERAS {
         let report = peers::script_client(&deps, client, &gw.url, mode, &args)
             .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}\n{}", gw.log_lines().join("\n")));
         let calls = report["calls"].as_array().expect("calls");
@@ -189,21 +171,21 @@ fn an_invocation_that_times_out_is_malformed_or_cannot_be_made_refuses_failing_c
         );
     };
     refused(
-        &call(&gw.url, "m__echo", json!({"text": "hi"})),
+        &call_tool(&gw.url, "m__echo", json!({"text": "hi"})),
         "closed/slow",
     );
-    let added = call(&gw.url, "m__add", json!({"a": 2, "b": 40}));
+    let added = call_tool(&gw.url, "m__add", json!({"a": 2, "b": 40}));
     assert_eq!(added["result"]["structuredContent"]["sum"], 42, "{added}");
     refused(
-        &call(&gw.url, "m__big", json!({"bytes": 10})),
+        &call_tool(&gw.url, "m__big", json!({"bytes": 10})),
         "malformed/broken",
     );
     refused(
-        &call(&gw.url, "m__sleep", json!({"ms": 1})),
+        &call_tool(&gw.url, "m__sleep", json!({"ms": 1})),
         "away/no-forbidden",
     );
     // The audit mode the gateway sets wins over the interceptor's own: logged, not refused.
-    let audited = call(&gw.url, "m__tool_1", json!({"text": "forbidden"}));
+    let audited = call_tool(&gw.url, "m__tool_1", json!({"text": "forbidden"}));
     assert!(audited["result"]["content"].is_array(), "{audited}");
     assert!(!audited.to_string().contains("refused by"), "{audited}");
     // A request no interceptor selects is not held up by any.
@@ -222,19 +204,11 @@ fn an_invocation_that_times_out_is_malformed_or_cannot_be_made_refuses_failing_c
     );
     // The same through the SDK clients, in both eras: the timed-out fail-closed call refused, the
     // fail-open one answered.
-    let args: Vec<String> = [
+    let args = peers::call_args(&[
         ("m__echo", json!({"text": "hi"})),
         ("m__add", json!({"a": 1, "b": 2})),
-    ]
-    .iter()
-    .flat_map(|(n, a)| ["--call".to_owned(), (*n).to_owned(), a.to_string()])
-    .collect();
-    for (client, mode) in [
-        (ScriptClient::Python, "legacy"),
-        (ScriptClient::Python, "2026-07-28"),
-        (ScriptClient::TypeScript, "legacy"),
-        (ScriptClient::TypeScript, "2026-07-28"),
-    ] {
+    ]);
+    for (client, mode) in peers::CLIENTS_AND_ERAS {
         let report = peers::script_client(&deps, client, &gw.url, mode, &args)
             .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}"));
         let calls = report["calls"].as_array().expect("calls");

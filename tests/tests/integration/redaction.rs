@@ -151,7 +151,7 @@ fn refuse_withholds_the_answer_in_its_methods_shape_and_audit_passes_it_on() {
 /// backend's `max_message_bytes` fails its call as too large, in the tool error's shape.
 #[test]
 fn a_real_filesystem_servers_secrets_are_redacted_and_its_oversized_file_refused() {
-    use crate::interop::peers::{self, ScriptClient};
+    use crate::interop::peers;
     let Some(deps) = peers::deps("redaction filesystem") else {
         return;
     };
@@ -178,19 +178,11 @@ fn a_real_filesystem_servers_secrets_are_redacted_and_its_oversized_file_refused
     peers::wait_for_tools(&gw, &["fs__read_text_file"]);
     let notes = root.join("notes.txt").display().to_string();
     let big = root.join("big.txt").display().to_string();
-    let args: Vec<String> = [
+    let args = peers::call_args(&[
         ("fs__read_text_file", json!({"path": notes})),
         ("fs__read_text_file", json!({"path": big})),
-    ]
-    .iter()
-    .flat_map(|(n, a)| ["--call".to_owned(), (*n).to_owned(), a.to_string()])
-    .collect();
-    for (client, mode) in [
-        (ScriptClient::Python, "legacy"),
-        (ScriptClient::Python, "2026-07-28"),
-        (ScriptClient::TypeScript, "legacy"),
-        (ScriptClient::TypeScript, "2026-07-28"),
-    ] {
+    ]);
+    for (client, mode) in peers::CLIENTS_AND_ERAS {
         let report = peers::script_client(&deps, client, &gw.url, mode, &args)
             .unwrap_or_else(|e| panic!("{client:?} {mode}: {e}"));
         let calls = report["calls"].as_array().expect("calls");

@@ -3,21 +3,11 @@
 //! the shape of its method — a tool error for `tools/call`, a JSON-RPC error for `resources/read` — and
 //! the backend keeps serving (its circuit does not count it).
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::support::{
-    LegacyClient, TempDir, gateway, http_mock, modern_request, stdio_mock_command,
+    LegacyClient, TempDir, call_tool, gateway, http_mock, modern_request, stdio_mock_command,
 };
-
-fn call(url: &str, tool: &str, arguments: Value) -> Value {
-    modern_request(
-        url,
-        "tools/call",
-        json!({"name": tool, "arguments": arguments}),
-        &[],
-    )
-    .json()
-}
 
 #[test]
 fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_shape() {
@@ -33,7 +23,7 @@ fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_
     );
     let gw = gateway(&config, &dir);
     for backend in ["s", "h"] {
-        let fits = call(&gw.url, &format!("{backend}__big"), json!({"bytes": 1000}));
+        let fits = call_tool(&gw.url, &format!("{backend}__big"), json!({"bytes": 1000}));
         assert_eq!(
             fits["result"]["content"][0]["text"].as_str().map(str::len),
             Some(1000),
@@ -41,7 +31,7 @@ fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_
         );
         // Three over-large answers in a row: each a tool error saying why, none opening the circuit.
         for _ in 0..3 {
-            let big = call(
+            let big = call_tool(
                 &gw.url,
                 &format!("{backend}__big"),
                 json!({"bytes": 40_000}),
@@ -57,7 +47,7 @@ fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_
                 "{backend}: {text}"
             );
         }
-        let echoed = call(
+        let echoed = call_tool(
             &gw.url,
             &format!("{backend}__echo"),
             json!({"text": "still up"}),

@@ -423,6 +423,17 @@ pub fn modern_call_as(
     reply.json()
 }
 
+/// A 2026-07-28 `tools/call` of `tool` with `arguments`, its answer's JSON.
+pub fn call_tool(url: &str, tool: &str, arguments: Value) -> Value {
+    modern_request(
+        url,
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+        &[],
+    )
+    .json()
+}
+
 pub fn modern_request(
     url: &str,
     method: &str,

@@ -240,6 +240,22 @@ pub enum ScriptClient {
     TypeScript,
 }
 
+/// Each SDK client in each era: the Python and TypeScript SDKs, legacy and 2026-07-28.
+pub const CLIENTS_AND_ERAS: [(ScriptClient, &str); 4] = [
+    (ScriptClient::Python, "legacy"),
+    (ScriptClient::Python, "2026-07-28"),
+    (ScriptClient::TypeScript, "legacy"),
+    (ScriptClient::TypeScript, "2026-07-28"),
+];
+
+/// A script client's `--call NAME ARGS_JSON` arguments for these calls.
+pub fn call_args(calls: &[(&str, serde_json::Value)]) -> Vec<String> {
+    calls
+        .iter()
+        .flat_map(|(n, a)| ["--call".to_owned(), (*n).to_owned(), a.to_string()])
+        .collect()
+}
+
 /// Runs a script client against `url` in `mode` with `args` (bounded: 60 s of its own, killed after 90 s);
 /// its parsed JSON report, or what went wrong.
 pub fn script_client(
