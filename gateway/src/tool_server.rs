@@ -9,11 +9,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use handlers::{InProcessAnswer, InProcessServer};
-use protocol::message::{Parsed, parse};
 use protocol::payload::{CallToolResult, Implementation, Tool};
 use protocol::raw::RawObject;
 use protocol::shape::{CachePolicy, Stamp, response_bytes, shape};
-use protocol::{Error, ErrorCode, Generation, Message, Method, Request};
+use protocol::{Error, ErrorCode, Generation, Method, Request};
 use serde_json::{Map, Value, json};
 
 const MODERN: Generation = Generation::V2026_07_28;
@@ -117,23 +116,10 @@ impl ToolServer {
 impl InProcessServer for ToolServer {
     fn handle(&self, message: Vec<u8>) -> InProcessAnswer {
         let inner = Arc::clone(&self.0);
-        Box::pin(async move {
-            match parse(&message) {
-                Ok(Parsed::Single(Message::Request(request))) => Some(inner.answer(&request).await),
-                Ok(Parsed::Single(_)) => None,
-                Ok(Parsed::Batch(_)) => Some(error(
-                    &request_less(),
-                    Error::new(ErrorCode::InvalidRequest, "batches are not served"),
-                )),
-                Err(e) => Some(error(&request_less(), e.error)),
-            }
+        handlers::answer_requests(message, move |request| async move {
+            inner.answer(&request).await
         })
     }
-}
-
-/// The response to a message whose id could not be read.
-fn request_less() -> Option<protocol::RequestId> {
-    None
 }
 
 fn error(id: &Option<protocol::RequestId>, err: Error) -> Vec<u8> {

@@ -122,6 +122,30 @@ impl InProcessLink {
     }
 }
 
+/// How an in-process server answers one message: `answer` gets each request and returns its response's
+/// bytes; a notification gets nothing; a batch or a message that is not JSON-RPC gets the 2026-07-28 error
+/// response saying why. For servers written on top of it (the OpenAPI backends, a library's `ToolServer`).
+pub fn answer_requests<F, Fut>(message: Vec<u8>, answer: F) -> crate::config::InProcessAnswer
+where
+    F: FnOnce(protocol::Request) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Vec<u8>> + Send + 'static,
+{
+    Box::pin(async move {
+        let refused = |err: protocol::Error| {
+            protocol::shape::response_bytes(&protocol::Response::error(None, err), MODERN)
+        };
+        match parse(&message) {
+            Ok(Parsed::Single(Message::Request(request))) => Some(answer(request).await),
+            Ok(Parsed::Single(_)) => None,
+            Ok(Parsed::Batch(_)) => Some(refused(protocol::Error::new(
+                protocol::ErrorCode::InvalidRequest,
+                "batches are not served",
+            ))),
+            Err(e) => Some(refused(e.error)),
+        }
+    })
+}
+
 /// The reply in `bytes` if it is the response to `id`.
 fn reply_to(bytes: &[u8], id: i64) -> Option<Reply> {
     match parse(bytes.trim_ascii()) {

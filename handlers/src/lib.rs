@@ -63,6 +63,7 @@ pub use http::tls::{
     provider as tls_provider,
 };
 pub use http::{chain as error_chain, outbound_client, outbound_client_with, rest_client};
+pub use in_process::answer_requests;
 pub use listen::ListenFilter;
 pub use protocol::Generation;
 pub use related::{Related, RelatedSink, notifications_dropped};

@@ -21,6 +21,9 @@ use plan::{Answer, Chosen, Descriptor, Phase};
 const LIST_FOR: Duration = Duration::from_secs(60);
 /// At most this many interceptors are kept of one server's list.
 const MAX_LISTED: usize = 256;
+/// A server's failures are logged at warn at most once this often (each at debug): one that is down
+/// would otherwise log a line per request.
+const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// One `[[interceptor]]` server.
 #[derive(Debug)]
@@ -29,6 +32,23 @@ struct Host {
     handle: BackendHandle,
     /// Its list and when it was read.
     listed: std::sync::Mutex<Option<(Instant, Arc<Vec<Descriptor>>)>>,
+    /// When a failure of its was last logged at warn.
+    warned: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Host {
+    /// Whether a failure now is logged at warn (at most once per [`WARN_EVERY`]).
+    fn loud(&self) -> bool {
+        let mut warned = self
+            .warned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
+            return false;
+        }
+        *warned = Some(Instant::now());
+        true
+    }
 }
 
 /// Every `[[interceptor]]` server of the config, started.
@@ -75,6 +95,7 @@ impl Interceptors {
                     entry: entry.clone(),
                     handle: BackendHandle::start(bc, events.clone()),
                     listed: std::sync::Mutex::new(None),
+                    warned: std::sync::Mutex::new(None),
                 })
             })
             .collect();
@@ -113,7 +134,7 @@ impl Interceptors {
         .await;
         let mut refused = None;
         for (c, answer) in validators.iter().zip(&verdicts) {
-            log(c, event, phase, answer);
+            self.log(c, event, phase, answer);
             if refused.is_none() && plan::refuses(c, answer) {
                 refused = Some(self.refusal(c));
             }
@@ -125,7 +146,7 @@ impl Interceptors {
         for c in &mutators {
             let input = current.as_ref().unwrap_or(&payload);
             let answer = self.invoke(c, event, phase, input, principal).await;
-            log(c, event, phase, &answer);
+            self.log(c, event, phase, &answer);
             if plan::refuses(c, &answer) {
                 return self.refusal(c);
             }
@@ -226,7 +247,11 @@ impl Interceptors {
                 )
             }),
             Err(failure) => {
-                tracing::warn!(interceptor = %host.entry.name, %failure, "interceptors/list failed");
+                if host.loud() {
+                    tracing::warn!(interceptor = %host.entry.name, %failure, "interceptors/list failed");
+                } else {
+                    tracing::debug!(interceptor = %host.entry.name, %failure, "interceptors/list failed");
+                }
                 None
             }
         };
@@ -307,9 +332,10 @@ fn transport(backend: &crate::config::BackendEntry) -> handlers::Transport {
     }
 }
 
-/// Each answer logged: a refusal or failure at info, with the interceptor's messages at debug only (they
-/// may quote what the client sent).
-fn log(c: &Chosen, event: &str, phase: Phase, answer: &Answer) {
+impl Interceptors {
+/// Each answer logged: a refusal at info, with the interceptor's messages at debug only (they may quote
+/// what the client sent); a failure at warn, at most once per [`WARN_EVERY`] for its server.
+fn log(&self, c: &Chosen, event: &str, phase: Phase, answer: &Answer) {
     let refusing = plan::refuses(c, answer);
     match answer {
         Answer::Verdict { refuses: true, messages } => {
@@ -317,8 +343,12 @@ fn log(c: &Chosen, event: &str, phase: Phase, answer: &Answer) {
                 refusing, "an interceptor found the operation invalid");
             tracing::debug!(interceptor = %c.name, messages = ?messages, "its messages");
         }
-        Answer::Failed(why) => {
+        Answer::Failed(why) if self.hosts.get(c.host).is_some_and(Host::loud) => {
             tracing::warn!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
+                fail_open = c.fail_open, refusing, %why, "an interceptor's invocation failed");
+        }
+        Answer::Failed(why) => {
+            tracing::debug!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
                 fail_open = c.fail_open, refusing, %why, "an interceptor's invocation failed");
         }
         Answer::Rewrite(Some(_)) => {
@@ -327,4 +357,5 @@ fn log(c: &Chosen, event: &str, phase: Phase, answer: &Answer) {
         }
         _ => {}
     }
+}
 }

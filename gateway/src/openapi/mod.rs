@@ -23,11 +23,10 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use handlers::{Credential, InProcessAnswer, InProcessServer, TlsClient};
-use protocol::message::{Parsed, parse};
 use protocol::method::Method;
 use protocol::payload::Implementation;
 use protocol::shape::{CachePolicy, Stamp, response_bytes, shape};
-use protocol::{Error, ErrorCode, Generation, Message, Request, RequestId, Response};
+use protocol::{Error, ErrorCode, Generation, Request, RequestId, Response};
 use serde_json::{Map, Value, json};
 
 use crate::config::SelectionEntry;
@@ -140,16 +139,8 @@ fn same_origin(origin: &reqwest::Url, next: &reqwest::Url) -> bool {
 impl InProcessServer for OpenApiServer {
     fn handle(&self, message: Vec<u8>) -> InProcessAnswer {
         let inner = Arc::clone(&self.0);
-        Box::pin(async move {
-            match parse(&message) {
-                Ok(Parsed::Single(Message::Request(request))) => Some(inner.answer(&request).await),
-                Ok(Parsed::Single(_)) => None,
-                Ok(Parsed::Batch(_)) => Some(error(
-                    None,
-                    Error::new(ErrorCode::InvalidRequest, "batches are not served"),
-                )),
-                Err(e) => Some(error(None, e.error)),
-            }
+        handlers::answer_requests(message, move |request| async move {
+            inner.answer(&request).await
         })
     }
 }

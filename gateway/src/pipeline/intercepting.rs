@@ -44,14 +44,14 @@ impl Middleware for Intercepting {
             return next(ctx);
         }
         let interceptors = self.0.clone();
-        let principal = ctx.principal().map(|p| p.name.clone());
+        let principal = ctx.principal_shared();
         Box::pin(async move {
             let params: Option<Value> = ctx
                 .call()
                 .and_then(|c| c.request().params.as_deref())
                 .and_then(|p| serde_json::from_str(p.get()).ok());
             let payload = request_payload(event, params.as_ref());
-            let (tool, principal) = (tool.as_deref(), principal.as_deref());
+            let (tool, principal) = (tool.as_deref(), principal.as_deref().map(|p| p.name.as_str()));
             match interceptors
                 .run(event, Phase::Request, tool, &backend, payload, principal)
                 .await

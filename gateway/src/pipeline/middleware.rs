@@ -153,6 +153,13 @@ impl MwContext {
             .or_else(|| self.request.principal().map(|p| &**p))
     }
 
+    /// Who is asking, shared (a stage that needs it after `next` keeps this instead of a copy).
+    pub(crate) fn principal_shared(&self) -> Option<Arc<Principal>> {
+        self.principal
+            .clone()
+            .or_else(|| self.request.principal().cloned())
+    }
+
     /// Records who is asking (for the middlewares after this one, and the dispatch).
     pub fn set_principal(&mut self, principal: Principal) {
         self.principal = Some(Arc::new(principal));

@@ -43,7 +43,7 @@ impl Middleware for Redaction {
         else {
             return next(ctx);
         };
-        let principal = ctx.principal().map(|p| p.name.clone());
+        let principal = ctx.principal_shared();
         let (redactor, metrics) = (self.redactor.clone(), self.metrics.clone());
         Box::pin(async move {
             let mut response = next(ctx).await;
@@ -89,7 +89,7 @@ impl Middleware for Redaction {
                 metrics.redacted(label, mode_index);
             }
             tracing::warn!(%backend, %method, patterns = %found.names().join(","),
-                mode = mode.as_str(), principal = principal.as_deref().unwrap_or("-"),
+                mode = mode.as_str(), principal = principal.as_deref().map_or("-", |p| p.name.as_str()),
                 "a backend's answer held a secret or pattern");
             if let Some(outcome) = outcome {
                 response.outcome = outcome;
