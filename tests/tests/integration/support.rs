@@ -39,21 +39,65 @@ fn debug_dir(root: &Path) -> PathBuf {
         .join("debug")
 }
 
-/// An example of the `gateway` package (`gateway/examples/NAME.rs`, a binary built with the mcpgw library),
-/// built once per test run.
+/// An example of the `gateway` package (`gateway/examples/NAME.rs`, a binary built with the mcpgw library).
+///
+/// `cargo test --workspace` (the README's command, `.ci/run`) builds the examples with everything else before
+/// any test runs, so the binary is used as it is. Building them here instead (with `cargo build -p gateway
+/// --examples`, whose feature set differs from the test build's) recompiled the dev-dependencies and linked
+/// three 400 MB binaries while the suite ran: minutes, and a failed link on a smaller machine. Only a binary
+/// missing or older than a source it is built from (a partial run, `cargo test -p tests`, after an edit) is
+/// built here, once per run.
 pub fn example(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    BUILT.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "gateway", "--examples"])
-            .current_dir(&root)
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the examples failed");
-    });
-    debug_dir(&root).join("examples").join(name)
+    let bin = debug_dir(&root).join("examples").join(name);
+    if is_older_than_its_sources(&bin, &root) {
+        BUILT.get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "gateway", "--examples"])
+                .current_dir(&root)
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the examples failed");
+        });
+    }
+    bin
+}
+
+/// Whether `bin` is missing or older than a file of the crates an example is built from.
+fn is_older_than_its_sources(bin: &Path, root: &Path) -> bool {
+    let Ok(built) = std::fs::metadata(bin).and_then(|m| m.modified()) else {
+        return true;
+    };
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    let mut pending: Vec<PathBuf> = [
+        "Cargo.lock",
+        "protocol/src",
+        "handlers/src",
+        "gateway/Cargo.toml",
+        "gateway/src",
+        "gateway/examples",
+        "gateway/mock/src",
+        "gateway/load/src",
+        "gateway/openapi/src",
+    ]
+    .iter()
+    .map(|p| root.join(p))
+    .collect();
+    while let Some(path) = pending.pop() {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                pending.extend(entries.flatten().map(|e| e.path()));
+            }
+        } else if let Ok(modified) = meta.modified() {
+            newest = newest.max(modified);
+        }
+    }
+    built < newest
 }
 
 /// A loopback port free at this moment (for a process that must listen on a port known beforehand).
