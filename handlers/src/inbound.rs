@@ -106,7 +106,7 @@ impl Inbound {
     }
 
     /// The backend's answer to request `id` was larger than `limit` and skipped: the request fails now
-    /// (with a JSON-RPC error saying so) instead of waiting out its deadline. Whether one was waiting.
+    /// with `Failure::TooLarge` instead of waiting out its deadline. Whether one was waiting.
     pub(crate) fn too_large(&self, id: i64, limit: usize) -> bool {
         let Some(pending) = &self.pending else {
             return false;
@@ -116,13 +116,7 @@ impl Inbound {
             limit,
             per: "message",
         };
-        pending.resolve(
-            id,
-            Err(protocol::Error::new(
-                protocol::ErrorCode::InternalError,
-                failure.to_string(),
-            )),
-        )
+        pending.fail(id, failure)
     }
 
     /// One line or event of text. Anything that is not JSON-RPC is logged and skipped, never fatal.

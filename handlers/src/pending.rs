@@ -16,6 +16,16 @@ use tokio::sync::oneshot;
 /// What a backend answered: its `result`, or its JSON-RPC error.
 pub(crate) type Reply = Result<Box<RawValue>, protocol::Error>;
 
+/// Why a request got no reply from the backend.
+#[derive(Debug)]
+pub(crate) enum NoReply {
+    /// The connection died or was closed.
+    Lost(Lost),
+    /// The backend's reply was refused by the gateway as it arrived (larger than `max_message_bytes`):
+    /// the request fails with this, at once.
+    Refused(Failure),
+}
+
 /// Why a connection can no longer answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Lost {
@@ -57,7 +67,7 @@ pub(crate) struct Pending {
 #[derive(Debug, Default)]
 struct Inner {
     last_id: i64,
-    waiting: HashMap<i64, oneshot::Sender<Reply>>,
+    waiting: HashMap<i64, oneshot::Sender<Result<Reply, Failure>>>,
     closed: Option<Lost>,
 }
 
@@ -91,9 +101,19 @@ impl Pending {
 
     /// Routes an answer to its caller; false when nobody waits for `id` (answered, abandoned or unknown).
     pub(crate) fn resolve(&self, id: i64, reply: Reply) -> bool {
+        self.send(id, Ok(reply))
+    }
+
+    /// Fails the request `id` with `failure` instead of a reply (its reply was refused as it arrived);
+    /// false when nobody waits for `id`.
+    pub(crate) fn fail(&self, id: i64, failure: Failure) -> bool {
+        self.send(id, Err(failure))
+    }
+
+    fn send(&self, id: i64, outcome: Result<Reply, Failure>) -> bool {
         let sender = self.lock().waiting.remove(&id);
         // A caller that gave up between the removal and the send simply never reads the reply.
-        sender.is_some_and(|tx| tx.send(reply).is_ok())
+        sender.is_some_and(|tx| tx.send(outcome).is_ok())
     }
 
     /// Closes the table: every waiting caller is answered with `lost` now. Only the first close counts.
@@ -134,7 +154,7 @@ impl Pending {
 #[derive(Debug)]
 pub(crate) struct Waiter {
     id: i64,
-    rx: oneshot::Receiver<Reply>,
+    rx: oneshot::Receiver<Result<Reply, Failure>>,
     pending: Arc<Pending>,
 }
 
@@ -145,10 +165,11 @@ impl Waiter {
     }
 
     /// The backend's answer, or why it will never come.
-    pub(crate) async fn answer(&mut self) -> Result<Reply, Lost> {
+    pub(crate) async fn answer(&mut self) -> Result<Reply, NoReply> {
         match (&mut self.rx).await {
-            Ok(reply) => Ok(reply),
-            Err(_) => Err(self.pending.lost()),
+            Ok(Ok(reply)) => Ok(reply),
+            Ok(Err(failure)) => Err(NoReply::Refused(failure)),
+            Err(_) => Err(NoReply::Lost(self.pending.lost())),
         }
     }
 }
@@ -197,14 +218,30 @@ mod tests {
         let mut a = table.register().unwrap();
         table.close(Lost::Crashed("exit status: 3".into()));
         table.close(Lost::Closed("ignored".into()));
-        assert_eq!(
+        assert!(matches!(
             a.answer().await.unwrap_err(),
-            Lost::Crashed("exit status: 3".into())
-        );
+            NoReply::Lost(lost) if lost == Lost::Crashed("exit status: 3".into())
+        ));
         assert!(table.register().is_err());
         assert!(matches!(
             Lost::Crashed("x".into()).into_failure("b"),
             Failure::Crashed { .. }
         ));
+    }
+
+    #[tokio::test]
+    async fn a_refused_reply_fails_its_request_with_the_failure_and_once() {
+        let table = Pending::new();
+        let mut a = table.register().unwrap();
+        let too_large = Failure::TooLarge {
+            backend: "b".into(),
+            limit: 1024,
+            per: "message",
+        };
+        assert!(table.fail(a.id(), too_large.clone()));
+        assert!(!table.fail(a.id(), too_large.clone()));
+        assert!(!table.resolve(a.id(), ok("1")));
+        assert!(matches!(a.answer().await.unwrap_err(), NoReply::Refused(f) if f == too_large));
+        assert_eq!(table.in_flight(), 0);
     }
 }

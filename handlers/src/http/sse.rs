@@ -267,7 +267,7 @@ impl SseLink {
             self.post(wire::request(id, method, params))
                 .await
                 .map_err(Unanswered::Failed)?;
-            waiter.answer().await.map_err(Unanswered::Lost)
+            waiter.answer().await.map_err(Unanswered::from)
         };
         match tokio::time::timeout_at(deadline, exchange).await {
             Ok(outcome) => {

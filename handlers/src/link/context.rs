@@ -17,7 +17,7 @@ use crate::description::ServerDescription;
 use crate::events::Notifier;
 use crate::handshake::{self, MODERN};
 use crate::meta::{self, ModernMeta};
-use crate::pending::Lost;
+use crate::pending::{Lost, NoReply};
 use crate::request::BackendRequest;
 use crate::wire;
 
@@ -235,6 +235,7 @@ impl LinkContext {
             },
             Unanswered::Lost(lost) => lost.into_failure(self.name()),
             Unanswered::Failed(reason) => self.unavailable(reason),
+            Unanswered::Refused(failure) => failure,
         }
     }
 }
@@ -256,6 +257,17 @@ pub(crate) enum Unanswered {
     Lost(Lost),
     /// It could not be sent (an HTTP POST failed).
     Failed(String),
+    /// Its reply was refused as it arrived (`Failure::TooLarge`).
+    Refused(Failure),
+}
+
+impl From<NoReply> for Unanswered {
+    fn from(no_reply: NoReply) -> Unanswered {
+        match no_reply {
+            NoReply::Lost(lost) => Unanswered::Lost(lost),
+            NoReply::Refused(failure) => Unanswered::Refused(failure),
+        }
+    }
 }
 
 /// A backend's era, as found by its probe and remembered across reconnects.

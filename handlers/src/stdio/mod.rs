@@ -208,6 +208,10 @@ async fn probe(ctx: &LinkContext, process: &StdioProcess) -> Probed {
         Err(Unanswered::Overloaded | Unanswered::Failed(_)) => Probed::Judged(Probe::Legacy(
             "server/discover could not be sent".to_owned(),
         )),
+        // An answer over `max_message_bytes`: judged as a failed probe, `initialize` may still fit.
+        Err(Unanswered::Refused(failure)) => {
+            Probed::Judged(Probe::Legacy(format!("server/discover failed: {failure}")))
+        }
     }
 }
 
@@ -244,6 +248,7 @@ async fn initialize(
             Unanswered::Overloaded | Unanswered::Failed(_) => {
                 Initialize::Died("initialize could not be sent".to_owned())
             }
+            Unanswered::Refused(failure) => Initialize::Refused(failure.to_string()),
         })?;
     let (generation, init) = handshake::judge_initialize(reply).map_err(Initialize::Refused)?;
     process

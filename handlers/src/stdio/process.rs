@@ -217,7 +217,7 @@ impl StdioProcess {
         match tokio::time::timeout_at(deadline, waiter.answer()).await {
             Ok(answer) => {
                 guard.disarm();
-                answer.map_err(Unanswered::Lost)
+                answer.map_err(Unanswered::from)
             }
             Err(_) => {
                 guard.timed_out();
@@ -247,7 +247,7 @@ impl StdioProcess {
         let mut guard = CancelGuard::new(&*self.stdin, id, true);
         let answer = waiter.answer().await;
         guard.disarm();
-        answer.map_err(Unanswered::Lost)
+        answer.map_err(Unanswered::from)
     }
 
     /// Sends a notification.

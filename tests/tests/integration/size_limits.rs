@@ -6,7 +6,8 @@
 use serde_json::json;
 
 use crate::support::{
-    LegacyClient, TempDir, call_tool, gateway, http_mock, modern_request, stdio_mock_command,
+    ADMIN, LegacyClient, TempDir, admin_base, call_tool, client, gateway, http_mock,
+    modern_request, stdio_mock_command,
 };
 
 #[test]
@@ -17,7 +18,7 @@ fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_
     let config = format!(
         "[[backend]]\nname = \"s\"\ncommand = {}\nmax_message_bytes = 16384\ntimeout_ms = 120000\n\n\
          [[backend]]\nname = \"h\"\nurl = \"{}\"\nmax_message_bytes = 16384\ntimeout_ms = 120000\n\
-         [backend.circuit]\nfailures = 2\n",
+         [backend.circuit]\nfailures = 2\n{ADMIN}",
         stdio_mock_command(&["--name", "stdio-mock"]),
         http.url
     );
@@ -55,6 +56,26 @@ fn an_answer_over_a_backends_max_message_bytes_fails_its_request_in_its_methods_
         assert_eq!(
             echoed["result"]["content"][0]["text"], "still up",
             "{backend}: {echoed}"
+        );
+    }
+    // Counted as what they are over either transport (stdio's were `backend_error`s: the skipped line's
+    // request was failed with a JSON-RPC error instead of the failure).
+    let metrics = client()
+        .get(format!("{}/metrics", admin_base(&gw)))
+        .send()
+        .expect("metrics")
+        .text()
+        .expect("text");
+    for backend in ["s", "h"] {
+        let line =
+            format!(r#"mcpgw_backend_requests_total{{backend="{backend}",outcome="too_large"}} 3"#);
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "no {line:?} in:\n{metrics}"
+        );
+        assert!(
+            !metrics.contains(&format!(r#"backend="{backend}",outcome="backend_error""#)),
+            "{metrics}"
         );
     }
 
