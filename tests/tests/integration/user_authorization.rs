@@ -20,6 +20,8 @@ use crate::support::{Running, TempDir, free_port, mcpgw, start};
 const ALICE: &str = "user-authorization-alice-0123456789abcdef";
 const BOB: &str = "user-authorization-bob-0123456789abcdefghi";
 const OPS: &str = "user-authorization-ops-0123456789abcdefghi";
+/// `[admin]` on a loopback port, for the `ops` group (the API key `OPS`).
+const OPS_ADMIN: &str = "[admin]\nlisten = \"127.0.0.1:0\"\ngroups = [\"ops\"]\n\n";
 
 struct Setup {
     deps: Deps,
@@ -141,6 +143,23 @@ impl Setup {
             &args,
         )
         .unwrap_or_else(|e| panic!("declining {tool}: {e}"))
+    }
+
+    /// `key` (its browser signed in as `user`) connects `backend` with `client` in `mode`, once its connect
+    /// tool is listed; the call must succeed. The client's report.
+    fn connect(
+        &self,
+        client: ScriptClient,
+        mode: &str,
+        key: &str,
+        user: &str,
+        backend: &str,
+    ) -> Value {
+        let tool = format!("{backend}__mcpgw_connect");
+        self.wait_for_tools(key, &[&tool]);
+        let report = self.run(client, mode, key, user, &[(&tool, json!({}))]);
+        assert_eq!(report["calls"][0]["isError"], false, "{report}");
+        report
     }
 
     /// Waits (bounded: 30 s) until `key` is listed every one of `tools`.

@@ -42,15 +42,7 @@ fn a_replica_that_did_not_run_the_flow_serves_the_user_after_it() {
         gw: a,
         _dir: dir,
     };
-    s.wait_for_tools(ALICE, &["mn__mcpgw_connect"]);
-    let report = s.run(
-        ScriptClient::Python,
-        "2026-07-28",
-        ALICE,
-        "alice",
-        &[("mn__mcpgw_connect", json!({}))],
-    );
-    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    s.connect(ScriptClient::Python, "2026-07-28", ALICE, "alice", "mn");
     // Redis holds it sealed: neither the token nor the principal's name in clear.
     let stored = redis.cli(&["--scan", "--pattern", "mcpgw:grant:*"]);
     let key = stored

@@ -7,19 +7,10 @@ use super::*;
 
 #[test]
 fn a_revoked_token_leads_to_a_new_consent_and_disconnect_forgets_it() {
-    let admin = "[admin]\nlisten = \"127.0.0.1:0\"\ngroups = [\"ops\"]\n\n";
-    let Some(s) = setup("user-authorization-revoke", admin) else {
+    let Some(s) = setup("user-authorization-revoke", OPS_ADMIN) else {
         return;
     };
-    s.wait_for_tools(ALICE, &["mn__mcpgw_connect"]);
-    let report = s.run(
-        ScriptClient::Python,
-        "2026-07-28",
-        ALICE,
-        "alice",
-        &[("mn__mcpgw_connect", json!({}))],
-    );
-    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    s.connect(ScriptClient::Python, "2026-07-28", ALICE, "alice", "mn");
     s.wait_for_tools(ALICE, &["mn__whoami"]);
     // The authorization server revokes every token of alice's (refresh tokens too): her next call is
     // refused with 401, the refresh fails, and she is asked to consent again — then answered.
@@ -129,21 +120,12 @@ fn a_revoked_token_leads_to_a_new_consent_and_disconnect_forgets_it() {
 /// again, and the other users' calls go on.
 #[test]
 fn one_users_refused_token_never_opens_the_backends_circuit() {
-    let admin = "[admin]\nlisten = \"127.0.0.1:0\"\ngroups = [\"ops\"]\n\n";
     let circuit = "\n[backend.circuit]\nfailures = 1\nopen_ms = 60000\n";
-    let Some(s) = setup_with("user-authorization-circuit", admin, circuit) else {
+    let Some(s) = setup_with("user-authorization-circuit", OPS_ADMIN, circuit) else {
         return;
     };
-    s.wait_for_tools(BOB, &["ln__mcpgw_connect"]);
     // Bob connects first (the backend is listed with his token), then alice.
-    let report = s.run(
-        ScriptClient::Python,
-        "legacy",
-        BOB,
-        "bob",
-        &[("ln__mcpgw_connect", json!({}))],
-    );
-    assert_eq!(report["calls"][0]["isError"], false, "{report}");
+    s.connect(ScriptClient::Python, "legacy", BOB, "bob", "ln");
     s.wait_for_tools(BOB, &["ln__whoami"]);
     let report = s.run(
         ScriptClient::TypeScript,
