@@ -40,6 +40,7 @@ impl AuthContext {
     }
 
     /// The context of an HTTP request.
+    #[cfg(any(test, feature = "internals"))]
     pub fn of_headers(headers: &actix_web::http::header::HeaderMap) -> AuthContext {
         let value = headers
             .get(actix_web::http::header::AUTHORIZATION)

@@ -29,11 +29,6 @@
 //! rules: every request is validated by `protocol::validate` and every response shaped by
 //! `protocol::shape`; and it must not talk to backends except through `handlers::BackendHandle`.
 
-// Without `internals`, what only the tests and benchmarks use of a domain is unused: the lints of the
-// `internals` build (`cargo clippy --all-targets`, which the tests' dev-dependency turns it on for) are the
-// ones that judge it, as they did when every domain was public.
-#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
-
 /// The domains, private (`pub(crate)`), or public with the `internals` feature (mcpgw's benchmarks).
 macro_rules! domains {
     ($($name:ident),* $(,)?) => {

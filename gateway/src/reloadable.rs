@@ -16,6 +16,7 @@ pub trait Reload: Send + Sync + std::fmt::Debug {
 }
 
 /// Reloads every part once, in order; how many reloaded.
+#[cfg(any(test, feature = "internals"))]
 pub fn reload_all(parts: &[Arc<dyn Reload>]) -> usize {
     reload_parts(parts)
         .iter()

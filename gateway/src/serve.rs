@@ -19,6 +19,8 @@ mod additions;
 mod announce;
 pub(crate) mod builder;
 mod command_line;
+/// Driving the pipeline with no socket: for the tests and `cargo bench -p gateway --bench pipeline` only.
+#[cfg(any(test, feature = "internals"))]
 pub mod in_process;
 mod stop;
 

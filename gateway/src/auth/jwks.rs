@@ -79,6 +79,7 @@ impl KeySet {
     }
 
     /// Successful reads and failed ones so far.
+    #[cfg(any(test, feature = "internals"))]
     pub fn counts(&self) -> (u64, u64) {
         (
             self.fetched.load(Ordering::Relaxed),

@@ -25,7 +25,9 @@ use actix_web::http::header::HeaderMap;
 use self::api_key::ApiKeys;
 use self::jwks::{KeySet, Source};
 use self::jwt::{PinnedKey, Rules};
-pub use self::principal::{Principal, PrincipalSource, Reason, SubjectToken};
+pub use self::principal::{Principal, Reason, SubjectToken};
+#[cfg(any(test, feature = "internals"))]
+pub use self::principal::PrincipalSource;
 use crate::config::{AuthConfig, OAuthConfig};
 
 /// How the gateway authenticates requests (built once from `[auth]`).

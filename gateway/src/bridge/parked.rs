@@ -164,6 +164,7 @@ impl ParkedCalls {
     }
 
     /// Whether none is held.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

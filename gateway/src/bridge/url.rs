@@ -128,6 +128,7 @@ impl Completions {
     }
 
     /// How many routes are held.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.inner
             .lock()
@@ -137,6 +138,7 @@ impl Completions {
     }
 
     /// Whether none is held.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -45,13 +45,17 @@ mod view;
 mod tests;
 
 pub use builder::CatalogBuilder;
-pub use cursor::{CursorError, ListKind, Page};
+pub use cursor::{ListKind};
+#[cfg(any(test, feature = "internals"))]
+pub use cursor::{CursorError, Page};
 pub use down::{DownBackend, client_reason};
 pub use freshness::{ListFreshness, ListsFreshness};
 pub use restriction::{Item, Restriction};
 pub use searching::{GatewayTool, reserved};
 pub use shaping::{Selection, Shaping};
-pub use snapshot::{CatalogSnapshot, PromptEntry, ResourceMatch, ResourceRoute, ToolEntry};
+pub use snapshot::{CatalogSnapshot, ToolEntry};
+#[cfg(any(test, feature = "internals"))]
+pub use snapshot::{PromptEntry, ResourceMatch, ResourceRoute};
 
 /// What one backend listed (all pages already fetched by the caller), as raw JSON objects.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -261,6 +261,7 @@ impl ToolIndex {
     }
 
     /// How many tools it indexes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.lengths.len()
     }
@@ -271,6 +272,7 @@ impl ToolIndex {
     }
 
     /// The bytes it holds on the heap (its vectors' capacities and the terms' text), for the record.
+    #[cfg(any(test, feature = "internals"))]
     pub fn heap_bytes(&self) -> usize {
         fn text(v: &[Box<str>]) -> usize {
             v.iter().map(|t| t.len()).sum()

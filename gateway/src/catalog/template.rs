@@ -22,6 +22,7 @@
 
 /// Whether `uri` matches `template` (see the module documentation); a template that cannot be parsed matches
 /// nothing.
+#[cfg(any(test, feature = "internals"))]
 pub fn matches(template: &str, uri: &str) -> bool {
     UriTemplate::parse(template).is_ok_and(|t| t.is_match(uri))
 }

@@ -9,8 +9,12 @@ mod report;
 mod tests;
 mod warnings;
 
-pub use report::{BackendReport, Outcome, Report, Server, collisions, one_line};
-pub use warnings::{Warning, warnings};
+pub use report::{BackendReport, Outcome, Report, Server, one_line};
+#[cfg(any(test, feature = "internals"))]
+pub use report::collisions;
+pub use warnings::{warnings};
+#[cfg(any(test, feature = "internals"))]
+pub use warnings::Warning;
 
 use std::time::Duration;
 

@@ -140,6 +140,7 @@ impl ClusterKeys {
     }
 
     /// A random ring of this process only.
+    #[cfg(any(test, feature = "internals"))]
     pub fn random() -> ClusterKeys {
         ClusterKeys::with(KeyRing::random(), KeySource::Random)
     }

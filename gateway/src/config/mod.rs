@@ -45,18 +45,23 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub use admin::AdminConfig;
-pub use auth::{
-    ALGORITHMS, ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, OneOrMany, ScopeRule,
-    parse_digest, parse_proxy_block,
-};
+pub use auth::{ApiKeyEntry, AuthConfig, JwtConfig, OAuthConfig, ScopeRule, parse_digest, parse_proxy_block};
+#[cfg(any(test, feature = "internals"))]
+pub use auth::{ALGORITHMS, OneOrMany};
 pub use authorization::{AuthorizationConfig, LinkProof};
-pub use backend::{BackendEntry, BackendTransport, MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES};
-pub use backend_auth::{BackendAuth, Grant};
+pub use backend::{BackendEntry, BackendTransport};
+#[cfg(any(test, feature = "internals"))]
+pub use backend::{MAX_MESSAGE_BYTES, MIN_MESSAGE_BYTES};
+pub use backend_auth::{BackendAuth};
+#[cfg(any(test, feature = "internals"))]
+pub use backend_auth::Grant;
 pub use catalog::CatalogConfig;
 pub use cluster::{ClusterConfig, SealCipher};
 pub use cors::normalize_origin;
 pub use demo::demo_config;
-pub use egress::{EgressConfig, valid_host_pattern};
+pub use egress::{EgressConfig};
+#[cfg(any(test, feature = "internals"))]
+pub use egress::valid_host_pattern;
 pub use endpoint::{AccessEntry, EndpointEntry};
 pub use era::BackendEra;
 pub use forwarded::ForwardedHeader;
@@ -66,9 +71,13 @@ pub(crate) use middleware::is_server_name;
 use middleware::validate_middleware;
 pub use middleware::{MiddlewareEntry, MiddlewareKind};
 pub(crate) use policy::validate_reach;
-pub use policy::{ANNOTATIONS, PATTERN_KINDS, PolicyRule};
+pub use policy::{PolicyRule};
+#[cfg(any(test, feature = "internals"))]
+pub use policy::{ANNOTATIONS, PATTERN_KINDS};
 pub use rate_limit::{LimitPer, RateLimitConfig};
-pub use redaction::{PATTERN_SIZE_LIMIT, PatternEntry, RedactionConfig, RedactionMode};
+pub use redaction::{PATTERN_SIZE_LIMIT, RedactionConfig, RedactionMode};
+#[cfg(any(test, feature = "internals"))]
+pub use redaction::PatternEntry;
 pub use server::{
     DEFAULT_CACHE_MAX_BYTES, DEFAULT_H2_MAX_CONCURRENT_STREAMS, LogFormat, ServerConfig, UnknownToolCode,
 };

@@ -227,6 +227,7 @@ impl Authority {
     }
 
     /// Buckets held in this process.
+    #[cfg(any(test, feature = "internals"))]
     pub fn local_len(&self) -> usize {
         self.local.len()
     }

@@ -55,11 +55,13 @@ impl Leases {
     }
 
     /// Keys remembered.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.held.len()
     }
 
     /// Whether none is.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.held.is_empty()
     }

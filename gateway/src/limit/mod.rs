@@ -212,6 +212,7 @@ impl Limits {
     }
 
     /// [`Limits::keys`], named.
+    #[cfg(any(test, feature = "internals"))]
     pub fn named(&self, f: &Facts<'_>) -> Vec<Key> {
         let mut keys = self.keys(f);
         self.name(&mut keys, f);

@@ -25,11 +25,15 @@ use std::time::Duration;
 use protocol::Generation;
 
 pub use encode::{BackendGauges, Format, State, encode};
-pub use histogram::{BOUNDS_SECONDS, Histogram};
+pub use histogram::{Histogram};
+#[cfg(any(test, feature = "internals"))]
+pub use histogram::BOUNDS_SECONDS;
 use labels::{
     BACKEND_OUTCOMES, GENERATIONS, METHODS, OUTCOMES, SESSION_ENDS, TRANSPORTS, generation_index,
 };
-pub use labels::{BackendOutcome, Code, KNOWN_CODES, MethodLabel, Outcome, SessionEnd, Transport};
+pub use labels::{BackendOutcome, Code, MethodLabel, Outcome, SessionEnd, Transport};
+#[cfg(any(test, feature = "internals"))]
+pub use labels::KNOWN_CODES;
 
 /// One answered request, as the metrics see it.
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +150,7 @@ impl Metrics {
     }
 
     /// How many requests were counted with these labels (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn requests(
         &self,
         method: MethodLabel,
@@ -157,6 +162,7 @@ impl Metrics {
     }
 
     /// Every request counted, whatever its labels (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn requests_total(&self) -> u64 {
         self.requests
             .iter()
@@ -209,6 +215,7 @@ impl Metrics {
     }
 
     /// Calls counted for a backend with this outcome (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn backend_requests(&self, backend: &str, outcome: BackendOutcome) -> u64 {
         self.backend_at(backend).map_or(0, |BackendIndex(at)| {
             self.backends[at].requests[outcome.index()].load(Ordering::Relaxed)

@@ -14,7 +14,9 @@ use protocol::shape::Failure;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-pub use crate::catalog::ledger::{Attempt, BackendReport, FailedList, Ledger, Standing};
+pub use crate::catalog::ledger::{Attempt, FailedList};
+#[cfg(any(test, feature = "internals"))]
+pub use crate::catalog::ledger::{BackendReport, Ledger, Standing};
 
 use crate::catalog::{
     BackendListing, CatalogError, CatalogSnapshot, ListFreshness, ListKind, ListsFreshness,

@@ -305,6 +305,7 @@ impl Chain {
     }
 
     /// Whether it holds no middleware.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -21,5 +21,6 @@ pub mod response;
 pub mod routing;
 mod search;
 
+#[cfg(any(test, feature = "internals"))]
 pub use context::{Accepted, RequestContext};
 pub use middleware::{Added, Chain, Middleware, MwContext, Next, Principal, Response, Summary, Transport};

@@ -107,16 +107,19 @@ impl Views {
     }
 
     /// How many views were built (each audience once per catalog, unless dropped past the bound).
+    #[cfg(any(test, feature = "internals"))]
     pub fn built(&self) -> u64 {
         self.built
     }
 
     /// How many are kept.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.kept.len()
     }
 
     /// Whether none is kept.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.kept.is_empty()
     }

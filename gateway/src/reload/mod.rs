@@ -10,7 +10,9 @@ pub mod config;
 
 use std::sync::Arc;
 
-pub use crate::reloadable::{PartOutcome, Reload, reload_all, reload_parts};
+pub use crate::reloadable::{PartOutcome, Reload, reload_parts};
+#[cfg(any(test, feature = "internals"))]
+pub use crate::reloadable::reload_all;
 
 /// What one reload came to: the config's outcome (when the gateway has a config file) and each part's.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -32,6 +34,7 @@ pub struct ConfigOutcome {
 
 impl Report {
     /// Whether everything reloaded.
+    #[cfg(any(test, feature = "internals"))]
     pub fn ok(&self) -> bool {
         self.config.as_ref().is_none_or(|c| c.error.is_none())
             && self.parts.iter().all(|p| p.error.is_none())

@@ -63,6 +63,7 @@ impl InFlight {
     }
 
     /// Whether none is registered.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

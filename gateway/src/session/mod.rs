@@ -27,9 +27,16 @@ use protocol::Generation;
 use protocol::payload::{Implementation, LoggingLevel};
 use serde_json::Value;
 
-pub use actor::{SessionHandle, StreamClosed, dropped, note_stream_dropped};
-pub use in_flight::{InFlight, Registered};
-pub use input_requests::{InputRequestError, InputRequests, asked_by};
+pub use actor::{SessionHandle, dropped, note_stream_dropped};
+#[cfg(any(test, feature = "internals"))]
+pub use actor::StreamClosed;
+pub use in_flight::{InFlight};
+#[cfg(any(test, feature = "internals"))]
+pub use in_flight::Registered;
+pub use input_requests::{InputRequests, asked_by};
+#[cfg(any(test, feature = "internals"))]
+pub use input_requests::InputRequestError;
+#[cfg(any(test, feature = "internals"))]
 pub use overview::Recent;
 pub use pending::PendingStreams;
 /// How logs name a session: its id is a bearer credential and never logged whole.

@@ -95,11 +95,13 @@ impl PendingStreams {
     }
 
     /// Streams held.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
     /// No streams held.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

@@ -11,7 +11,9 @@ use super::replicas::{key_of_text, key_text};
 use super::sealed::{SealedSession, unix_now};
 use super::store::{Ending, SessionStore};
 use super::{NO_LEVEL, Session};
-use crate::cluster::redis::{ClusterEvent, Named, RedisLink};
+use crate::cluster::redis::{ClusterEvent, Named};
+#[cfg(any(test, feature = "internals"))]
+use crate::cluster::redis::RedisLink;
 
 /// How often last uses are published (at most once per this per session): every 30 s, or four times per
 /// `session_idle_secs` when that is shorter, so a session busy on one replica is never idle on another.
@@ -164,6 +166,7 @@ impl SessionStore {
     }
 
     /// Redis, when configured.
+    #[cfg(any(test, feature = "internals"))]
     pub fn redis(&self) -> Option<&Arc<RedisLink>> {
         self.redis.as_ref()
     }

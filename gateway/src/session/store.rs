@@ -54,6 +54,7 @@ pub struct StoreLimits {
 
 impl StoreLimits {
     /// `max` actors, the default idle time (30 minutes) and lifetime (24 hours).
+    #[cfg(any(test, feature = "internals"))]
     pub fn of(max: usize) -> StoreLimits {
         StoreLimits {
             max,
@@ -146,6 +147,7 @@ impl Sessions {
 
 impl SessionStore {
     /// An empty store holding at most `max` sessions with a key ring of its own (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn new(max: usize, subscriptions: Arc<Subscriptions>) -> SessionStore {
         SessionStore::with_keys(
             StoreLimits::of(max),
@@ -280,6 +282,7 @@ impl SessionStore {
     }
 
     /// As [`SessionStore::find`] without asking Redis (tests; a store without Redis).
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, id: &str) -> Result<Option<Arc<Session>>, StoreFull> {
         if let Some(live) = self.live(id, None) {
             return Ok(live);
@@ -432,6 +435,7 @@ impl SessionStore {
     }
 
     /// Drops idle actors to make room, as a full store does (tests and benchmarks); how many.
+    #[cfg(any(test, feature = "internals"))]
     pub fn rest_idlest(&self) -> usize {
         self.sessions.rest_idlest().count
     }
@@ -456,6 +460,7 @@ impl SessionStore {
     }
 
     /// No session actors.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.sessions.map.is_empty()
     }

@@ -39,6 +39,7 @@ impl Builtins {
     }
 
     /// Whether a server of this name was added.
+    #[cfg(any(test, feature = "internals"))]
     pub fn contains(&self, name: &str) -> bool {
         self.0.contains_key(name)
     }

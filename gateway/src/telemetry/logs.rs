@@ -29,6 +29,7 @@ static LEVEL: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
 static WRITER: OnceLock<Batched> = OnceLock::new();
 
 /// A layer the caller adds to the subscriber (the traces' exporter), filtered by the same level.
+#[cfg(any(test, feature = "internals"))]
 pub type ExtraLayer = Box<dyn Layer<Registry> + Send + Sync>;
 
 /// Keeps the writer thread; dropping it writes out what is queued (keep it until the process ends).

@@ -22,7 +22,9 @@ use sha2::{Digest, Sha256};
 use used::UsedIds;
 
 use crate::cluster::ClusterKeys;
-use crate::cluster::keys::{KeyRing, Purpose};
+#[cfg(any(test, feature = "internals"))]
+use crate::cluster::keys::KeyRing;
+use crate::cluster::keys::Purpose;
 
 /// What an envelope is bound to, besides its contents.
 const AAD: &[u8] = b"mcpgw/request-state/v1";
@@ -128,6 +130,7 @@ impl StateSealer {
     }
 
     /// A sealer with one given ring (tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn with_ring(ring: KeyRing) -> StateSealer {
         StateSealer::new(Arc::new(ClusterKeys::with(
             ring,

@@ -199,6 +199,7 @@ impl ConnectionLimit {
     }
 
     /// Counts one more connection, or `None` when `max` are open.
+    #[cfg(any(test, feature = "internals"))]
     pub fn admit(&self) -> Option<Arc<Connection>> {
         self.admit_socket(None)
     }

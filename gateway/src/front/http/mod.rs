@@ -35,6 +35,7 @@ use protocol::shape::Shaped;
 use protocol::validate::{Accepts, Rejection};
 
 use crate::pipeline::Added;
+#[cfg(any(test, feature = "internals"))]
 pub use crate::pipeline::routing::HeaderSource;
 use crate::pipeline::routing::RoutingHandle;
 use crate::session::sse_event;
