@@ -6,10 +6,12 @@
 //! A pattern is matched against the text as JSON carries it (before and after unescaping, a secret holds
 //! no quote, backslash or control character): one that must span such characters is not supported.
 
+use protocol::Notification;
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde_json::Value;
 
 use crate::config::{RedactionConfig, RedactionMode};
+use crate::metrics::Metrics;
 
 /// The built-in secret patterns, by name (the metric's `pattern` label). Each is specific enough to be
 /// rare in ordinary text: a prefix the issuer documents, a fixed shape.
@@ -175,6 +177,89 @@ impl Redactor {
             _ => {}
         }
     }
+}
+
+impl Redactor {
+    /// What `backend` sent beside its answers — a log message, a call's progress — scanned as its answers
+    /// are: `redact` rewrites its strings, `audit` passes it on, and `refuse` withholds it (`None`: a
+    /// notification has no place for a refusal, so it is not sent; the call's answer is judged on its own).
+    /// A match is counted and logged as for an answer; `principal` is whom it was for (`-`: many).
+    pub fn notification(
+        &self,
+        metrics: &Metrics,
+        backend: &str,
+        principal: &str,
+        n: Notification,
+    ) -> Option<Notification> {
+        if !self.applies_to(backend) {
+            return Some(n);
+        }
+        let found = n
+            .params
+            .as_ref()
+            .map(|p| self.scan(p.get()))
+            .unwrap_or_default();
+        if found.is_empty() {
+            return Some(n);
+        }
+        let Notification { method, params } = n;
+        let (found, params) = match (self.mode, params) {
+            (RedactionMode::Audit, params) => (found, params),
+            (RedactionMode::Refuse, _) | (RedactionMode::Redact, None) => (found, None),
+            (RedactionMode::Redact, Some(raw)) => {
+                // Parsed only now that it holds a match; one that cannot be rewritten is withheld.
+                match serde_json::from_str::<Value>(raw.get()) {
+                    Ok(mut value) => {
+                        let redacted = self.redact(&mut value);
+                        (redacted, serde_json::value::to_raw_value(&value).ok())
+                    }
+                    Err(_) => (found, None),
+                }
+            }
+        };
+        self.record(metrics, &found, backend, &method, principal, Seen::Notification);
+        params.map(|params| Notification {
+            method,
+            params: Some(params),
+        })
+    }
+
+    /// Counts a match in `mcpgw_redactions_total` and logs it (the patterns' names, never what matched).
+    pub fn record(
+        &self,
+        metrics: &Metrics,
+        found: &Found,
+        backend: &str,
+        method: &str,
+        principal: &str,
+        seen: Seen,
+    ) {
+        let mode = match self.mode {
+            RedactionMode::Redact => 0,
+            RedactionMode::Refuse => 1,
+            RedactionMode::Audit => 2,
+        };
+        for label in found.labels() {
+            metrics.redacted(label, mode);
+        }
+        let patterns = found.names().join(",");
+        let mode = self.mode.as_str();
+        match seen {
+            Seen::Answer => tracing::warn!(%backend, %method, %patterns, mode, principal,
+                "a backend's answer held a secret or pattern"),
+            Seen::Notification => tracing::warn!(%backend, %method, %patterns, mode, principal,
+                "a backend's notification held a secret or pattern"),
+        }
+    }
+}
+
+/// Where a match was found.
+#[derive(Debug, Clone, Copy)]
+pub enum Seen {
+    /// In the answer to a request.
+    Answer,
+    /// In a notification (a log message, a call's progress).
+    Notification,
 }
 
 fn compile(pattern: &str) -> Result<Regex, String> {

@@ -27,6 +27,15 @@ use crate::state::Gateway;
 /// below its level and whose view shows `backend`. 2026-07-28 clients ask per request only, and log messages
 /// never go on their listen streams.
 pub fn log(gw: &Gateway, views: &mut ReaderViews, backend: &str, n: &Notification) {
+    // `[redaction]` judges it before anyone hears it (withheld from all in `refuse` mode).
+    let n = match &gw.live().redaction {
+        Some(redactor) => match redactor.notification(&gw.metrics, backend, "-", n.clone()) {
+            Some(n) => n,
+            None => return,
+        },
+        None => n.clone(),
+    };
+    let n = &n;
     let full = gw.catalog.snapshot();
     let event = sse_event(&Message::Notification(n.clone()).to_bytes());
     let (mut sent, mut withheld) = (0usize, 0usize);

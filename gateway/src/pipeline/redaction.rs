@@ -2,7 +2,8 @@
 //! for the secrets and patterns of `redaction::Redactor`, and redacted, withheld or reported as its mode
 //! says, counted in `mcpgw_redactions_total`. Placed closest to the dispatch unless a `[[middleware]]
 //! kind = "redaction"` table places it: every stage before it (the access log, interceptors, a library's
-//! middlewares) sees the answer as the client will.
+//! middlewares) sees the answer as the client will. What the backend says beside its answer while the
+//! call runs is judged where it is relayed (`request_stream`, `Redactor::notification`).
 
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use super::middleware::{Middleware, MwContext, Next, Response};
 use super::response::Outcome;
 use crate::config::RedactionMode;
 use crate::metrics::Metrics;
-use crate::redaction::Redactor;
+use crate::redaction::{Redactor, Seen};
 
 /// The stage, for one config's `[redaction]`.
 #[derive(Debug, Clone)]
@@ -80,17 +81,8 @@ impl Middleware for Redaction {
                     }
                 }
             };
-            let mode_index = match mode {
-                RedactionMode::Redact => 0,
-                RedactionMode::Refuse => 1,
-                RedactionMode::Audit => 2,
-            };
-            for label in found.labels() {
-                metrics.redacted(label, mode_index);
-            }
-            tracing::warn!(%backend, %method, patterns = %found.names().join(","),
-                mode = mode.as_str(), principal = principal.as_deref().map_or("-", |p| p.name.as_str()),
-                "a backend's answer held a secret or pattern");
+            let principal = principal.as_deref().map_or("-", |p| p.name.as_str());
+            redactor.record(&metrics, &found, &backend, method.as_str(), principal, Seen::Answer);
             if let Some(outcome) = outcome {
                 response.outcome = outcome;
             }

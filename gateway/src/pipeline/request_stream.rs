@@ -192,6 +192,18 @@ fn forward(dispatch: &Dispatch<'_>, tx: &mpsc::Sender<Vec<u8>>, n: Notification,
     if n.method == "notifications/message" && !level_passes(&n, wants.log_level) {
         return;
     }
+    // `[redaction]` judges what the backend says while it works as it judges its answer.
+    let n = match &dispatch.gw.live().redaction {
+        Some(redactor) => {
+            let backend = dispatch.backend.get().map_or("", String::as_str);
+            let principal = dispatch.principal.as_deref().unwrap_or("-");
+            match redactor.notification(&dispatch.gw.metrics, backend, principal, n) {
+                Some(n) => n,
+                None => return,
+            }
+        }
+        None => n,
+    };
     if n.method == "notifications/elicitation/complete" {
         let backend = dispatch.backend.get().map_or("", String::as_str);
         let here = completion::deliver(dispatch.gw, backend, &n, dispatch.session);

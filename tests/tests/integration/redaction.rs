@@ -1,12 +1,13 @@
 //! Issue 38 §3, redaction: `[redaction]` finds the built-in secrets and an operator's pattern in what a
 //! real backend (the mock over stdio) answers — a tool result, a resource's contents, a prompt — and
 //! redacts them, withholds the answer, or only reports it, for legacy and 2026-07-28 clients; counted in
-//! `mcpgw_redactions_total`.
+//! `mcpgw_redactions_total`. A call's progress (a real stdio server's) is judged as its answer is.
 
 use serde_json::{Value, json};
 
 use crate::support::{
     ADMIN, LegacyClient, TempDir, admin_base, client, gateway, modern_request, one_stdio_mock,
+    sse_messages,
 };
 
 const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
@@ -144,6 +145,92 @@ fn refuse_withholds_the_answer_in_its_methods_shape_and_audit_passes_it_on() {
         scraped.contains("mcpgw_redactions_total{pattern=\"github_token\",mode=\"audit\"} 1"),
         "{scraped}"
     );
+}
+
+/// The progress backend (`tests/fixtures/progress_server.py`, a legacy stdio server whose `work` tool says
+/// its `tag` in each progress message and in its answer) and docs/src/redaction.md's `[redaction]` in `mode`.
+fn progress_config(mode: &str) -> String {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/progress_server.py");
+    let table = crate::support::doc_block("config-redaction", "toml");
+    format!(
+        "[[backend]]\nname = \"p\"\ncommand = [\"python3\", {:?}]\n{ADMIN}\n{}",
+        script.to_string_lossy(),
+        table.replace("mode = \"redact\"", &format!("mode = \"{mode}\""))
+    )
+}
+
+/// A legacy session's `p__work` call with a progress token, tagged `tag`: every message of its SSE answer.
+fn work_with_progress(url: &str, tag: &str) -> Vec<Value> {
+    let mut legacy = LegacyClient::connect(url, "2025-06-18");
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "_meta": {"progressToken": "t"}, "name": "p__work", "arguments": {"tag": tag, "steps": 2}}});
+    let messages = sse_messages(legacy.post_streaming(&body));
+    let mut all = Vec::new();
+    while let Ok(m) = messages.recv_timeout(std::time::Duration::from_secs(30)) {
+        let done = m.get("id").is_some();
+        all.push(m);
+        if done {
+            break;
+        }
+    }
+    assert!(
+        all.last().is_some_and(|m| m["id"] == 7),
+        "no answer: {all:?}"
+    );
+    all
+}
+
+fn progress_messages(all: &[Value]) -> Vec<&str> {
+    all.iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .filter_map(|m| m["params"]["message"].as_str())
+        .collect()
+}
+
+#[test]
+fn progress_notifications_are_redacted_like_the_answer_they_leaked_beside() {
+    // Redacted: the progress of a call as its answer (the stage saw only the answer before).
+    let dir = TempDir::new("redaction-progress");
+    let gw = gateway(&progress_config("redact"), &dir);
+    crate::interop::peers::wait_for_tools(&gw, &["p__work"]);
+    let all = work_with_progress(&gw.url, TOKEN);
+    assert_eq!(
+        progress_messages(&all),
+        [
+            "[redacted: github_token] 1/2",
+            "[redacted: github_token] 2/2"
+        ],
+        "{all:?}"
+    );
+    assert_eq!(
+        all.last().unwrap()["result"]["content"][0]["text"],
+        "done [redacted: github_token]"
+    );
+    assert!(!format!("{all:?}").contains(TOKEN), "{all:?}");
+    // Three matches: two notifications and the answer.
+    let scraped = metrics(&gw);
+    assert!(
+        scraped.contains("mcpgw_redactions_total{pattern=\"github_token\",mode=\"redact\"} 3"),
+        "{scraped}"
+    );
+    // Clean progress passes as it was.
+    let all = work_with_progress(&gw.url, "plain");
+    assert_eq!(
+        progress_messages(&all),
+        ["plain 1/2", "plain 2/2"],
+        "{all:?}"
+    );
+    drop(gw);
+
+    // Refused: the notifications are withheld, the answer refused in its method's shape.
+    let dir = TempDir::new("redaction-progress-refuse");
+    let gw = gateway(&progress_config("refuse"), &dir);
+    crate::interop::peers::wait_for_tools(&gw, &["p__work"]);
+    let all = work_with_progress(&gw.url, TOKEN);
+    assert!(progress_messages(&all).is_empty(), "{all:?}");
+    assert_eq!(all.last().unwrap()["result"]["isError"], true, "{all:?}");
+    assert!(!format!("{all:?}").contains(TOKEN), "{all:?}");
 }
 
 /// A real backend from npm (`@modelcontextprotocol/server-filesystem`): a file holding a private key and a

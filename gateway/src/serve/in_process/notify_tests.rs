@@ -467,3 +467,29 @@ async fn a_reload_tells_only_the_sessions_whose_view_it_changed() {
     );
     assert_eq!(bob.next().await["params"]["data"], "after the reload");
 }
+
+#[actix_rt::test]
+async fn a_backend_log_outside_a_request_is_redacted_or_withheld_before_anyone_hears_it() {
+    let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    // `b` is scanned, `a` is not.
+    let s = Setup::start(&format!("{CONFIG}\n[redaction]\nbackends = [\"b\"]\n")).await;
+    let mut alice = s.session("alice").await;
+    s.announce("b", "notifications/message", log(&format!("b: {token}")))
+        .await;
+    s.announce("a", "notifications/message", log(&format!("a: {token}")))
+        .await;
+    assert_eq!(
+        alice.next().await["params"]["data"],
+        "b: [redacted: github_token]"
+    );
+    assert_eq!(alice.next().await["params"]["data"], format!("a: {token}"));
+
+    // `refuse`: withheld from everyone; the plain message sent after it is the first heard.
+    let s = Setup::start(&format!("{CONFIG}\n[redaction]\nmode = \"refuse\"\n")).await;
+    let mut alice = s.session("alice").await;
+    s.announce("b", "notifications/message", log(&format!("b: {token}")))
+        .await;
+    s.announce("b", "notifications/message", log("b: plain"))
+        .await;
+    assert_eq!(alice.next().await["params"]["data"], "b: plain");
+}
