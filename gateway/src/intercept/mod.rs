@@ -107,15 +107,17 @@ impl Interceptors {
         self.hosts.iter().any(|h| selects(&h.entry, event, tool, backend))
     }
 
-    /// Runs one phase's passes over `payload`: the validators (all, at once), then — unless one refused —
-    /// the mutators, one after another, each given the last one's payload.
+    /// Runs one phase's passes over the payload: the validators (all, at once), then — unless one refused
+    /// — the mutators, one after another, each given the last one's payload. `payload` is built only when
+    /// an interceptor is chosen for the phase (a result is not parsed for request-only interceptors); one
+    /// that cannot be built (a result that is not JSON) passes.
     pub async fn run(
         &self,
         event: &str,
         phase: Phase,
         tool: Option<&str>,
         backend: &str,
-        payload: Value,
+        payload: impl FnOnce() -> Option<Value>,
         principal: Option<&str>,
     ) -> Outcome {
         let mut chosen = Vec::new();
@@ -125,6 +127,12 @@ impl Interceptors {
             }
             chosen.extend(self.choose(index, host, event, phase).await);
         }
+        if chosen.is_empty() {
+            return Outcome::Pass(None);
+        }
+        let Some(payload) = payload() else {
+            return Outcome::Pass(None);
+        };
         let (validators, mutators) = plan::order(chosen);
         let verdicts = futures_util::future::join_all(
             validators
@@ -134,8 +142,9 @@ impl Interceptors {
         .await;
         let mut refused = None;
         for (c, answer) in validators.iter().zip(&verdicts) {
-            self.log(c, event, phase, answer);
-            if refused.is_none() && plan::refuses(c, answer) {
+            let refusing = plan::refuses(c, answer);
+            self.log(c, event, phase, answer, refusing);
+            if refused.is_none() && refusing {
                 refused = Some(self.refusal(c));
             }
         }
@@ -146,8 +155,9 @@ impl Interceptors {
         for c in &mutators {
             let input = current.as_ref().unwrap_or(&payload);
             let answer = self.invoke(c, event, phase, input, principal).await;
-            self.log(c, event, phase, &answer);
-            if plan::refuses(c, &answer) {
+            let refusing = plan::refuses(c, &answer);
+            self.log(c, event, phase, &answer, refusing);
+            if refusing {
                 return self.refusal(c);
             }
             if let (Answer::Rewrite(Some(next)), InterceptorMode::Enforce) = (answer, c.mode) {
@@ -333,29 +343,28 @@ fn transport(backend: &crate::config::BackendEntry) -> handlers::Transport {
 }
 
 impl Interceptors {
-/// Each answer logged: a refusal at info, with the interceptor's messages at debug only (they may quote
-/// what the client sent); a failure at warn, at most once per [`WARN_EVERY`] for its server.
-fn log(&self, c: &Chosen, event: &str, phase: Phase, answer: &Answer) {
-    let refusing = plan::refuses(c, answer);
-    match answer {
-        Answer::Verdict { refuses: true, messages } => {
-            tracing::info!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
-                refusing, "an interceptor found the operation invalid");
-            tracing::debug!(interceptor = %c.name, messages = ?messages, "its messages");
+    /// Each answer logged: a refusal at info, with the interceptor's messages at debug only (they may quote
+    /// what the client sent); a failure at warn, at most once per [`WARN_EVERY`] for its server.
+    fn log(&self, c: &Chosen, event: &str, phase: Phase, answer: &Answer, refusing: bool) {
+        match answer {
+            Answer::Verdict { refuses: true, messages } => {
+                tracing::info!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
+                    refusing, "an interceptor found the operation invalid");
+                tracing::debug!(interceptor = %c.name, messages = ?messages, "its messages");
+            }
+            Answer::Failed(why) if self.hosts.get(c.host).is_some_and(Host::loud) => {
+                tracing::warn!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
+                    fail_open = c.fail_open, refusing, %why, "an interceptor's invocation failed");
+            }
+            Answer::Failed(why) => {
+                tracing::debug!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
+                    fail_open = c.fail_open, refusing, %why, "an interceptor's invocation failed");
+            }
+            Answer::Rewrite(Some(_)) => {
+                tracing::debug!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
+                    "an interceptor rewrote the payload");
+            }
+            _ => {}
         }
-        Answer::Failed(why) if self.hosts.get(c.host).is_some_and(Host::loud) => {
-            tracing::warn!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
-                fail_open = c.fail_open, refusing, %why, "an interceptor's invocation failed");
-        }
-        Answer::Failed(why) => {
-            tracing::debug!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
-                fail_open = c.fail_open, refusing, %why, "an interceptor's invocation failed");
-        }
-        Answer::Rewrite(Some(_)) => {
-            tracing::debug!(interceptor = %c.name, %event, phase = phase.as_str(), mode = ?c.mode,
-                "an interceptor rewrote the payload");
-        }
-        _ => {}
     }
-}
 }

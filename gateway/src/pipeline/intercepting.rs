@@ -46,11 +46,13 @@ impl Middleware for Intercepting {
         let interceptors = self.0.clone();
         let principal = ctx.principal_shared();
         Box::pin(async move {
-            let params: Option<Value> = ctx
-                .call()
-                .and_then(|c| c.request().params.as_deref())
-                .and_then(|p| serde_json::from_str(p.get()).ok());
-            let payload = request_payload(event, params.as_ref());
+            let payload = || {
+                let params: Option<Value> = ctx
+                    .call()
+                    .and_then(|c| c.request().params.as_deref())
+                    .and_then(|p| serde_json::from_str(p.get()).ok());
+                Some(request_payload(event, params.as_ref()))
+            };
             let (tool, principal) = (tool.as_deref(), principal.as_deref().map(|p| p.name.as_str()));
             match interceptors
                 .run(event, Phase::Request, tool, &backend, payload, principal)
@@ -78,9 +80,7 @@ impl Middleware for Intercepting {
             let Outcome::Result(raw) = &response.outcome else {
                 return response;
             };
-            let Ok(result) = serde_json::from_str::<Value>(raw.get()) else {
-                return response;
-            };
+            let result = || serde_json::from_str::<Value>(raw.get()).ok();
             match interceptors
                 .run(event, Phase::Response, tool, &backend, result, principal)
                 .await
