@@ -6,9 +6,10 @@
 //! A pattern is matched against the text as JSON carries it (before and after unescaping, a secret holds
 //! no quote, backslash or control character): one that must span such characters is not supported.
 
-use protocol::Notification;
+use protocol::{Error, ErrorCode, Notification, Request};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::config::{RedactionConfig, RedactionMode};
 use crate::metrics::Metrics;
@@ -180,6 +181,36 @@ impl Redactor {
 }
 
 impl Redactor {
+    /// A message's `params` judged by the mode: `Ok` with what to send — as they were, or redacted — and
+    /// what was found (empty: nothing); `Err` with what was found when they are withheld (`refuse`, or
+    /// `redact` of params that cannot be parsed). Parsed only when they hold a match.
+    fn judge(
+        &self,
+        params: Option<Box<RawValue>>,
+    ) -> Result<(Found, Option<Box<RawValue>>), Found> {
+        let found = params
+            .as_ref()
+            .map(|p| self.scan(p.get()))
+            .unwrap_or_default();
+        if found.is_empty() {
+            return Ok((found, params));
+        }
+        match (self.mode, params) {
+            (RedactionMode::Audit, params) => Ok((found, params)),
+            (RedactionMode::Refuse, _) | (RedactionMode::Redact, None) => Err(found),
+            (RedactionMode::Redact, Some(raw)) => {
+                let Ok(mut value) = serde_json::from_str::<Value>(raw.get()) else {
+                    return Err(found);
+                };
+                let redacted = self.redact(&mut value);
+                match serde_json::value::to_raw_value(&value) {
+                    Ok(raw) => Ok((redacted, Some(raw))),
+                    Err(_) => Err(redacted),
+                }
+            }
+        }
+    }
+
     /// What `backend` sent beside its answers — a log message, a call's progress — scanned as its answers
     /// are: `redact` rewrites its strings, `audit` passes it on, and `refuse` withholds it (`None`: a
     /// notification has no place for a refusal, so it is not sent; the call's answer is judged on its own).
@@ -194,34 +225,80 @@ impl Redactor {
         if !self.applies_to(backend) {
             return Some(n);
         }
-        let found = n
-            .params
-            .as_ref()
-            .map(|p| self.scan(p.get()))
-            .unwrap_or_default();
-        if found.is_empty() {
-            return Some(n);
-        }
         let Notification { method, params } = n;
-        let (found, params) = match (self.mode, params) {
-            (RedactionMode::Audit, params) => (found, params),
-            (RedactionMode::Refuse, _) | (RedactionMode::Redact, None) => (found, None),
-            (RedactionMode::Redact, Some(raw)) => {
-                // Parsed only now that it holds a match; one that cannot be rewritten is withheld.
-                match serde_json::from_str::<Value>(raw.get()) {
-                    Ok(mut value) => {
-                        let redacted = self.redact(&mut value);
-                        (redacted, serde_json::value::to_raw_value(&value).ok())
-                    }
-                    Err(_) => (found, None),
-                }
-            }
+        let (found, params) = match self.judge(params) {
+            Ok((found, params)) => (found, Some(params)),
+            Err(found) => (found, None),
         };
-        self.record(metrics, &found, backend, &method, principal, Seen::Notification);
-        params.map(|params| Notification {
-            method,
-            params: Some(params),
-        })
+        if !found.is_empty() {
+            self.record(metrics, &found, backend, &method, principal, Seen::Notification);
+        }
+        params.map(|params| Notification { method, params })
+    }
+
+    /// A request `backend` sends the client while it serves the client's call (sampling, elicitation,
+    /// roots), judged as its answers are: `redact` rewrites its params, `audit` asks it as it is, `refuse`
+    /// withholds it — `Err` with the error the backend is answered instead (the client is not asked; the
+    /// call's answer is judged on its own).
+    pub fn question(
+        &self,
+        metrics: &Metrics,
+        backend: &str,
+        principal: &str,
+        request: Request,
+    ) -> Result<Request, Error> {
+        if !self.applies_to(backend) {
+            return Ok(request);
+        }
+        let Request { id, method, params } = request;
+        match self.judge(params) {
+            Ok((found, params)) => {
+                if !found.is_empty() {
+                    self.record(metrics, &found, backend, &method, principal, Seen::Question);
+                }
+                Ok(Request { id, method, params })
+            }
+            Err(found) => {
+                self.record(metrics, &found, backend, &method, principal, Seen::Question);
+                Err(Error::new(
+                    ErrorCode::InvalidParams,
+                    format!(
+                        "invalid params: mcpgw withheld this {method} from the client: it held {}",
+                        found.names().join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// One of the `inputRequests` of a 2026-07-28 backend's `input_required` that a legacy client is asked
+    /// as a request of its own, judged likewise: its `params` redacted in place, or `Err` with the names of
+    /// what it held when it is withheld (`refuse`: the call is refused, since its backend waits for every
+    /// answer).
+    pub fn asked(
+        &self,
+        metrics: &Metrics,
+        backend: &str,
+        principal: &str,
+        method: &str,
+        params: Option<&mut Value>,
+    ) -> Result<(), String> {
+        let Some(params) = params.filter(|_| self.applies_to(backend)) else {
+            return Ok(());
+        };
+        let found = self.scan(&params.to_string());
+        if found.is_empty() {
+            return Ok(());
+        }
+        let found = match self.mode {
+            RedactionMode::Redact => self.redact(params),
+            RedactionMode::Refuse | RedactionMode::Audit => found,
+        };
+        self.record(metrics, &found, backend, method, principal, Seen::Question);
+        match self.mode {
+            RedactionMode::Refuse => Err(found.names().join(", ")),
+            RedactionMode::Redact | RedactionMode::Audit => Ok(()),
+        }
     }
 
     /// Counts a match in `mcpgw_redactions_total` and logs it (the patterns' names, never what matched).
@@ -249,6 +326,8 @@ impl Redactor {
                 "a backend's answer held a secret or pattern"),
             Seen::Notification => tracing::warn!(%backend, %method, %patterns, mode, principal,
                 "a backend's notification held a secret or pattern"),
+            Seen::Question => tracing::warn!(%backend, %method, %patterns, mode, principal,
+                "a backend's request to the client held a secret or pattern"),
         }
     }
 }
@@ -260,6 +339,8 @@ pub enum Seen {
     Answer,
     /// In a notification (a log message, a call's progress).
     Notification,
+    /// In a request to the client (sampling, elicitation, roots).
+    Question,
 }
 
 fn compile(pattern: &str) -> Result<Regex, String> {
@@ -273,6 +354,7 @@ fn compile(pattern: &str) -> Result<Regex, String> {
 mod tests {
     use super::*;
     use crate::config::PatternEntry;
+    use protocol::RequestId;
     use serde_json::json;
 
     fn redactor(mode: RedactionMode, patterns: &[(&str, &str)]) -> Redactor {
@@ -330,6 +412,66 @@ mod tests {
                 assert!(out.contains(&format!("[redacted: {name}]")), "{out}");
                 assert!(r.scan(&value.to_string()).is_empty(), "nothing left: {out}");
             }
+        }
+    }
+
+    #[test]
+    fn a_backends_questions_are_redacted_withheld_or_passed_as_its_answers_are() {
+        let metrics = Metrics::new(["m"], false, Default::default());
+        let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+        let said = format!("Summarize: {token}");
+        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": said}}]});
+        let text = |p: &Value| p["messages"][0]["content"]["text"].as_str().unwrap_or_default().to_owned();
+        // (mode, what the client is asked, or the names the refusal gives)
+        let table: &[(RedactionMode, Result<&str, &str>)] = &[
+            (RedactionMode::Redact, Ok("Summarize: [redacted: github_token]")),
+            (RedactionMode::Refuse, Err("github_token")),
+            (RedactionMode::Audit, Ok(&said)),
+        ];
+        for (mode, expected) in table {
+            let r = redactor(*mode, &[]);
+            // A legacy backend's own request, relayed.
+            let request = Request::new(RequestId::number(1), "sampling/createMessage", Some(&params));
+            match (r.question(&metrics, "m", "alice", request), expected) {
+                (Ok(asked), Ok(want)) => {
+                    let p: Value = serde_json::from_str(asked.params.as_ref().expect("params").get())
+                        .expect("JSON");
+                    assert_eq!(text(&p), *want, "{mode:?}");
+                    assert_eq!(asked.id, RequestId::number(1));
+                }
+                (Err(e), Err(names)) => {
+                    assert_eq!(e.code(), ErrorCode::InvalidParams);
+                    assert!(e.message().ends_with(names), "{}", e.message());
+                    assert!(!e.message().contains(token), "{}", e.message());
+                }
+                (got, want) => panic!("{mode:?}: {got:?}, expected {want:?}"),
+            }
+            // One of a 2026-07-28 backend's inputRequests, asked of a legacy client.
+            let mut value = params.clone();
+            match (r.asked(&metrics, "m", "alice", "sampling/createMessage", Some(&mut value)), expected) {
+                (Ok(()), Ok(want)) => assert_eq!(text(&value), *want, "{mode:?}"),
+                (Err(held), Err(names)) => assert_eq!(held, *names),
+                (got, want) => panic!("{mode:?}: {got:?}, expected {want:?}"),
+            }
+            // Clean questions, and questions of a backend the table does not name, pass as they were.
+            let clean = json!({"message": "What is your name?"});
+            let request = Request::new(RequestId::number(2), "elicitation/create", Some(&clean));
+            let asked = r.question(&metrics, "m", "alice", request).expect("asked");
+            assert_eq!(asked.params.expect("params").get(), clean.to_string());
+            let scoped = Redactor::new(&RedactionConfig {
+                mode: *mode,
+                secrets: true,
+                backends: vec!["crm-*".into()],
+                patterns: Vec::new(),
+            })
+            .expect("compiles");
+            let request = Request::new(RequestId::number(3), "sampling/createMessage", Some(&params));
+            let asked = scoped.question(&metrics, "m", "alice", request).expect("asked");
+            assert_eq!(asked.params.expect("params").get(), params.to_string());
+            let mut value = params.clone();
+            let judged = scoped.asked(&metrics, "m", "-", "sampling/createMessage", Some(&mut value));
+            assert_eq!(judged, Ok(()));
+            assert_eq!(value, params);
         }
     }
 

@@ -50,6 +50,11 @@ impl AskedRequest {
         self.params.as_ref()
     }
 
+    /// The method asked and its params, to judge (and redact) before the client is asked.
+    pub fn parts_mut(&mut self) -> (&str, Option<&mut Value>) {
+        (&self.method, self.params.as_mut())
+    }
+
     /// Asks with other params (a URL elicitation's, given the `elicitationId` a legacy client needs).
     pub fn set_params(&mut self, params: Value) {
         self.params = Some(params);

@@ -107,6 +107,9 @@ pub(crate) async fn rounds(
             Ok(ids) => asked_urls.extend(ids),
             Err(refused) => return refused,
         }
+        if let Err(refused) = base.questions(&backend, &mut requests) {
+            return refused;
+        }
         match input::request_input(session, tx, requests).await {
             Ok(responses) => call = input::retry(&call, responses, question.request_state),
             Err(reason) => return Outcome::Failed(Failure::Internal { reason }),
@@ -149,6 +152,13 @@ async fn dispatch_once(
                 Related::Notification(n) => forward(&dispatch, tx, n, wants),
                 Related::InputRequest { request, reply } => {
                     let backend = dispatch.backend.get().map_or("", String::as_str);
+                    let request = match dispatch.question(backend, request) {
+                        Ok(request) => request,
+                        Err(withheld) => {
+                            let _ = reply.send(Err(withheld));
+                            continue;
+                        }
+                    };
                     match dispatch.url_asked(call, backend, &request) {
                         UrlAsk::Refused { to_backend, .. } => {
                             tracing::debug!(%backend, error = %to_backend, "a url elicitation was not relayed");

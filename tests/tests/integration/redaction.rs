@@ -1,13 +1,14 @@
 //! Issue 38 §3, redaction: `[redaction]` finds the built-in secrets and an operator's pattern in what a
 //! real backend (the mock over stdio) answers — a tool result, a resource's contents, a prompt — and
 //! redacts them, withholds the answer, or only reports it, for legacy and 2026-07-28 clients; counted in
-//! `mcpgw_redactions_total`. A call's progress (a real stdio server's) is judged as its answer is.
+//! `mcpgw_redactions_total`. A call's progress (a real stdio server's) is judged as its answer is, and so is
+//! what a backend asks the client during a call, on every path between the eras.
 
 use serde_json::{Value, json};
 
 use crate::support::{
     ADMIN, LegacyClient, TempDir, admin_base, client, gateway, modern_request, one_stdio_mock,
-    sse_messages,
+    post_raw, sse_messages,
 };
 
 const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
@@ -297,5 +298,165 @@ fn a_real_filesystem_servers_secrets_are_redacted_and_its_oversized_file_refused
                 .is_some_and(|t| t.contains("more than 65536 bytes in one message")),
             "{client:?} {mode}: {report}"
         );
+    }
+}
+
+/// The sampling backend (`tests/fixtures/sampling_server.py`: a legacy stdio server whose `summarize` asks
+/// the client to summarize its `text`, and says what the client answered or how it was refused) and
+/// docs/src/redaction.md's `[redaction]` in `mode`.
+fn asking_config(mode: &str) -> String {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sampling_server.py");
+    let table = crate::support::doc_block("config-redaction", "toml");
+    format!(
+        "[[backend]]\nname = \"sampler\"\nprefix = \"\"\ncommand = [\"python3\", {:?}]\n{ADMIN}\n{}",
+        script.to_string_lossy(),
+        table.replace("mode = \"redact\"", &format!("mode = \"{mode}\""))
+    )
+}
+
+/// A legacy session (declaring sampling) calls `summarize` with `text`: the first message of its stream.
+fn legacy_summarize(
+    url: &str,
+    text: &str,
+) -> (LegacyClient, std::sync::mpsc::Receiver<Value>, Value) {
+    let mut host = LegacyClient::connect_with(url, "2025-06-18", json!({"sampling": {}}));
+    let stream = sse_messages(host.post_streaming(&json!({"jsonrpc": "2.0", "id": 10,
+        "method": "tools/call", "params": {"name": "summarize", "arguments": {"text": text}}})));
+    let first = stream
+        .recv_timeout(WAIT)
+        .expect("a message on the call's stream");
+    (host, stream, first)
+}
+
+/// A 2026-07-28 client (declaring sampling) calls `summarize` with `text`.
+fn modern_summarize(url: &str, text: &str) -> Value {
+    let params = json!({"name": "summarize", "arguments": {"text": text}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}});
+    post_raw(
+        url,
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json"),
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "summarize"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string(),
+    )
+    .json()
+}
+
+const WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// The question a backend asks the client (sampling here) leaked what `[redaction]` kept out of its answer:
+/// it is now judged on the way to a legacy client (relayed on the call's stream) and to a 2026-07-28 one
+/// (inside `input_required`) — redacted, or withheld with the backend told why.
+#[test]
+fn a_backends_question_to_the_client_is_judged_like_its_answer() {
+    let dir = TempDir::new("redaction-asks");
+    let gw = gateway(&asking_config("redact"), &dir);
+    crate::interop::peers::wait_for_tools(&gw, &["summarize"]);
+    let (mut host, stream, ask) = legacy_summarize(&gw.url, TOKEN);
+    assert_eq!(ask["method"], "sampling/createMessage", "{ask}");
+    assert_eq!(
+        ask["params"]["messages"][0]["content"]["text"], "Summarize: [redacted: github_token]",
+        "{ask}"
+    );
+    let id = ask["id"].as_str().expect("the gateway's id").to_owned();
+    let answered = host.post(&json!({"jsonrpc": "2.0", "id": id, "result": {
+        "role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m"}}));
+    assert_eq!(answered.status, 202, "{answered:?}");
+    let done = stream.recv_timeout(WAIT).expect("the answer");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "summary: short",
+        "{done}"
+    );
+
+    let first = modern_summarize(&gw.url, TOKEN);
+    let asked = &first["result"]["inputRequests"]["r0"];
+    assert_eq!(
+        asked["params"]["messages"][0]["content"]["text"], "Summarize: [redacted: github_token]",
+        "{first}"
+    );
+    assert!(!first.to_string().contains(TOKEN), "{first}");
+    // Counted once each, where the question was judged (the input_required result held no match after).
+    let scraped = metrics(&gw);
+    assert!(
+        scraped.contains("mcpgw_redactions_total{pattern=\"github_token\",mode=\"redact\"} 2"),
+        "{scraped}"
+    );
+    // A clean question is asked as it was.
+    let (_host, _stream, ask) = legacy_summarize(&gw.url, "a long story");
+    assert_eq!(
+        ask["params"]["messages"][0]["content"]["text"],
+        "Summarize: a long story"
+    );
+    drop(gw);
+
+    // Refused: no client is asked; the backend hears why, and its answer says so.
+    let dir = TempDir::new("redaction-asks-refuse");
+    let gw = gateway(&asking_config("refuse"), &dir);
+    crate::interop::peers::wait_for_tools(&gw, &["summarize"]);
+    let refused = "refused -32602: invalid params: mcpgw withheld this sampling/createMessage from the \
+                   client: it held github_token";
+    let (_host, _stream, done) = legacy_summarize(&gw.url, TOKEN);
+    assert_eq!(done["id"], 10, "the answer, not a question: {done}");
+    assert_eq!(done["result"]["content"][0]["text"], refused, "{done}");
+    let done = modern_summarize(&gw.url, TOKEN);
+    assert_eq!(done["result"]["content"][0]["text"], refused, "{done}");
+    assert!(done["result"].get("inputRequests").is_none(), "{done}");
+}
+
+/// A real 2026-07-28 backend (the Python SDK's `py_asking_server.py`) asks a legacy client through
+/// `input_required`: the question the gateway asks on the call's stream is redacted, or the call refused.
+#[test]
+fn a_2026_backends_input_requests_are_judged_before_a_legacy_client_is_asked() {
+    use crate::interop::peers::{self, Proc};
+    let Some(deps) = peers::deps("redaction input requests") else {
+        return;
+    };
+    let mut cmd = std::process::Command::new(&deps.python);
+    cmd.arg(deps.dir.join("py_asking_server.py"))
+        .args(["--host", "127.0.0.1", "--port", "0", "--max-seconds", "600"])
+        .env("PYTHONUNBUFFERED", "1")
+        .env("NO_PROXY", "127.0.0.1,localhost");
+    let py = Proc::start(cmd, "py_asking_server listening on ");
+    let table = crate::support::doc_block("config-redaction", "toml");
+    for mode in ["redact", "refuse"] {
+        let dir = TempDir::new(&format!("redaction-input-{mode}"));
+        let config = format!(
+            "[[backend]]\nname = \"asker\"\nprefix = \"ask\"\nurl = {}\n{}",
+            serde_json::to_string(&py.url).expect("JSON"),
+            table.replace("mode = \"redact\"", &format!("mode = \"{mode}\""))
+        );
+        let gw = gateway(&config, &dir);
+        peers::wait_for_tools(&gw, &["ask__py_ask_model"]);
+        let mut host = LegacyClient::connect_with(&gw.url, "2025-06-18", json!({"sampling": {}}));
+        let stream = sse_messages(host.post_streaming(&json!({"jsonrpc": "2.0", "id": 10,
+            "method": "tools/call", "params": {"name": "ask__py_ask_model", "arguments": {"topic": TOKEN}}})));
+        let first = stream
+            .recv_timeout(WAIT)
+            .expect("a message on the call's stream");
+        assert!(!first.to_string().contains(TOKEN), "{mode}: {first}");
+        if mode == "redact" {
+            assert_eq!(first["method"], "sampling/createMessage", "{first}");
+            let text = first["params"]["messages"][0]["content"]["text"]
+                .as_str()
+                .unwrap_or_default();
+            assert_eq!(
+                text, "Write one line about [redacted: github_token].",
+                "{first}"
+            );
+        } else {
+            assert_eq!(first["id"], 10, "the answer, not a question: {first}");
+            assert_eq!(first["result"]["isError"], true, "{first}");
+            assert_eq!(
+                first["result"]["content"][0]["text"],
+                "the request of backend asker to the client was withheld: it held github_token",
+                "{first}"
+            );
+        }
     }
 }

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use crate::auth_context::AuthContext;
 use crate::catalog::{CatalogSnapshot, ListKind};
 use crate::pipeline::context::RequestContext;
+mod asked;
 mod down;
 mod per_user;
 pub mod replay;

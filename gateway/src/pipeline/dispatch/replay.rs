@@ -180,6 +180,13 @@ pub async fn forward(
                 }
             }
             Step::Related(Some(Related::InputRequest { request, reply })) => {
+                let request = match d.question(backend, request) {
+                    Ok(request) => request,
+                    Err(withheld) => {
+                        let _ = reply.send(Err(withheld));
+                        continue;
+                    }
+                };
                 let url = match d.url_asked(call, backend, &request) {
                     UrlAsk::Refused {
                         to_backend,
