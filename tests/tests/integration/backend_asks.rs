@@ -110,28 +110,11 @@ fn a_legacy_backend_asks_the_legacy_client_for_sampling_on_the_request_stream() 
 
 /// A 2026-07-28 client's tools/call with these client capabilities and extra params.
 fn modern_call(url: &str, capabilities: Value, extra: Value) -> Reply {
-    let mut params = json!({
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-        },
-        "name": "summarize",
-        "arguments": {"text": "a long text"},
-    });
+    let mut params = json!({"arguments": {"text": "a long text"}});
     if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
         p.extend(e.clone());
     }
-    post_raw(
-        url,
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json"),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "summarize"),
-        ],
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string(),
-    )
+    modern_tools_call(url, "summarize", capabilities, params, &[])
 }
 
 #[test]

@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::support::{
-    ADMIN, LegacyClient, TempDir, admin_base, client, gateway, modern_request, one_stdio_mock,
-    post_raw, sse_messages,
+    ADMIN, LegacyClient, TempDir, admin_base, client, gateway, modern_request, modern_tools_call,
+    one_stdio_mock, sse_messages,
 };
 
 const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
@@ -331,21 +331,8 @@ fn legacy_summarize(
 
 /// A 2026-07-28 client (declaring sampling) calls `summarize` with `text`.
 fn modern_summarize(url: &str, text: &str) -> Value {
-    let params = json!({"name": "summarize", "arguments": {"text": text}, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"sampling": {}}}});
-    post_raw(
-        url,
-        &[
-            ("Content-Type", "application/json"),
-            ("Accept", "application/json"),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "summarize"),
-        ],
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string(),
-    )
-    .json()
+    let arguments = json!({"arguments": {"text": text}});
+    modern_tools_call(url, "summarize", json!({"sampling": {}}), arguments, &[]).json()
 }
 
 const WAIT: std::time::Duration = std::time::Duration::from_secs(20);

@@ -436,17 +436,15 @@ impl LegacyClient {
     }
 }
 
-/// A 2026-07-28 client: every request self-describing, with the mirrored headers.
 /// A 2026-07-28 `tools/call` of `tool` with `params` (`name` and `_meta` added: `capabilities` declared),
-/// as the holder of `bearer`; its JSON answer, which must come with 200.
-pub fn modern_call_as(
-    bearer: &str,
+/// with the mirrored headers and `extra_headers`.
+pub fn modern_tools_call(
     url: &str,
     tool: &str,
     capabilities: Value,
-    params: Value,
-) -> Value {
-    let mut params = params;
+    mut params: Value,
+    extra_headers: &[(&str, &str)],
+) -> Reply {
     params["name"] = Value::String(tool.to_owned());
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -454,15 +452,32 @@ pub fn modern_call_as(
         "io.modelcontextprotocol/clientCapabilities": capabilities,
     });
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let authorization = format!("Bearer {bearer}");
     let mut headers = JSON_HEADERS.to_vec();
     headers.extend([
-        ("Authorization", authorization.as_str()),
         ("MCP-Protocol-Version", "2026-07-28"),
         ("Mcp-Method", "tools/call"),
         ("Mcp-Name", tool),
     ]);
-    let reply = post_raw(url, &headers, body.to_string());
+    headers.extend_from_slice(extra_headers);
+    post_raw(url, &headers, body.to_string())
+}
+
+/// [`modern_tools_call`] as the holder of `bearer`; its JSON answer, which must come with 200.
+pub fn modern_call_as(
+    bearer: &str,
+    url: &str,
+    tool: &str,
+    capabilities: Value,
+    params: Value,
+) -> Value {
+    let authorization = format!("Bearer {bearer}");
+    let reply = modern_tools_call(
+        url,
+        tool,
+        capabilities,
+        params,
+        &[("Authorization", authorization.as_str())],
+    );
     assert_eq!(reply.status, 200, "{reply:?}");
     reply.json()
 }
