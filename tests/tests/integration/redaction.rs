@@ -148,17 +148,25 @@ fn refuse_withholds_the_answer_in_its_methods_shape_and_audit_passes_it_on() {
     );
 }
 
-/// The progress backend (`tests/fixtures/progress_server.py`, a legacy stdio server whose `work` tool says
-/// its `tag` in each progress message and in its answer) and docs/src/redaction.md's `[redaction]` in `mode`.
-fn progress_config(mode: &str) -> String {
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/progress_server.py");
+/// A legacy stdio server of `tests/fixtures/` as a backend (`backend`: its name, and prefix if any), the
+/// admin listener, and docs/src/redaction.md's `[redaction]` in `mode`. The fixtures: `progress_server.py`,
+/// whose `work` tool says its `tag` in each progress message and in its answer; `sampling_server.py`, whose
+/// `summarize` asks the client to summarize its `text` and says what the client answered or how it was
+/// refused.
+fn fixture_config(script: &str, backend: &str, mode: &str) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(script);
     let table = crate::support::doc_block("config-redaction", "toml");
     format!(
-        "[[backend]]\nname = \"p\"\ncommand = [\"python3\", {:?}]\n{ADMIN}\n{}",
+        "[[backend]]\n{backend}\ncommand = [\"python3\", {:?}]\n{ADMIN}\n{}",
         script.to_string_lossy(),
         table.replace("mode = \"redact\"", &format!("mode = \"{mode}\""))
     )
+}
+
+fn progress_config(mode: &str) -> String {
+    fixture_config("progress_server.py", "name = \"p\"", mode)
 }
 
 /// A legacy session's `p__work` call with a progress token, tagged `tag`: every message of its SSE answer.
@@ -301,17 +309,11 @@ fn a_real_filesystem_servers_secrets_are_redacted_and_its_oversized_file_refused
     }
 }
 
-/// The sampling backend (`tests/fixtures/sampling_server.py`: a legacy stdio server whose `summarize` asks
-/// the client to summarize its `text`, and says what the client answered or how it was refused) and
-/// docs/src/redaction.md's `[redaction]` in `mode`.
 fn asking_config(mode: &str) -> String {
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sampling_server.py");
-    let table = crate::support::doc_block("config-redaction", "toml");
-    format!(
-        "[[backend]]\nname = \"sampler\"\nprefix = \"\"\ncommand = [\"python3\", {:?}]\n{ADMIN}\n{}",
-        script.to_string_lossy(),
-        table.replace("mode = \"redact\"", &format!("mode = \"{mode}\""))
+    fixture_config(
+        "sampling_server.py",
+        "name = \"sampler\"\nprefix = \"\"",
+        mode,
     )
 }
 
