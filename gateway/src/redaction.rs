@@ -6,6 +6,8 @@
 //! A pattern is matched against the text as JSON carries it (before and after unescaping, a secret holds
 //! no quote, backslash or control character): one that must span such characters is not supported.
 
+use std::borrow::Cow;
+
 use protocol::{Error, ErrorCode, Notification, Request};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde_json::Value;
@@ -181,20 +183,22 @@ impl Redactor {
 }
 
 impl Redactor {
-    /// A message's `params` judged by the mode: `Ok` with what to send — as they were, or redacted — and
-    /// what was found (empty: nothing); `Err` with what was found when they are withheld (`refuse`, or
-    /// `redact` of params that cannot be parsed). Parsed only when they hold a match.
+    /// The patterns a message's `params` hold (nothing when this table does not scan `backend`).
+    fn held(&self, backend: &str, params: Option<&RawValue>) -> Found {
+        match params {
+            Some(p) if self.applies_to(backend) => self.scan(p.get()),
+            _ => Found::default(),
+        }
+    }
+
+    /// A message's `params`, which hold what `found` names, judged by the mode: `Ok` with what to send —
+    /// as they were (`audit`) or redacted — and what was found; `Err` with what was found when they are
+    /// withheld (`refuse`, or `redact` of params that cannot be parsed).
     fn judge(
         &self,
+        found: Found,
         params: Option<Box<RawValue>>,
     ) -> Result<(Found, Option<Box<RawValue>>), Found> {
-        let found = params
-            .as_ref()
-            .map(|p| self.scan(p.get()))
-            .unwrap_or_default();
-        if found.is_empty() {
-            return Ok((found, params));
-        }
         match (self.mode, params) {
             (RedactionMode::Audit, params) => Ok((found, params)),
             (RedactionMode::Refuse, _) | (RedactionMode::Redact, None) => Err(found),
@@ -214,26 +218,31 @@ impl Redactor {
     /// What `backend` sent beside its answers — a log message, a call's progress — scanned as its answers
     /// are: `redact` rewrites its strings, `audit` passes it on, and `refuse` withholds it (`None`: a
     /// notification has no place for a refusal, so it is not sent; the call's answer is judged on its own).
-    /// A match is counted and logged as for an answer; `principal` is whom it was for (`-`: many).
-    pub fn notification(
+    /// Copied only when it holds a match. A match is counted and logged as for an answer; `principal` is
+    /// whom it was for (`-`: many).
+    pub fn notification<'n>(
         &self,
         metrics: &Metrics,
         backend: &str,
         principal: &str,
-        n: Notification,
-    ) -> Option<Notification> {
-        if !self.applies_to(backend) {
-            return Some(n);
+        n: &'n Notification,
+    ) -> Option<Cow<'n, Notification>> {
+        let found = self.held(backend, n.params.as_deref());
+        if found.is_empty() {
+            return Some(Cow::Borrowed(n));
         }
-        let Notification { method, params } = n;
-        let (found, params) = match self.judge(params) {
+        let judged = self.judge(found, n.params.clone());
+        let (found, params) = match judged {
             Ok((found, params)) => (found, Some(params)),
             Err(found) => (found, None),
         };
-        if !found.is_empty() {
-            self.record(metrics, &found, backend, &method, principal, Seen::Notification);
-        }
-        params.map(|params| Notification { method, params })
+        self.record(metrics, &found, backend, &n.method, principal, Seen::Notification);
+        params.map(|params| {
+            Cow::Owned(Notification {
+                method: n.method.clone(),
+                params,
+            })
+        })
     }
 
     /// A request `backend` sends the client while it serves the client's call (sampling, elicitation,
@@ -247,27 +256,25 @@ impl Redactor {
         principal: &str,
         request: Request,
     ) -> Result<Request, Error> {
-        if !self.applies_to(backend) {
+        let found = self.held(backend, request.params.as_deref());
+        if found.is_empty() {
             return Ok(request);
         }
         let Request { id, method, params } = request;
-        match self.judge(params) {
-            Ok((found, params)) => {
-                if !found.is_empty() {
-                    self.record(metrics, &found, backend, &method, principal, Seen::Question);
-                }
-                Ok(Request { id, method, params })
-            }
-            Err(found) => {
-                self.record(metrics, &found, backend, &method, principal, Seen::Question);
-                Err(Error::new(
-                    ErrorCode::InvalidParams,
-                    format!(
-                        "invalid params: mcpgw withheld this {method} from the client: it held {}",
-                        found.names().join(", ")
-                    ),
-                ))
-            }
+        let judged = self.judge(found, params);
+        let found = match &judged {
+            Ok((found, _)) | Err(found) => found,
+        };
+        self.record(metrics, found, backend, &method, principal, Seen::Question);
+        match judged {
+            Ok((_, params)) => Ok(Request { id, method, params }),
+            Err(found) => Err(Error::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "invalid params: mcpgw withheld this {method} from the client: it held {}",
+                    found.names().join(", ")
+                ),
+            )),
         }
     }
 

@@ -28,17 +28,14 @@ use crate::state::Gateway;
 /// never go on their listen streams.
 pub fn log(gw: &Gateway, views: &mut ReaderViews, backend: &str, n: &Notification) {
     // `[redaction]` judges it before anyone hears it (withheld from all in `refuse` mode).
-    let redacted;
     let n = match &gw.live().redaction {
-        Some(redactor) => match redactor.notification(&gw.metrics, backend, "-", n.clone()) {
-            Some(judged) => {
-                redacted = judged;
-                &redacted
-            }
+        Some(redactor) => match redactor.notification(&gw.metrics, backend, "-", n) {
+            Some(judged) => judged,
             None => return,
         },
-        None => n,
+        None => std::borrow::Cow::Borrowed(n),
     };
+    let n = n.as_ref();
     let full = gw.catalog.snapshot();
     let event = sse_event(&Message::Notification(n.clone()).to_bytes());
     let (mut sent, mut withheld) = (0usize, 0usize);

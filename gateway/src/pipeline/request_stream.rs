@@ -13,6 +13,8 @@
 //! elicitation, roots) that it sends while serving this request: they go out on this stream with the
 //! gateway's id and the client's answer goes back to the backend (see [`input::relay_input_request`]).
 
+use std::borrow::Cow;
+
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use handlers::Related;
@@ -207,8 +209,9 @@ fn forward(dispatch: &Dispatch<'_>, tx: &mpsc::Sender<Vec<u8>>, n: Notification,
         Some(redactor) => {
             let backend = dispatch.backend.get().map_or("", String::as_str);
             let principal = dispatch.principal.as_deref().unwrap_or("-");
-            match redactor.notification(&dispatch.gw.metrics, backend, principal, n) {
-                Some(n) => n,
+            match redactor.notification(&dispatch.gw.metrics, backend, principal, &n) {
+                Some(Cow::Owned(redacted)) => redacted,
+                Some(Cow::Borrowed(_)) => n,
                 None => return,
             }
         }

@@ -436,8 +436,7 @@ impl LegacyClient {
     }
 }
 
-/// A 2026-07-28 `tools/call` of `tool` with `params` (`name` and `_meta` added: `capabilities` declared),
-/// with the mirrored headers and `extra_headers`.
+/// A 2026-07-28 `tools/call` of `tool` with `params` declaring `capabilities` ([`modern_request`]).
 pub fn modern_tools_call(
     url: &str,
     tool: &str,
@@ -446,20 +445,8 @@ pub fn modern_tools_call(
     extra_headers: &[(&str, &str)],
 ) -> Reply {
     params["name"] = Value::String(tool.to_owned());
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    });
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
-    let mut headers = JSON_HEADERS.to_vec();
-    headers.extend([
-        ("MCP-Protocol-Version", "2026-07-28"),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", tool),
-    ]);
-    headers.extend_from_slice(extra_headers);
-    post_raw(url, &headers, body.to_string())
+    params["_meta"] = json!({ "io.modelcontextprotocol/clientCapabilities": capabilities });
+    modern_request(url, "tools/call", params, extra_headers)
 }
 
 /// [`modern_tools_call`] as the holder of `bearer`; its JSON answer, which must come with 200.
@@ -499,11 +486,16 @@ pub fn modern_request(
     mut params: Value,
     extra_headers: &[(&str, &str)],
 ) -> Reply {
-    params["_meta"] = json!({
+    // The era's `_meta`, with any keys the params already carry (declared capabilities) kept.
+    let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "it", "version": "1"}
     });
+    if let (Some(meta), Some(Value::Object(given))) = (meta.as_object_mut(), params.get("_meta")) {
+        meta.extend(given.clone());
+    }
+    params["_meta"] = meta;
     let name = params
         .get("name")
         .or_else(|| params.get("uri"))
